@@ -1,0 +1,324 @@
+//! `config/sandbox.yaml` → [`Config`]: trust levels, limits and settings.
+//!
+//! Every struct denies unknown fields and every value is parsed into a typed unit while
+//! deserializing, so that serde_yaml can point at the line and column of a bad value.
+
+use crate::units::{ByteSize, Seconds};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The built-in copy of `config/sandbox.yaml`, used when no other file is found.
+pub const BUILTIN: &str = include_str!("../config/sandbox.yaml");
+/// System-wide configuration file, looked for after `--config` and `$MAIBOX_CONFIG`.
+pub const SYSTEM_PATH: &str = "/etc/maibox/sandbox.yaml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config {origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("invalid config {origin}: {setting}: {message}")]
+    Invalid {
+        origin: String,
+        setting: String,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrustLevel {
+    Untrusted,
+    Unknown,
+    Trusted,
+}
+
+impl TrustLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrustLevel::Untrusted => "untrusted",
+            TrustLevel::Unknown => "unknown",
+            TrustLevel::Trusted => "trusted",
+        }
+    }
+}
+
+impl fmt::Display for TrustLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TrustLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "untrusted" => Ok(TrustLevel::Untrusted),
+            "unknown" => Ok(TrustLevel::Unknown),
+            "trusted" => Ok(TrustLevel::Trusted),
+            other => Err(format!(
+                "unknown trust level {other:?} (use untrusted, unknown or trusted)"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkMode {
+    /// A network namespace with only `lo`: nothing leaves the sandbox.
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub default_trust: TrustLevel,
+    pub python: PythonConfig,
+    pub identity: IdentityConfig,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub levels: Levels,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonConfig {
+    /// `auto` or an absolute path to a python3 binary.
+    pub interpreter: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentityConfig {
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub host_id_base: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Levels {
+    pub untrusted: LevelConfig,
+    pub unknown: LevelConfig,
+    pub trusted: LevelConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelConfig {
+    pub timeout: Seconds,
+    pub cpus: f64,
+    pub memory: ByteSize,
+    pub pids: u64,
+    pub nofile: u64,
+    pub output: ByteSize,
+    pub tmp_size: ByteSize,
+    pub root_size: ByteSize,
+    pub read_only_root: bool,
+    pub network: NetworkMode,
+    /// Root image directory: when set, the root is an overlay of it with a tmpfs upper layer.
+    #[serde(default)]
+    pub rootfs: Option<PathBuf>,
+}
+
+impl Config {
+    pub fn level(&self, t: TrustLevel) -> &LevelConfig {
+        match t {
+            TrustLevel::Untrusted => &self.levels.untrusted,
+            TrustLevel::Unknown => &self.levels.unknown,
+            TrustLevel::Trusted => &self.levels.trusted,
+        }
+    }
+
+    /// Parses and validates a configuration text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_yaml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        cfg.validate(origin)?;
+        Ok(cfg)
+    }
+
+    /// Loads the configuration following the documented search order.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, String), ConfigError> {
+        let env_path = std::env::var_os("MAIBOX_CONFIG").filter(|v| !v.is_empty());
+        let path: Option<PathBuf> = match (explicit, env_path) {
+            (Some(p), _) => Some(p.to_path_buf()),
+            (None, Some(p)) => Some(PathBuf::from(p)),
+            (None, None) => Some(PathBuf::from(SYSTEM_PATH)).filter(|p| p.exists()),
+        };
+        match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p).map_err(|source| ConfigError::Read {
+                    path: p.clone(),
+                    source,
+                })?;
+                let origin = p.display().to_string();
+                Ok((Config::parse(&text, &origin)?, origin))
+            }
+            None => Ok((
+                Config::parse(BUILTIN, "(built-in)")?,
+                "(built-in)".to_string(),
+            )),
+        }
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        let bad = |setting: String, message: String| ConfigError::Invalid {
+            origin: origin.to_string(),
+            setting,
+            message,
+        };
+        if self.python.interpreter != "auto" && !self.python.interpreter.starts_with('/') {
+            return Err(bad(
+                "python.interpreter".into(),
+                format!(
+                    "{:?} must be \"auto\" or an absolute path",
+                    self.python.interpreter
+                ),
+            ));
+        }
+        if self.identity.uid == 0 || self.identity.gid == 0 {
+            return Err(bad(
+                "identity".into(),
+                "the sandbox uid and gid must not be 0 (root)".into(),
+            ));
+        }
+        if self.identity.uid > 65535 || self.identity.gid > 65535 {
+            return Err(bad(
+                "identity".into(),
+                "uid and gid must be at most 65535".into(),
+            ));
+        }
+        if self.identity.host_id_base < 65536
+            || u64::from(self.identity.host_id_base) + 65536 > u64::from(u32::MAX)
+        {
+            return Err(bad(
+                "identity.host_id_base".into(),
+                "must be between 65536 and 4294901759 so that 65536 ids fit above the host's usual ones".into(),
+            ));
+        }
+        if self.identity.user.is_empty()
+            || !self
+                .identity
+                .user
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(bad(
+                "identity.user".into(),
+                "must be a non-empty name of letters, digits, '_' or '-'".into(),
+            ));
+        }
+        for key in self.env.keys() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(bad(format!("env.{key}"), "invalid variable name".into()));
+            }
+        }
+        for t in [
+            TrustLevel::Untrusted,
+            TrustLevel::Unknown,
+            TrustLevel::Trusted,
+        ] {
+            let l = self.level(t);
+            let at = |k: &str| format!("levels.{t}.{k}");
+            if !(l.cpus.is_finite() && l.cpus > 0.0) {
+                return Err(bad(
+                    at("cpus"),
+                    format!("{} must be a positive number of CPUs", l.cpus),
+                ));
+            }
+            if l.memory.0 < (16 << 20) {
+                return Err(bad(
+                    at("memory"),
+                    format!("{} is below the 16MiB Python needs to start", l.memory),
+                ));
+            }
+            if l.pids == 0 {
+                return Err(bad(at("pids"), "must be at least 1".into()));
+            }
+            if l.nofile < 16 {
+                return Err(bad(at("nofile"), "must be at least 16".into()));
+            }
+            if l.output.0 == 0 {
+                return Err(bad(at("output"), "must be greater than 0".into()));
+            }
+            if l.tmp_size.0 < (1 << 20) {
+                return Err(bad(at("tmp_size"), "must be at least 1MiB".into()));
+            }
+            if l.root_size.0 < (1 << 20) {
+                return Err(bad(at("root_size"), "must be at least 1MiB".into()));
+            }
+            if let Some(r) = &l.rootfs {
+                if !r.is_absolute() {
+                    return Err(bad(at("rootfs"), "must be an absolute path".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_config_is_valid_and_ordered() {
+        let c = Config::parse(BUILTIN, "builtin").unwrap();
+        let t = c.level(TrustLevel::Trusted);
+        assert_eq!(t.cpus, 2.0);
+        assert_eq!(t.memory.0, 1 << 30);
+        assert_eq!(t.timeout.0.as_secs(), 120);
+        let u = c.level(TrustLevel::Untrusted);
+        assert!(u.cpus < t.cpus && u.memory < t.memory && u.timeout < t.timeout);
+        assert!(u.read_only_root);
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_column() {
+        let text = BUILTIN.replace(
+            "default_trust: untrusted",
+            "default_trust: untrusted\nbogus: 1",
+        );
+        let e = Config::parse(&text, "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("unknown field `bogus`"), "{e}");
+        assert!(e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn bad_size_names_line() {
+        let text = BUILTIN.replacen("memory: 256MiB", "memory: 1 gigabyte", 1);
+        let e = Config::parse(&text, "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("invalid size") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_name_the_setting() {
+        let text = BUILTIN.replacen("pids: 64", "pids: 0", 1);
+        let e = Config::parse(&text, "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("levels.untrusted.pids"), "{e}");
+        let text = BUILTIN.replacen("cpus: 0.5", "cpus: -1", 1);
+        let e = Config::parse(&text, "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("levels.untrusted.cpus"), "{e}");
+        let text = BUILTIN.replacen("uid: 1000", "uid: 0", 1);
+        assert!(Config::parse(&text, "x.yaml").is_err());
+    }
+
+    #[test]
+    fn unknown_trust_level_is_rejected() {
+        let text = BUILTIN.replace("default_trust: untrusted", "default_trust: sorta");
+        assert!(Config::parse(&text, "x.yaml").is_err());
+        assert!("sorta".parse::<TrustLevel>().is_err());
+    }
+}

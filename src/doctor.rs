@@ -1,0 +1,258 @@
+//! `maibox doctor`: what this host can enforce, and what to change when it cannot.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub state: State,
+    pub detail: String,
+    /// What the user can do about it (empty when all is well).
+    pub advice: String,
+}
+
+fn check(
+    name: &'static str,
+    state: State,
+    detail: impl Into<String>,
+    advice: impl Into<String>,
+) -> Check {
+    Check {
+        name,
+        state,
+        detail: detail.into(),
+        advice: advice.into(),
+    }
+}
+
+fn read(p: &str) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+pub fn run_checks() -> Vec<Check> {
+    vec![
+        kernel(),
+        user_namespaces(),
+        container(),
+        cgroups(),
+        landlock(),
+        seccomp(),
+        overlayfs(),
+        python(),
+    ]
+}
+
+fn kernel() -> Check {
+    let u = nix::sys::utsname::uname();
+    let rel = u
+        .as_ref()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (maj, min) = parse_version(&rel);
+    if (maj, min) >= (5, 12) {
+        check("kernel", State::Ok, format!("Linux {rel}"), "")
+    } else {
+        check(
+            "kernel",
+            State::Fail,
+            format!("Linux {rel}"),
+            "maibox needs Linux 5.12 or newer (mount_setattr, unprivileged overlayfs)",
+        )
+    }
+}
+
+fn parse_version(rel: &str) -> (u32, u32) {
+    let mut it = rel
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok());
+    (it.next().unwrap_or(0), it.next().unwrap_or(0))
+}
+
+/// Tries the real thing in a throw-away child: creating a user namespace.
+fn probe_userns() -> Result<(), String> {
+    // SAFETY: the child only calls unshare and _exit.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            let ok = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER).is_ok();
+            // SAFETY: _exit in a forked child.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => match nix::sys::wait::waitpid(child, None)
+        {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
+            _ => Err("unshare(CLONE_NEWUSER) failed".into()),
+        },
+        Err(e) => Err(format!("fork: {e}")),
+    }
+}
+
+fn user_namespaces() -> Check {
+    let max = read("/proc/sys/user/max_user_namespaces").unwrap_or_default();
+    let deb = read("/proc/sys/kernel/unprivileged_userns_clone");
+    let aa = read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    match probe_userns() {
+        Ok(()) => {
+            let mut detail = format!("available (max_user_namespaces={max})");
+            if aa.as_deref() == Some("1") {
+                detail.push_str(
+                    "; AppArmor restricts unprivileged user namespaces for unconfined programs",
+                );
+            }
+            check("user namespaces", State::Ok, detail, "")
+        }
+        Err(e) => {
+            let advice = if max == "0" {
+                "set user.max_user_namespaces to a positive number (sysctl -w user.max_user_namespaces=15000)".to_string()
+            } else if deb.as_deref() == Some("0") {
+                "enable them: sysctl -w kernel.unprivileged_userns_clone=1".to_string()
+            } else if aa.as_deref() == Some("1") {
+                "AppArmor blocks them (kernel.apparmor_restrict_unprivileged_userns=1): add an AppArmor profile for maibox with `userns,` or set the sysctl to 0".to_string()
+            } else {
+                "check seccomp/LSM policies of the container or host that runs maibox".to_string()
+            };
+            check("user namespaces", State::Fail, e, advice)
+        }
+    }
+}
+
+fn container() -> Check {
+    let markers = ["/.dockerenv", "/run/.containerenv"];
+    let found: Vec<&str> = markers
+        .iter()
+        .copied()
+        .filter(|p| std::path::Path::new(p).exists())
+        .collect();
+    if found.is_empty() {
+        check("container", State::Ok, "not running inside a container", "")
+    } else {
+        check(
+            "container",
+            State::Warn,
+            format!("running inside a container ({})", found.join(", ")),
+            "nested sandboxes need the outer container to allow user namespaces and mounts (e.g. docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined)",
+        )
+    }
+}
+
+fn cgroups() -> Check {
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    if v2 {
+        let c = read("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
+        return check(
+            "cgroups",
+            State::Ok,
+            format!("v2 (unified), controllers: {c}"),
+            "",
+        );
+    }
+    let v1: Vec<&str> = ["memory", "pids", "cpu", "freezer"]
+        .into_iter()
+        .filter(|c| std::path::Path::new("/sys/fs/cgroup").join(c).is_dir())
+        .collect();
+    let unified = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists();
+    if v1.is_empty() {
+        check(
+            "cgroups",
+            State::Warn,
+            "no cgroup hierarchy found",
+            "mount cgroup2 on /sys/fs/cgroup to enforce memory, CPU and process limits",
+        )
+    } else {
+        let layout = if unified { "hybrid" } else { "v1" };
+        check(
+            "cgroups",
+            State::Ok,
+            format!("{layout}: v1 controllers {}", v1.join(", ")),
+            "",
+        )
+    }
+}
+
+/// Landlock ABI version supported by the running kernel (0 when unavailable).
+pub fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the documented version query: NULL attr, size 0.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    r.max(0)
+}
+
+fn landlock() -> Check {
+    let abi = landlock_abi();
+    if abi > 0 {
+        check("landlock", State::Ok, format!("ABI {abi}"), "")
+    } else {
+        let lsm = read("/sys/kernel/security/lsm").unwrap_or_else(|| "unknown".into());
+        check(
+            "landlock",
+            State::Warn,
+            format!("not available (active LSMs: {lsm})"),
+            "add landlock to the kernel's lsm= boot parameter (e.g. lsm=landlock,lockdown,yama,apparmor,bpf) on a kernel built with CONFIG_SECURITY_LANDLOCK",
+        )
+    }
+}
+
+fn seccomp() -> Check {
+    let status = read("/proc/self/status").unwrap_or_default();
+    if status.lines().any(|l| l.starts_with("Seccomp:")) {
+        check("seccomp", State::Ok, "seccomp filters supported", "")
+    } else {
+        check(
+            "seccomp",
+            State::Fail,
+            "the kernel reports no seccomp support",
+            "use a kernel built with CONFIG_SECCOMP_FILTER",
+        )
+    }
+}
+
+fn overlayfs() -> Check {
+    let fs = read("/proc/filesystems").unwrap_or_default();
+    if fs.lines().any(|l| l.ends_with("overlay")) {
+        check("overlayfs", State::Ok, "available", "")
+    } else {
+        check(
+            "overlayfs",
+            State::Warn,
+            "not loaded",
+            "modprobe overlay (needed only for --rootfs images)",
+        )
+    }
+}
+
+fn python() -> Check {
+    match crate::interpreter::resolve("auto") {
+        Ok(i) => check("python", State::Ok, i.path.display().to_string(), ""),
+        Err(e) => check(
+            "python",
+            State::Fail,
+            e.to_string(),
+            "apt-get install python3",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_parsing() {
+        assert_eq!(super::parse_version("6.1.0-18-amd64"), (6, 1));
+        assert_eq!(super::parse_version("5.15.0"), (5, 15));
+    }
+}

@@ -1,0 +1,362 @@
+//! The supervisor's loop: streams output within its cap, pumps stdin, enforces the
+//! wall-clock timeout, forwards the caller's signals, and collects the exit status.
+
+use crate::output::{CappedOutput, Stream};
+use crate::sandbox::sync::Msg;
+use crate::sandbox::{Prepared, SetupError, Step};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{kill, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use serde::Serialize;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Violation {
+    Timeout { limit_s: f64 },
+    Output { limit_bytes: u64 },
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    Exited { code: i32 },
+    Signaled { signal: i32, name: String },
+    ExecFailed { errno: i32, message: String },
+    SetupFailed(SetupError),
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Usage {
+    pub wall_time_s: f64,
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// Largest resident set of any single process of the sandbox (getrusage).
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub ending: Ending,
+    pub violations: Vec<Violation>,
+    pub usage: Usage,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub truncated: bool,
+    pub stdout_ended_with_newline: bool,
+    pub interrupted_by: Option<i32>,
+}
+
+pub struct Limits {
+    pub timeout: Duration,
+    pub output_bytes: u64,
+}
+
+struct StdinPump {
+    to_child: Option<OwnedFd>,
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+/// Starts the payload and supervises it until the sandbox is gone.
+pub fn run(p: Prepared, limits: &Limits) -> Outcome {
+    let started = Instant::now();
+    let deadline = started + limits.timeout;
+    let mut out = CappedOutput::new(limits.output_bytes);
+    let mut violations = Vec::new();
+    let mut ending: Option<Ending> = None;
+    let mut reaped: Option<(i32, libc::rusage)> = None;
+    let mut killed = false;
+    let mut interrupted_by = None;
+    let (mut out_open, mut err_open, mut chan_open) = (true, true, true);
+
+    let sigfd = SignalFd::with_flags(
+        &crate::sandbox::init::handled_set(),
+        SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
+    )
+    .ok();
+    if let Some(w) = &p.stdin {
+        let _ = nix::fcntl::fcntl(
+            w.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        );
+    }
+    let mut pump = StdinPump {
+        eof: p.stdin.is_none(),
+        to_child: p.stdin,
+        buf: Vec::new(),
+    };
+    if let Err(e) = p.chan.send(&Msg::Start) {
+        ending = Some(Ending::SetupFailed(e));
+        let _ = kill(p.pid, Signal::SIGKILL);
+        killed = true;
+    }
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let kill_sandbox = |killed: &mut bool| {
+        if !*killed {
+            let _ = kill(p.pid, Signal::SIGKILL);
+            *killed = true;
+        }
+    };
+
+    loop {
+        if reaped.is_some() && !out_open && !err_open {
+            break;
+        }
+        let now = Instant::now();
+        if now >= deadline && reaped.is_none() && !killed {
+            violations.push(Violation::Timeout {
+                limit_s: limits.timeout.as_secs_f64(),
+            });
+            kill_sandbox(&mut killed);
+        }
+        let wait_ms = if reaped.is_some() {
+            // Init is gone, so every writer is gone: the pipes only hold leftovers.
+            100
+        } else if killed {
+            50
+        } else {
+            deadline
+                .saturating_duration_since(now)
+                .as_millis()
+                .min(60_000) as i32
+                + 1
+        };
+
+        let stdin0 = std::io::stdin();
+        let mut fds: Vec<(Src, PollFd)> = Vec::with_capacity(6);
+        if out_open {
+            fds.push((Src::Out, PollFd::new(p.stdout.as_fd(), PollFlags::POLLIN)));
+        }
+        if err_open {
+            fds.push((Src::Err, PollFd::new(p.stderr.as_fd(), PollFlags::POLLIN)));
+        }
+        if chan_open {
+            fds.push((Src::Chan, PollFd::new(p.chan.as_fd(), PollFlags::POLLIN)));
+        }
+        if let Some(sfd) = &sigfd {
+            fds.push((Src::Sig, PollFd::new(sfd.as_fd(), PollFlags::POLLIN)));
+        }
+        if !pump.eof && pump.buf.is_empty() && pump.to_child.is_some() {
+            fds.push((Src::In, PollFd::new(stdin0.as_fd(), PollFlags::POLLIN)));
+        }
+        if let Some(w) = pump.to_child.as_ref().filter(|_| !pump.buf.is_empty()) {
+            fds.push((Src::InW, PollFd::new(w.as_fd(), PollFlags::POLLOUT)));
+        }
+        let mut pfds: Vec<PollFd> = fds.iter().map(|(_, f)| *f).collect();
+        let n = match poll(
+            &mut pfds,
+            PollTimeout::try_from(wait_ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(n) => n,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => 0,
+        };
+        if n == 0 && reaped.is_some() {
+            break;
+        }
+        let ready: Vec<(Src, PollFlags)> = fds
+            .iter()
+            .zip(pfds.iter())
+            .filter_map(|((s, _), f)| f.revents().filter(|r| !r.is_empty()).map(|r| (*s, r)))
+            .collect();
+        drop(pfds);
+        for (src, _rev) in ready {
+            match src {
+                Src::Out | Src::Err => {
+                    let (fd, stream, target): (BorrowedFd, Stream, BorrowedFd) = if src == Src::Out
+                    {
+                        (p.stdout.as_fd(), Stream::Stdout, stdout.as_fd())
+                    } else {
+                        (p.stderr.as_fd(), Stream::Stderr, stderr.as_fd())
+                    };
+                    let mut buf = [0u8; 65536];
+                    match nix::unistd::read(fd.as_raw_fd(), &mut buf) {
+                        Ok(0) | Err(_) => {
+                            if src == Src::Out {
+                                out_open = false
+                            } else {
+                                err_open = false
+                            }
+                        }
+                        Ok(k) => {
+                            if out.forward(stream, &buf[..k], target) {
+                                violations.push(Violation::Output {
+                                    limit_bytes: limits.output_bytes,
+                                });
+                                kill_sandbox(&mut killed);
+                            }
+                        }
+                    }
+                }
+                Src::Chan => match p.chan.recv() {
+                    Ok(Some(Msg::PayloadExit { code, signal })) => {
+                        ending = Some(match (code, signal) {
+                            (_, Some(s)) => Ending::Signaled {
+                                signal: s,
+                                name: signal_name(s),
+                            },
+                            (Some(c), None) => Ending::Exited { code: c },
+                            (None, None) => Ending::Exited { code: 0 },
+                        })
+                    }
+                    Ok(Some(Msg::ExecFailed { errno, message })) => {
+                        ending = Some(Ending::ExecFailed { errno, message })
+                    }
+                    Ok(Some(Msg::Failed(e))) => ending = Some(Ending::SetupFailed(e)),
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => chan_open = false,
+                },
+                Src::Sig => {
+                    while let Some(sfd) = &sigfd {
+                        match sfd.read_signal() {
+                            Ok(Some(info)) => {
+                                let signo = info.ssi_signo as i32;
+                                if signo == libc::SIGCHLD {
+                                    if let Some(r) = try_reap(p.pid) {
+                                        reaped = Some(r);
+                                    }
+                                } else if let Ok(sig) = Signal::try_from(signo) {
+                                    // First Ctrl-C goes to the code; a second one ends the sandbox.
+                                    if interrupted_by.is_some() {
+                                        kill_sandbox(&mut killed);
+                                    } else {
+                                        interrupted_by = Some(signo);
+                                        let _ = kill(p.pid, sig);
+                                    }
+                                }
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+                Src::In => {
+                    let mut buf = [0u8; 65536];
+                    match nix::unistd::read(0, &mut buf) {
+                        Ok(0) | Err(_) => {
+                            pump.eof = true;
+                            pump.to_child = None;
+                        }
+                        Ok(k) => pump.buf.extend_from_slice(&buf[..k]),
+                    }
+                }
+                Src::InW => {
+                    if let Some(w) = &pump.to_child {
+                        match nix::unistd::write(w, &pump.buf) {
+                            Ok(k) => {
+                                pump.buf.drain(..k);
+                            }
+                            Err(nix::errno::Errno::EAGAIN) => {}
+                            Err(_) => {
+                                pump.buf.clear();
+                                pump.eof = true;
+                                pump.to_child = None;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if pump.eof && pump.buf.is_empty() {
+            pump.to_child = None;
+        }
+        if reaped.is_none() {
+            if let Some(r) = try_reap(p.pid) {
+                reaped = Some(r);
+            }
+        }
+    }
+    // Messages sent just before init exited may still be queued.
+    while chan_open && ending.is_none() {
+        match p.chan.recv() {
+            Ok(Some(Msg::PayloadExit { code, signal })) => {
+                ending = Some(match signal {
+                    Some(s) => Ending::Signaled {
+                        signal: s,
+                        name: signal_name(s),
+                    },
+                    None => Ending::Exited {
+                        code: code.unwrap_or(0),
+                    },
+                })
+            }
+            Ok(Some(Msg::ExecFailed { errno, message })) => {
+                ending = Some(Ending::ExecFailed { errno, message })
+            }
+            Ok(Some(Msg::Failed(e))) => ending = Some(Ending::SetupFailed(e)),
+            Ok(Some(_)) => {}
+            _ => chan_open = false,
+        }
+    }
+    let _ = p.old_sigmask.thread_set_mask();
+    let (status, ru) = reaped.unwrap_or((0, zero_rusage()));
+    let ending = ending.unwrap_or_else(|| from_wait_status(status));
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Outcome {
+        ending,
+        violations,
+        usage: Usage {
+            wall_time_s: started.elapsed().as_secs_f64(),
+            cpu_user_s: tv(ru.ru_utime),
+            cpu_system_s: tv(ru.ru_stime),
+            peak_rss_bytes: (ru.ru_maxrss.max(0) as u64) * 1024,
+        },
+        stdout_bytes: out.stdout.bytes,
+        stderr_bytes: out.stderr.bytes,
+        truncated: out.truncated,
+        stdout_ended_with_newline: out.stdout.ended_with_newline,
+        interrupted_by,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Src {
+    Out,
+    Err,
+    Chan,
+    Sig,
+    In,
+    InW,
+}
+
+fn zero_rusage() -> libc::rusage {
+    // SAFETY: rusage is plain old data; all-zero is valid.
+    unsafe { std::mem::zeroed() }
+}
+
+/// wait4 instead of waitpid: its rusage covers init and every descendant it reaped.
+fn try_reap(pid: nix::unistd::Pid) -> Option<(i32, libc::rusage)> {
+    let mut status = 0;
+    let mut ru = zero_rusage();
+    // SAFETY: valid pointers to locals.
+    let r = unsafe { libc::wait4(pid.as_raw(), &mut status, libc::WNOHANG, &mut ru) };
+    (r == pid.as_raw()).then_some((status, ru))
+}
+
+fn from_wait_status(status: i32) -> Ending {
+    if libc::WIFSIGNALED(status) {
+        let s = libc::WTERMSIG(status);
+        Ending::Signaled {
+            signal: s,
+            name: signal_name(s),
+        }
+    } else {
+        let code = libc::WEXITSTATUS(status);
+        if code == 125 {
+            Ending::SetupFailed(SetupError::new(
+                Step::Wait,
+                "the sandbox init ended before reporting a status",
+            ))
+        } else {
+            Ending::Exited { code }
+        }
+    }
+}
+
+pub fn signal_name(s: i32) -> String {
+    Signal::try_from(s)
+        .map(|x| x.as_str().to_string())
+        .unwrap_or_else(|_| format!("SIG{s}"))
+}

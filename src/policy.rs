@@ -1,0 +1,193 @@
+//! [`Policy`]: everything a run may do, as plain data. The engine's only input.
+//!
+//! Built from the configuration, the trust level and the caller's overrides; the
+//! OCI front door (later) builds the same struct from a bundle's config.json.
+
+use crate::config::{Config, NetworkMode, TrustLevel};
+use crate::interpreter::{self, Interpreter, InterpreterError};
+use crate::units::{ByteSize, Seconds};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error(transparent)]
+    Interpreter(#[from] InterpreterError),
+    #[error("{setting}: {message}")]
+    Invalid { setting: String, message: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Policy {
+    pub trust: TrustLevel,
+    pub identity: Identity,
+    pub interpreter: Interpreter,
+    pub fs: FsPolicy,
+    pub limits: Limits,
+    pub network: NetworkMode,
+    /// The complete environment of the code, in order.
+    pub env: Vec<(String, String)>,
+    pub hostname: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity {
+    /// uid/gid of the code inside the sandbox.
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    /// How inside ids map to host ids.
+    pub mapping: IdMapping,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum IdMapping {
+    /// maibox runs as root: inside 0..65535 → host `base`..`base`+65535.
+    Range { base: u32 },
+    /// maibox runs unprivileged: only the caller's own ids can be mapped.
+    Rootless { host_uid: u32, host_gid: u32 },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FsPolicy {
+    /// Root image directory for an overlay root; `None` builds a root from host binds.
+    pub rootfs: Option<PathBuf>,
+    pub read_only_root: bool,
+    pub tmp_size: u64,
+    pub root_size: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    #[serde(serialize_with = "secs")]
+    pub timeout: Duration,
+    pub cpus: f64,
+    pub memory_bytes: u64,
+    pub pids: u64,
+    pub nofile: u64,
+    /// Largest file the code may write (RLIMIT_FSIZE).
+    pub fsize_bytes: u64,
+    pub output_bytes: u64,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// Caller-side overrides of the trust level's settings (CLI flags).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub timeout: Option<Seconds>,
+    pub rootfs: Option<PathBuf>,
+    pub output: Option<ByteSize>,
+    pub interpreter: Option<PathBuf>,
+}
+
+impl Policy {
+    pub fn build(cfg: &Config, trust: TrustLevel, ov: &Overrides) -> Result<Policy, PolicyError> {
+        let level = cfg.level(trust);
+        let interp_setting = ov
+            .interpreter
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| cfg.python.interpreter.clone());
+        let interpreter = interpreter::resolve(&interp_setting)?;
+        let rootfs = ov.rootfs.clone().or_else(|| level.rootfs.clone());
+        if let Some(r) = &rootfs {
+            if !r.is_dir() {
+                return Err(PolicyError::Invalid {
+                    setting: "rootfs".into(),
+                    message: format!("{} is not a directory", r.display()),
+                });
+            }
+        }
+        let timeout = ov.timeout.unwrap_or(level.timeout).0;
+        let mapping = if nix::unistd::geteuid().is_root() {
+            IdMapping::Range {
+                base: cfg.identity.host_id_base,
+            }
+        } else {
+            IdMapping::Rootless {
+                host_uid: nix::unistd::geteuid().as_raw(),
+                host_gid: nix::unistd::getegid().as_raw(),
+            }
+        };
+        Ok(Policy {
+            trust,
+            identity: Identity {
+                uid: cfg.identity.uid,
+                gid: cfg.identity.gid,
+                user: cfg.identity.user.clone(),
+                mapping,
+            },
+            interpreter,
+            fs: FsPolicy {
+                rootfs,
+                read_only_root: level.read_only_root,
+                tmp_size: level.tmp_size.0,
+                root_size: level.root_size.0,
+            },
+            limits: Limits {
+                timeout,
+                cpus: level.cpus,
+                memory_bytes: level.memory.0,
+                pids: level.pids,
+                nofile: level.nofile,
+                fsize_bytes: level.tmp_size.0,
+                output_bytes: ov.output.unwrap_or(level.output).0,
+            },
+            network: level.network,
+            env: cfg
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            hostname: "maibox".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BUILTIN;
+
+    #[test]
+    fn levels_map_to_limits() {
+        let cfg = Config::parse(BUILTIN, "builtin").unwrap();
+        let p = Policy::build(&cfg, TrustLevel::Trusted, &Overrides::default()).unwrap();
+        assert_eq!(p.limits.timeout, Duration::from_secs(120));
+        assert_eq!(p.limits.memory_bytes, 1 << 30);
+        assert!(!p.fs.read_only_root);
+        let u = Policy::build(&cfg, TrustLevel::Untrusted, &Overrides::default()).unwrap();
+        assert!(u.fs.read_only_root);
+        assert_eq!(u.limits.timeout, Duration::from_secs(30));
+        assert_eq!(u.network, NetworkMode::None);
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let cfg = Config::parse(BUILTIN, "builtin").unwrap();
+        let ov = Overrides {
+            timeout: Some("2s".parse().unwrap()),
+            output: Some("1KiB".parse().unwrap()),
+            ..Default::default()
+        };
+        let p = Policy::build(&cfg, TrustLevel::Trusted, &ov).unwrap();
+        assert_eq!(p.limits.timeout, Duration::from_secs(2));
+        assert_eq!(p.limits.output_bytes, 1024);
+    }
+
+    #[test]
+    fn missing_rootfs_is_an_error() {
+        let cfg = Config::parse(BUILTIN, "builtin").unwrap();
+        let ov = Overrides {
+            rootfs: Some("/nonexistent/rootfs".into()),
+            ..Default::default()
+        };
+        let e = Policy::build(&cfg, TrustLevel::Trusted, &ov).unwrap_err();
+        assert!(e.to_string().contains("rootfs"));
+    }
+}

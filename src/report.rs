@@ -1,0 +1,148 @@
+//! The run report printed with `--json`, and maibox's exit codes.
+
+use crate::config::TrustLevel;
+use crate::monitor::{Ending, Outcome, Usage, Violation};
+use crate::policy::Policy;
+use serde::Serialize;
+
+/// maibox's own exit codes (following `env`, `timeout` and `docker run`).
+pub mod exit {
+    /// The run hit its wall-clock limit.
+    pub const TIMEOUT: i32 = 124;
+    /// maibox refused or failed before the code ran: bad input, config, or setup.
+    pub const MAIBOX_FAILED: i32 = 125;
+    /// The interpreter exists but could not be executed.
+    pub const CANNOT_EXECUTE: i32 = 126;
+    /// The interpreter was not found inside the sandbox.
+    pub const NOT_FOUND: i32 = 127;
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub maibox_version: &'static str,
+    pub run_id: String,
+    pub trust: TrustLevel,
+    /// The exit code maibox itself returns.
+    pub exit_code: i32,
+    /// How the code ended.
+    pub ending: Ending,
+    pub violations: Vec<Violation>,
+    pub usage: Usage,
+    pub output: OutputReport,
+    pub limits: crate::policy::Limits,
+    pub layers: Layers,
+    pub interpreter: String,
+    pub setup_ms: f64,
+    pub setup_steps_us: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OutputReport {
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub truncated: bool,
+    pub limit_bytes: u64,
+}
+
+/// Which isolation layers this run had. Each is true only when it was applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct Layers {
+    pub user_ns: bool,
+    pub pid_ns: bool,
+    pub mount_ns: bool,
+    pub net_ns: bool,
+    pub ipc_ns: bool,
+    pub uts_ns: bool,
+    pub cgroup_ns: bool,
+    pub pivot_root: bool,
+    pub read_only_root: bool,
+    pub overlay_root: bool,
+    pub capabilities_dropped: bool,
+    pub no_new_privs: bool,
+    pub rlimits: bool,
+    pub seccomp: bool,
+    pub landlock: bool,
+    pub cgroup_limits: bool,
+    pub rootless: bool,
+}
+
+impl Layers {
+    pub fn for_policy(p: &Policy) -> Layers {
+        Layers {
+            user_ns: true,
+            pid_ns: true,
+            mount_ns: true,
+            net_ns: true,
+            ipc_ns: true,
+            uts_ns: true,
+            cgroup_ns: true,
+            pivot_root: true,
+            read_only_root: p.fs.read_only_root,
+            overlay_root: p.fs.rootfs.is_some(),
+            capabilities_dropped: true,
+            no_new_privs: true,
+            rlimits: true,
+            seccomp: false,
+            landlock: false,
+            cgroup_limits: false,
+            rootless: matches!(
+                p.identity.mapping,
+                crate::policy::IdMapping::Rootless { .. }
+            ),
+        }
+    }
+}
+
+/// maibox's exit code for an outcome.
+pub fn exit_code(o: &Outcome) -> i32 {
+    if o.violations
+        .iter()
+        .any(|v| matches!(v, Violation::Timeout { .. }))
+    {
+        return exit::TIMEOUT;
+    }
+    match &o.ending {
+        Ending::Exited { code } => *code,
+        Ending::Signaled { signal, .. } => 128 + signal,
+        Ending::ExecFailed { errno, .. } if *errno == libc::ENOENT => exit::NOT_FOUND,
+        Ending::ExecFailed { .. } => exit::CANNOT_EXECUTE,
+        Ending::SetupFailed(_) => exit::MAIBOX_FAILED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(ending: Ending, violations: Vec<Violation>) -> Outcome {
+        Outcome {
+            ending,
+            violations,
+            usage: Usage::default(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            truncated: false,
+            stdout_ended_with_newline: true,
+            interrupted_by: None,
+        }
+    }
+
+    #[test]
+    fn exit_codes_follow_conventions() {
+        assert_eq!(exit_code(&outcome(Ending::Exited { code: 3 }, vec![])), 3);
+        let sig = Ending::Signaled {
+            signal: 9,
+            name: "SIGKILL".into(),
+        };
+        assert_eq!(exit_code(&outcome(sig.clone(), vec![])), 137);
+        assert_eq!(
+            exit_code(&outcome(sig, vec![Violation::Timeout { limit_s: 1.0 }])),
+            124
+        );
+        let nf = Ending::ExecFailed {
+            errno: libc::ENOENT,
+            message: String::new(),
+        };
+        assert_eq!(exit_code(&outcome(nf, vec![])), 127);
+    }
+}

@@ -1,0 +1,153 @@
+//! One `maibox exec`: read the code, build the sandbox, supervise, report.
+
+use crate::monitor::{self, Ending, Outcome};
+use crate::policy::Policy;
+use crate::report::{self, Layers, OutputReport, Report};
+use crate::sandbox::{self, Job, SetupError, StdinMode};
+use std::io::Read;
+use std::path::Path;
+
+/// Largest script accepted; anything bigger is almost certainly not a script.
+pub const MAX_SCRIPT_BYTES: usize = 8 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot read script {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("script {path} is a directory, not a Python file")]
+    IsDir { path: String },
+    #[error("script {path} is {size} bytes; the limit is {MAX_SCRIPT_BYTES} bytes")]
+    TooBig { path: String, size: usize },
+    #[error(
+        "script {path} is not valid UTF-8 (invalid byte at offset {offset}); save it as UTF-8"
+    )]
+    NotUtf8 { path: String, offset: usize },
+}
+
+/// Where the code comes from.
+pub enum Source<'a> {
+    File(&'a Path),
+    Inline(&'a str),
+    Stdin,
+}
+
+pub struct Code {
+    pub bytes: Vec<u8>,
+    /// How the code was named by the caller (a path, `-c` or `-`).
+    pub origin: String,
+}
+
+pub fn read_code(src: Source) -> Result<Code, InputError> {
+    let (origin, bytes) = match src {
+        Source::Inline(s) => ("-c".to_string(), s.as_bytes().to_vec()),
+        Source::Stdin => {
+            let mut b = Vec::new();
+            std::io::stdin()
+                .take(MAX_SCRIPT_BYTES as u64 + 1)
+                .read_to_end(&mut b)
+                .map_err(|source| InputError::Read {
+                    path: "-".into(),
+                    source,
+                })?;
+            ("-".to_string(), b)
+        }
+        Source::File(p) => {
+            let path = p.display().to_string();
+            if p.is_dir() {
+                return Err(InputError::IsDir { path });
+            }
+            let f = std::fs::File::open(p).map_err(|source| InputError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let mut b = Vec::new();
+            f.take(MAX_SCRIPT_BYTES as u64 + 1)
+                .read_to_end(&mut b)
+                .map_err(|source| InputError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+            (path, b)
+        }
+    };
+    if bytes.len() > MAX_SCRIPT_BYTES {
+        return Err(InputError::TooBig {
+            path: origin,
+            size: bytes.len(),
+        });
+    }
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        return Err(InputError::NotUtf8 {
+            path: origin,
+            offset: e.valid_up_to(),
+        });
+    }
+    Ok(Code { bytes, origin })
+}
+
+pub struct Run {
+    pub outcome: Outcome,
+    pub report: Report,
+}
+
+/// Runs `code` under `policy`. Setup failures come back as an outcome with
+/// [`Ending::SetupFailed`], so that they are reported like any other ending.
+pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode) -> Run {
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let job = Job {
+        policy,
+        script: &code.bytes,
+        args,
+        stdin,
+    };
+    let mut attach = |_pid: nix::unistd::Pid| -> Result<(), SetupError> { Ok(()) };
+    let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut attach) {
+        Ok(prepared) => {
+            let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
+            let steps = prepared.timings_us.clone();
+            let limits = monitor::Limits {
+                timeout: policy.limits.timeout,
+                output_bytes: policy.limits.output_bytes,
+            };
+            (monitor::run(prepared, &limits), setup_ms, steps)
+        }
+        Err(e) => (setup_failed(e), 0.0, Vec::new()),
+    };
+    let report = Report {
+        maibox_version: env!("CARGO_PKG_VERSION"),
+        run_id,
+        trust: policy.trust,
+        exit_code: report::exit_code(&outcome),
+        ending: outcome.ending.clone(),
+        violations: outcome.violations.clone(),
+        usage: outcome.usage.clone(),
+        output: OutputReport {
+            stdout_bytes: outcome.stdout_bytes,
+            stderr_bytes: outcome.stderr_bytes,
+            truncated: outcome.truncated,
+            limit_bytes: policy.limits.output_bytes,
+        },
+        limits: policy.limits.clone(),
+        layers: Layers::for_policy(policy),
+        interpreter: policy.interpreter.path.display().to_string(),
+        setup_ms,
+        setup_steps_us: steps,
+    };
+    Run { outcome, report }
+}
+
+fn setup_failed(e: SetupError) -> Outcome {
+    Outcome {
+        ending: Ending::SetupFailed(e),
+        violations: Vec::new(),
+        usage: Default::default(),
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        truncated: false,
+        stdout_ended_with_newline: true,
+        interrupted_by: None,
+    }
+}

@@ -1,0 +1,78 @@
+//! Typed setup errors: every failure names the setup step it happened in.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The ordered setup steps of a sandbox. A failure in any of them aborts the run
+/// before user code starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    Pipes,
+    Signals,
+    Clone,
+    UserNsMap,
+    Sync,
+    Identity,
+    MountPropagation,
+    OpenSources,
+    RootTmpfs,
+    Overlay,
+    BindHost,
+    Etc,
+    Proc,
+    Dev,
+    Tmp,
+    Script,
+    PivotRoot,
+    ReadOnlyRoot,
+    Hostname,
+    Rlimits,
+    Session,
+    CloseFds,
+    Capabilities,
+    NoNewPrivs,
+    Landlock,
+    Seccomp,
+    Cgroup,
+    Network,
+    Exec,
+    Wait,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("{self:?}"));
+        f.write_str(&s)
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize)]
+#[error("sandbox setup failed at step `{step}`: {message}")]
+pub struct SetupError {
+    pub step: Step,
+    pub message: String,
+}
+
+impl SetupError {
+    pub fn new(step: Step, message: impl Into<String>) -> Self {
+        SetupError {
+            step,
+            message: message.into(),
+        }
+    }
+}
+
+/// Attaches a step to any displayable error.
+pub trait StepContext<T> {
+    fn step(self, step: Step, what: impl fmt::Display) -> Result<T, SetupError>;
+}
+
+impl<T, E: fmt::Display> StepContext<T> for Result<T, E> {
+    fn step(self, step: Step, what: impl fmt::Display) -> Result<T, SetupError> {
+        self.map_err(|e| SetupError::new(step, format!("{what}: {e}")))
+    }
+}

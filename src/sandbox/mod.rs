@@ -1,0 +1,204 @@
+//! The engine: turns a [`Policy`] and a script into a running, confined process.
+//!
+//! Split like an OCI runtime: [`prepare`] builds the whole sandbox and leaves its
+//! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
+//! [`crate::monitor`] supervises it to the end.
+
+pub mod dev;
+pub mod error;
+pub mod etc;
+pub mod init;
+pub mod mounts;
+pub mod net;
+pub mod privs;
+pub mod procfs;
+pub mod rlimit;
+pub mod rootfs;
+pub mod spawn;
+pub mod sync;
+pub mod userns;
+
+pub use error::{SetupError, Step};
+
+use crate::policy::Policy;
+use error::StepContext;
+use init::Payload;
+use nix::fcntl::OFlag;
+use nix::sys::signal::SigSet;
+use nix::unistd::Pid;
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+use sync::{Channel, Msg};
+
+/// Where the sandbox's stdin comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinMode {
+    /// The supervisor copies its own stdin into a pipe (host file descriptors are
+    /// never handed to the sandbox).
+    Pump,
+    /// `/dev/null`.
+    Null,
+}
+
+pub struct Job<'a> {
+    pub policy: &'a Policy,
+    pub script: &'a [u8],
+    pub args: &'a [String],
+    pub stdin: StdinMode,
+}
+
+/// A sandbox whose init is set up and waits for `start`.
+pub struct Prepared {
+    pub pid: Pid,
+    pub chan: Channel,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    pub stdin: Option<OwnedFd>,
+    pub created_at: Instant,
+    pub setup_time: Duration,
+    pub timings_us: Vec<(String, u64)>,
+    /// The caller's signal mask, restored when the run is over.
+    pub old_sigmask: SigSet,
+}
+
+/// How long the child may take to build its view before we give up on it.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Builds the sandbox. `attach` is called with the sandbox's host pid before it
+/// does anything (the place to move it into its cgroup).
+pub fn prepare(
+    job: &Job,
+    attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
+) -> Result<Prepared, SetupError> {
+    let created_at = Instant::now();
+    let old_sigmask = init::block_handled()?;
+    let r = prepare_inner(job, attach, created_at, old_sigmask);
+    if r.is_err() {
+        let _ = old_sigmask.thread_set_mask();
+    }
+    r
+}
+
+fn prepare_inner(
+    job: &Job,
+    attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
+    created_at: Instant,
+    old_sigmask: SigSet,
+) -> Result<Prepared, SetupError> {
+    let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (in_r, in_w) = match job.stdin {
+        StdinMode::Pump => {
+            let (r, w) = pipe()?;
+            (r, Some(w))
+        }
+        StdinMode::Null => (
+            std::fs::File::open("/dev/null")
+                .step(Step::Pipes, "open /dev/null")?
+                .into(),
+            None,
+        ),
+    };
+    let payload = build_payload(job)?;
+    let spawned = spawn::spawn(
+        job.policy,
+        job.script,
+        payload,
+        spawn::ChildStdio {
+            stdin: in_r,
+            stdout: out_w,
+            stderr: err_w,
+        },
+        attach,
+    )?;
+    let timings_us = wait_ready(&spawned)?;
+    Ok(Prepared {
+        pid: spawned.pid,
+        chan: spawned.chan,
+        stdout: out_r,
+        stderr: err_r,
+        stdin: in_w,
+        created_at,
+        setup_time: created_at.elapsed(),
+        timings_us,
+        old_sigmask,
+    })
+}
+
+fn wait_ready(s: &spawn::Spawned) -> Result<Vec<(String, u64)>, SetupError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let fail = |e: SetupError| {
+        let _ = nix::sys::signal::kill(s.pid, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(s.pid, None);
+        e
+    };
+    let mut fds = [PollFd::new(s.chan.as_fd(), PollFlags::POLLIN)];
+    let ms = SETUP_TIMEOUT.as_millis() as i32;
+    let n = poll(
+        &mut fds,
+        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+    )
+    .step(Step::Sync, "wait for the sandbox to be ready")
+    .map_err(fail)?;
+    if n == 0 {
+        return Err(fail(SetupError::new(
+            Step::Sync,
+            format!(
+                "the sandbox was not ready after {}s",
+                SETUP_TIMEOUT.as_secs()
+            ),
+        )));
+    }
+    match s.chan.recv().map_err(fail)? {
+        Some(Msg::Ready { timings_us }) => Ok(timings_us),
+        Some(Msg::Failed(e)) => Err(fail(e)),
+        other => Err(fail(SetupError::new(
+            Step::Sync,
+            format!("the sandbox init ended during setup ({other:?})"),
+        ))),
+    }
+}
+
+impl Prepared {
+    /// Lets the payload start (OCI `start`).
+    pub fn start(&self) -> Result<(), SetupError> {
+        self.chan.send(&Msg::Start)
+    }
+}
+
+fn cstring(step: Step, s: &str) -> Result<CString, SetupError> {
+    CString::new(s).step(step, format!("{s:?} contains a NUL byte"))
+}
+
+fn build_payload(job: &Job) -> Result<Payload, SetupError> {
+    let p = job.policy;
+    let program = cstring(Step::Exec, &p.interpreter.path.display().to_string())?;
+    let script = format!("{}/{}", rootfs::SCRIPT_DIR, rootfs::SCRIPT_NAME);
+    let mut argv = vec![
+        cstring(Step::Exec, "python3")?,
+        // No user site-packages: nothing outside the view may change the import path.
+        cstring(Step::Exec, "-s")?,
+        cstring(Step::Exec, &script)?,
+    ];
+    for a in job.args {
+        argv.push(cstring(Step::Exec, a)?);
+    }
+    let mut envp = Vec::new();
+    for (k, v) in &p.env {
+        envp.push(cstring(Step::Exec, &format!("{k}={v}"))?);
+    }
+    for k in ["USER", "LOGNAME"] {
+        if !p.env.iter().any(|(ek, _)| ek == k) {
+            envp.push(cstring(Step::Exec, &format!("{k}={}", p.identity.user))?);
+        }
+    }
+    Ok(Payload {
+        program,
+        argv,
+        envp,
+        confine: Box::new(|| Ok(())),
+    })
+}

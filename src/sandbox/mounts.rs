@@ -1,0 +1,106 @@
+//! Thin, typed wrappers over mount(2), mount_setattr(2) and friends.
+
+use super::error::{SetupError, Step, StepContext};
+use nix::fcntl::{open, OFlag};
+use nix::mount::{mount, MsFlags};
+use nix::sys::stat::Mode;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+
+pub const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x0000_0002;
+pub const MOUNT_ATTR_NODEV: u64 = 0x0000_0004;
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x0000_0008;
+
+/// `struct mount_attr` from <linux/mount.h>; the libc crate does not define it.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Sets mount attributes on `target` and, with `recursive`, on every mount below it.
+///
+/// mount_setattr (Linux 5.12) is used instead of MS_REMOUNT because it changes only
+/// the flags asked for: a remount must restate every locked flag of the source
+/// mount (atime, nodev…) or fail with EPERM inside a user namespace.
+pub fn set_attr(step: Step, target: &Path, attrs: u64, recursive: bool) -> Result<(), SetupError> {
+    let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
+        .step(step, format!("path {}", target.display()))?;
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = libc::AT_NO_AUTOMOUNT | if recursive { libc::AT_RECURSIVE } else { 0 };
+    // SAFETY: valid C string and a properly sized, initialized mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            flags as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(SetupError::new(
+            step,
+            format!(
+                "mount_setattr {}: {}",
+                target.display(),
+                std::io::Error::last_os_error()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Opens a host path as an O_PATH descriptor, before the host view is covered.
+pub fn open_path(step: Step, p: &Path) -> Result<OwnedFd, SetupError> {
+    let fd = open(p, OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
+        .step(step, format!("open {}", p.display()))?;
+    // SAFETY: open returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The path through which a descriptor from [`open_path`] can be used as a mount source.
+pub fn fd_path(fd: &OwnedFd) -> String {
+    use std::os::fd::AsRawFd;
+    format!("/proc/self/fd/{}", fd.as_raw_fd())
+}
+
+pub fn bind(step: Step, src: &str, target: &Path, recursive: bool) -> Result<(), SetupError> {
+    let mut flags = MsFlags::MS_BIND;
+    if recursive {
+        flags |= MsFlags::MS_REC;
+    }
+    mount(Some(src), target, None::<&str>, flags, None::<&str>)
+        .step(step, format!("bind {src} on {}", target.display()))
+}
+
+pub fn tmpfs(step: Step, target: &Path, flags: MsFlags, data: &str) -> Result<(), SetupError> {
+    mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(data)).step(
+        step,
+        format!("mount tmpfs ({data}) on {}", target.display()),
+    )
+}
+
+pub fn mkdir_p(step: Step, p: &Path) -> Result<(), SetupError> {
+    std::fs::create_dir_all(p).step(step, format!("create directory {}", p.display()))
+}
+
+/// Creates an empty file to serve as a bind-mount target.
+pub fn touch(step: Step, p: &Path) -> Result<(), SetupError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(p)
+        .map(drop)
+        .step(step, format!("create mount point {}", p.display()))
+}

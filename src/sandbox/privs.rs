@@ -1,0 +1,72 @@
+//! Identity switch, capability sets, no_new_privs, session and file descriptors.
+
+use super::error::{SetupError, Step, StepContext};
+use crate::policy::{IdMapping, Policy};
+use caps::CapSet;
+use nix::unistd::{setresgid, setresuid, Gid, Uid};
+
+/// Right after the maps are written: as root, become the namespace's root (a mapped,
+/// unprivileged host id) so that files created during setup have a valid owner.
+pub fn become_ns_root(policy: &Policy) -> Result<(), SetupError> {
+    if let IdMapping::Range { .. } = policy.identity.mapping {
+        let (u, g) = (Uid::from_raw(0), Gid::from_raw(0));
+        setresgid(g, g, g).step(Step::Identity, "setresgid(0) in the user namespace")?;
+        setresuid(u, u, u).step(Step::Identity, "setresuid(0) in the user namespace")?;
+        // The host root's supplementary groups would otherwise still grant access.
+        nix::unistd::setgroups(&[]).step(Step::Identity, "clear supplementary groups")?;
+    }
+    Ok(())
+}
+
+/// Drops to the sandbox user with no capabilities and no way to regain any.
+pub fn drop_privileges(policy: &Policy) -> Result<(), SetupError> {
+    let step = Step::Capabilities;
+    // The bounding set can only be cleared while CAP_SETPCAP is still held.
+    caps::clear(None, CapSet::Bounding).step(step, "clear the bounding set")?;
+    caps::clear(None, CapSet::Ambient).step(step, "clear the ambient set")?;
+    caps::clear(None, CapSet::Inheritable).step(step, "clear the inheritable set")?;
+    let (u, g) = (
+        Uid::from_raw(policy.identity.uid),
+        Gid::from_raw(policy.identity.gid),
+    );
+    setresgid(g, g, g).step(Step::Identity, format!("setresgid({g})"))?;
+    setresuid(u, u, u).step(Step::Identity, format!("setresuid({u})"))?;
+    // Rootless runs keep their capabilities across setresuid (the ids did not change
+    // from the kernel's point of view), so clear them explicitly in every case.
+    caps::clear(None, CapSet::Effective).step(step, "clear the effective set")?;
+    caps::clear(None, CapSet::Permitted).step(step, "clear the permitted set")?;
+    nix::sys::prctl::set_no_new_privs().step(Step::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)")?;
+    // Keep the payload from reading init's memory or /proc/1/exe (CVE-2019-5736).
+    nix::sys::prctl::set_dumpable(false).step(step, "prctl(PR_SET_DUMPABLE, 0)")?;
+    Ok(())
+}
+
+/// A new session: the code has no controlling terminal, so TIOCSTI cannot inject
+/// input into the caller's shell (CVE-2017-5226).
+pub fn new_session() -> Result<(), SetupError> {
+    nix::unistd::setsid()
+        .map(drop)
+        .step(Step::Session, "setsid")
+}
+
+/// Closes every descriptor except stdio and `keep`.
+pub fn close_fds(keep: i32) -> Result<(), SetupError> {
+    let ranges: [(u32, u32); 2] = [(3, (keep - 1).max(3) as u32), ((keep + 1) as u32, u32::MAX)];
+    for (lo, hi) in ranges {
+        if lo > hi || (lo as i32 == keep) {
+            continue;
+        }
+        // SAFETY: plain syscall on integers; closing unknown fds is its purpose.
+        let rc = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
+        if rc != 0 {
+            return Err(SetupError::new(
+                Step::CloseFds,
+                format!(
+                    "close_range({lo}, {hi}): {}",
+                    std::io::Error::last_os_error()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

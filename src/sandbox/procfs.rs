@@ -1,0 +1,90 @@
+//! A fresh /proc for the sandbox's PID namespace, with the dangerous parts masked.
+
+use super::error::{SetupError, Step, StepContext};
+use super::mounts::{
+    bind, mkdir_p, set_attr, tmpfs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
+    MOUNT_ATTR_RDONLY,
+};
+use nix::mount::MsFlags;
+use std::path::Path;
+
+/// Files hidden behind /dev/null (what Docker and runc mask by default).
+const MASKED_FILES: &[&str] = &[
+    "kcore",
+    "keys",
+    "sysrq-trigger",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "kallsyms",
+    "kpagecount",
+    "kpageflags",
+    "kpagecgroup",
+    "config.gz",
+];
+/// Directories hidden behind an empty read-only tmpfs.
+const MASKED_DIRS: &[&str] = &["acpi", "scsi", "asound", "driver"];
+/// Directories kept visible but read-only.
+const READ_ONLY: &[&str] = &["sys", "bus", "fs", "irq"];
+
+pub fn mount(target: &Path) -> Result<(), SetupError> {
+    let step = Step::Proc;
+    mkdir_p(step, target)?;
+    nix::mount::mount(
+        Some("proc"),
+        target,
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .step(step, format!("mount proc on {}", target.display()))?;
+    for name in READ_ONLY {
+        let p = target.join(name);
+        if p.exists() {
+            let ps = p.display().to_string();
+            bind(step, &ps, &p, true)?;
+            set_attr(
+                step,
+                &p,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                true,
+            )?;
+        }
+    }
+    for name in MASKED_FILES {
+        let p = target.join(name);
+        if p.exists() {
+            mount_null(&p)?;
+        }
+    }
+    for name in MASKED_DIRS {
+        let p = target.join(name);
+        if p.is_dir() {
+            tmpfs(
+                step,
+                &p,
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                "size=0,mode=0555",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn mount_null(p: &Path) -> Result<(), SetupError> {
+    let step = Step::Proc;
+    nix::mount::mount(
+        Some("/dev/null"),
+        p,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .step(step, format!("mask {}", p.display()))?;
+    set_attr(
+        step,
+        p,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        false,
+    )
+}

@@ -1,0 +1,19 @@
+//! Per-process resource limits, the first line of defence before cgroups.
+
+use super::error::{SetupError, Step, StepContext};
+use crate::policy::Policy;
+use nix::sys::resource::{setrlimit, Resource};
+
+pub fn apply(policy: &Policy) -> Result<(), SetupError> {
+    let l = &policy.limits;
+    let set = |r: Resource, v: u64, what: &str| {
+        setrlimit(r, v, v).step(Step::Rlimits, format!("setrlimit {what}={v}"))
+    };
+    set(Resource::RLIMIT_NOFILE, l.nofile, "NOFILE")?;
+    set(Resource::RLIMIT_FSIZE, l.fsize_bytes, "FSIZE")?;
+    set(Resource::RLIMIT_CORE, 0, "CORE")?;
+    // NPROC is counted per user in the sandbox's own user namespace, so it bounds
+    // this sandbox's processes and threads without touching the host user's count.
+    set(Resource::RLIMIT_NPROC, l.pids, "NPROC")?;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! Creating the sandbox process: clone into new namespaces, map ids, let the child
+//! build its view, and wait until it is ready to start the payload.
+
+use super::error::{SetupError, Step, StepContext};
+use super::init::{self, Payload};
+use super::rootfs;
+use super::sync::{self, Channel, Msg};
+use super::{net, privs, rlimit, userns};
+use crate::policy::Policy;
+use nix::sched::CloneFlags;
+use nix::unistd::Pid;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::Instant;
+
+/// Namespaces created together with the sandbox process. The cgroup namespace is
+/// created later by the child, once the supervisor has moved it into its cgroup,
+/// so that its root is the run's own cgroup.
+fn namespaces() -> CloneFlags {
+    CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWNET
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS
+}
+
+/// Child-side ends of the stdio pipes.
+pub struct ChildStdio {
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+pub struct Spawned {
+    pub pid: Pid,
+    pub chan: Channel,
+}
+
+/// Everything the child needs; moved into it by clone's copy of our memory.
+struct ChildCtx<'a> {
+    policy: &'a Policy,
+    script: &'a [u8],
+    payload: Payload,
+    stdio: ChildStdio,
+    chan: Channel,
+}
+
+const STACK_SIZE: usize = 1 << 20;
+
+pub fn spawn(
+    policy: &Policy,
+    script: &[u8],
+    payload: Payload,
+    stdio: ChildStdio,
+    before_maps: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
+) -> Result<Spawned, SetupError> {
+    let (parent_chan, child_chan) = sync::pair()?;
+    let mut ctx = ChildCtx {
+        policy,
+        script,
+        payload,
+        stdio,
+        chan: child_chan,
+    };
+    // A zeroed Vec of this size comes from calloc/mmap: pages are only touched
+    // as the child's stack grows.
+    let mut stack = vec![0u8; STACK_SIZE];
+    let cb = Box::new(|| child_main(&mut ctx) as isize);
+    // SAFETY: the supervisor is single-threaded at this point, so the child's copy
+    // of the address space has no locks held by other threads.
+    let pid = unsafe { nix::sched::clone(cb, &mut stack, namespaces(), Some(libc::SIGCHLD)) }
+        .map_err(clone_error)?;
+    drop(ctx);
+    let kill_child = |e: SetupError| {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(pid, None);
+        e
+    };
+    before_maps(pid).map_err(kill_child)?;
+    userns::write_maps(
+        pid,
+        policy.identity.mapping,
+        policy.identity.uid,
+        policy.identity.gid,
+    )
+    .map_err(kill_child)?;
+    parent_chan.send(&Msg::MapsWritten).map_err(kill_child)?;
+    Ok(Spawned {
+        pid,
+        chan: parent_chan,
+    })
+}
+
+fn clone_error(e: nix::errno::Errno) -> SetupError {
+    let hint = match e {
+        nix::errno::Errno::EPERM | nix::errno::Errno::ENOSPC => {
+            "; unprivileged user namespaces may be disabled (run `maibox doctor`)"
+        }
+        _ => "",
+    };
+    SetupError::new(
+        Step::Clone,
+        format!("clone with new user/pid/mount/net/ipc/uts namespaces: {e}{hint}"),
+    )
+}
+
+fn child_main(ctx: &mut ChildCtx) -> i32 {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child_run(ctx)));
+    r.unwrap_or(125)
+}
+
+fn child_run(ctx: &mut ChildCtx) -> i32 {
+    match child_setup(ctx) {
+        Ok(()) => {}
+        Err(e) => {
+            let _ = ctx.chan.send(&Msg::Failed(e));
+            return 125;
+        }
+    }
+    match ctx.chan.recv() {
+        Ok(Some(Msg::Start)) => init::run(&ctx.chan, &ctx.payload),
+        _ => 125,
+    }
+}
+
+fn timed(t: &mut Vec<(String, u64)>, name: &str, since: &mut Instant) {
+    let now = Instant::now();
+    t.push((
+        name.to_string(),
+        now.duration_since(*since).as_micros() as u64,
+    ));
+    *since = now;
+}
+
+fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
+    let mut t = Vec::new();
+    let mut since = Instant::now();
+    for (fd, target) in [
+        (&ctx.stdio.stdin, 0),
+        (&ctx.stdio.stdout, 1),
+        (&ctx.stdio.stderr, 2),
+    ] {
+        nix::unistd::dup2(fd.as_raw_fd(), target).step(Step::Pipes, "dup2 stdio")?;
+    }
+    match ctx.chan.recv()? {
+        Some(Msg::MapsWritten) => {}
+        other => {
+            return Err(SetupError::new(
+                Step::Sync,
+                format!("expected MapsWritten from the supervisor, got {other:?}"),
+            ))
+        }
+    }
+    timed(&mut t, "wait-maps", &mut since);
+    privs::become_ns_root(ctx.policy)?;
+    nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
+        .step(Step::Cgroup, "unshare the cgroup namespace")?;
+    net::loopback_up()?;
+    timed(&mut t, "namespaces", &mut since);
+    // Opened here, not in the supervisor: a bind source must belong to the mount
+    // namespace that does the binding.
+    let sources = rootfs::open_sources(ctx.policy)?;
+    rootfs::build(ctx.policy, sources, ctx.script)?;
+    timed(&mut t, "rootfs", &mut since);
+    nix::unistd::sethostname(&ctx.policy.hostname).step(Step::Hostname, "sethostname")?;
+    rlimit::apply(ctx.policy)?;
+    privs::new_session()?;
+    privs::close_fds(ctx.chan.raw_fd())?;
+    privs::drop_privileges(ctx.policy)?;
+    timed(&mut t, "privileges", &mut since);
+    ctx.chan.send(&Msg::Ready { timings_us: t })
+}
