@@ -52,7 +52,7 @@ struct ExecArgs {
     #[arg(long)]
     json: bool,
     /// Wall-clock limit, e.g. 10s or 2m (at most the trust level's limit unless raised in the config).
-    #[arg(long, value_parser = parse_timeout)]
+    #[arg(long, value_parser = parse_timeout, allow_hyphen_values = true)]
     timeout: Option<Seconds>,
     /// Root image directory: run on an overlay of it instead of the host's /usr.
     #[arg(long)]

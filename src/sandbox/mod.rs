@@ -177,8 +177,10 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
     let p = job.policy;
     let program = cstring(Step::Exec, &p.interpreter.path.display().to_string())?;
     let script = format!("{}/{}", rootfs::SCRIPT_DIR, rootfs::SCRIPT_NAME);
+    // argv[0] is the full path: Python derives sys.executable and its prefix from
+    // it, and a bare "python3" would resolve to whichever python3 is first on PATH.
     let mut argv = vec![
-        cstring(Step::Exec, "python3")?,
+        program.clone(),
         // No user site-packages: nothing outside the view may change the import path.
         cstring(Step::Exec, "-s")?,
         cstring(Step::Exec, &script)?,

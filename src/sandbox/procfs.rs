@@ -81,10 +81,11 @@ fn mount_null(p: &Path) -> Result<(), SetupError> {
         None::<&str>,
     )
     .step(step, format!("mask {}", p.display()))?;
+    // Not nodev: reads of a masked file must behave like /dev/null (empty), as in Docker.
     set_attr(
         step,
         p,
-        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
         false,
     )
 }

@@ -1,1 +1,177 @@
-fn main() {}
+//! Project tasks: `cargo xtask test` (the full check CI runs) and `cargo xtask bench`.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("test") => test(),
+        Some("bench") => bench(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask test | cargo xtask bench [--rounds N]");
+            std::process::exit(2)
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    eprintln!("==> cargo {}", args.join(" "));
+    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root())
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !st.success() {
+        bail!("cargo {} failed ({st})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// The project's test command: formatting, lints, then every test.
+fn test() -> Result<()> {
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    cargo(&["test", "--workspace"])?;
+    Ok(())
+}
+
+struct Row {
+    name: &'static str,
+    cmd: Vec<String>,
+    samples: Vec<Duration>,
+}
+
+/// Startup benchmark: interleaved rounds (each round runs every row once) so that
+/// machine noise hits all rows alike; reports medians and the ratio to bare python.
+fn bench(args: &[String]) -> Result<()> {
+    let mut rounds = 200usize;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--rounds" => {
+                rounds = it
+                    .next()
+                    .context("--rounds needs a number")?
+                    .parse()
+                    .context("--rounds needs a number")?
+            }
+            other => bail!("unknown bench option {other}"),
+        }
+    }
+    cargo(&["build", "--release", "--bin", "maibox"])?;
+    let maibox = root().join("target/release/maibox");
+    let dir = std::env::temp_dir().join(format!("maibox-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let empty = dir.join("empty.py");
+    std::fs::write(&empty, "")?;
+    let e = empty.display().to_string();
+    let m = maibox.display().to_string();
+    let mut rows = vec![
+        Row {
+            name: "python3 (bare)",
+            cmd: vec!["/usr/bin/python3".into(), e.clone()],
+            samples: vec![],
+        },
+        Row {
+            name: "maibox exec --trust untrusted",
+            cmd: vec![
+                m.clone(),
+                "exec".into(),
+                "--trust".into(),
+                "untrusted".into(),
+                e.clone(),
+            ],
+            samples: vec![],
+        },
+        Row {
+            name: "maibox exec --trust trusted",
+            cmd: vec![m, "exec".into(), "--trust".into(), "trusted".into(), e],
+            samples: vec![],
+        },
+    ];
+    // Warm-up: page cache, dynamic loader.
+    for r in &rows {
+        run_once(&r.cmd)?;
+    }
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    for _ in 0..rounds {
+        // Fisher-Yates with a xorshift: the order only needs to vary, not be secure.
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            let d = run_once(&rows[i].cmd)?;
+            rows[i].samples.push(d);
+        }
+    }
+    let base = median(&mut rows[0].samples.clone());
+    println!("\nStartup of an empty script, {rounds} interleaved rounds:\n");
+    println!("| command | median ms | p90 ms | ratio to bare python |");
+    println!("|---|---:|---:|---:|");
+    for r in &mut rows {
+        let med = median(&mut r.samples);
+        let p90 = percentile(&mut r.samples, 0.9);
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2}x |",
+            r.name,
+            ms(med),
+            ms(p90),
+            med.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn run_once(cmd: &[String]) -> Result<Duration> {
+    let t = Instant::now();
+    let st = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", cmd.join(" ")))?;
+    let d = t.elapsed();
+    if !st.success() {
+        bail!("{} failed: {st}", cmd.join(" "));
+    }
+    Ok(d)
+}
+
+fn median(s: &mut [Duration]) -> Duration {
+    percentile(s, 0.5)
+}
+
+fn percentile(s: &mut [Duration], q: f64) -> Duration {
+    s.sort();
+    if s.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((s.len() - 1) as f64 * q).round() as usize;
+    s[idx]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

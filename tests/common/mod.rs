@@ -1,0 +1,191 @@
+//! Shared helpers for the integration tests: run the real `maibox` binary, as root
+//! and as an unprivileged user, on probe scripts.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// An unprivileged uid/gid with no passwd entry: rootless runs need nothing more.
+pub const USER_ID: u32 = 4242;
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
+}
+
+/// Returns false (and says why) when a test cannot run here; in CI it fails instead.
+pub fn require_root(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(!in_ci(), "{test} needs root, and CI runs as root");
+    eprintln!("SKIP {test}: needs root (run the tests as root to cover it)");
+    false
+}
+
+/// A world-readable scratch directory: the unprivileged user must reach it.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("maibox-test-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Scratch { dir }
+    }
+
+    pub fn file(&self, name: &str, content: &[u8]) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, content).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        p
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The maibox binary, copied where an unprivileged user can execute it.
+pub fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("maibox-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dst = dir.join("maibox");
+        let tmp = dir.join("maibox.tmp");
+        std::fs::copy(env!("CARGO_BIN_EXE_maibox"), &tmp).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &dst).unwrap();
+        dst
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum As {
+    /// Whoever runs the tests (root in CI).
+    Caller,
+    /// An unprivileged user (rootless mode); needs root to switch to.
+    User,
+}
+
+pub fn command(who: As) -> Command {
+    let mut c = Command::new(binary());
+    c.env_remove("MAIBOX_CONFIG");
+    if who == As::User {
+        c.uid(USER_ID).gid(USER_ID);
+        c.env("HOME", "/nonexistent");
+    }
+    c
+}
+
+pub fn run(who: As, args: &[&str]) -> Output {
+    command(who)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+pub fn run_stdin(who: As, args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = command(who)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Who to test as: the caller, plus the unprivileged user when we can switch to it.
+pub fn identities(test: &str) -> Vec<As> {
+    if is_root() {
+        vec![As::Caller, As::User]
+    } else {
+        assert!(!in_ci(), "{test}: CI runs as root");
+        eprintln!("note {test}: not root, so the rootless case runs as the caller only");
+        vec![As::Caller]
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON report: the last line of stdout.
+pub fn report(o: &Output) -> serde_json::Value {
+    let s = stdout(o);
+    let last = s.lines().last().unwrap_or_default();
+    serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}) in stdout {s:?}, stderr {}", stderr(o)))
+}
+
+/// Runs probe code inside the sandbox and parses the JSON it prints.
+pub fn probe(who: As, extra: &[&str], code: &str) -> serde_json::Value {
+    let mut args = vec!["exec"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-c", code]);
+    let o = run(who, &args);
+    let out = stdout(&o);
+    let line = out.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!(
+            "probe printed no JSON ({e}); status {:?}\nstdout: {out}\nstderr: {}",
+            o.status,
+            stderr(&o)
+        )
+    })
+}
+
+/// Runs the same probe code directly on the host (the control without maibox).
+pub fn host_probe(code: &str) -> serde_json::Value {
+    let o = Command::new("/usr/bin/python3")
+        .args(["-c", code])
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    serde_json::from_str(out.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("host probe: {e}: {out} {}", stderr(&o)))
+}
+
+/// Mount table size of the test process's namespace: a leak would grow it.
+pub fn host_mount_count() -> usize {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .count()
+}
+
+/// Host processes whose command line contains `token`.
+pub fn processes_with(token: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&c).contains(token) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
