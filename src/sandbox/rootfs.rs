@@ -163,14 +163,8 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
         }
     }
 
-    for b in &src.binds {
-        bind_host(&root, b)?;
-    }
-    if src.image.is_none() {
-        etc::write(&root, policy)?;
-    }
-    procfs::mount(&root.join("proc"))?;
-    dev::build(&root.join("dev"), &src.devices)?;
+    // /tmp first: a host bind whose path lies under /tmp (an interpreter prefix
+    // there, say) must land on top of the sandbox's /tmp, not be hidden by it.
     let tmp = root.join("tmp");
     mkdir_p(Step::Tmp, &tmp)?;
     tmpfs(
@@ -179,6 +173,14 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         &format!("size={},mode=1777", policy.fs.tmp_size),
     )?;
+    for b in &src.binds {
+        bind_host(&root, b)?;
+    }
+    if src.image.is_none() {
+        etc::write(&root, policy)?;
+    }
+    procfs::mount(&root.join("proc"))?;
+    dev::build(&root.join("dev"), &src.devices)?;
     install_script(&root, policy, script)?;
     drop(src);
 
