@@ -30,6 +30,32 @@ pub struct Interpreter {
 
 const CANDIDATES: &[&str] = &["/usr/bin/python3", "/usr/local/bin/python3"];
 
+/// The interpreter inside a root image: `auto` means `/usr/bin/python3` there. Only
+/// its presence is checked from the host (an absolute symlink in the image resolves
+/// against the image's root, not the host's, once the sandbox runs).
+pub fn resolve_in_image(image: &Path, setting: &str) -> Result<Interpreter, InterpreterError> {
+    let inside = if setting == "auto" {
+        PathBuf::from("/usr/bin/python3")
+    } else {
+        PathBuf::from(setting)
+    };
+    let on_host = image.join(inside.strip_prefix("/").unwrap_or(&inside));
+    if std::fs::symlink_metadata(&on_host).is_err() {
+        return Err(InterpreterError::Unusable {
+            path: inside,
+            why: format!(
+                "not present in the root image {} (build one with `cargo xtask rootfs DIR`)",
+                image.display()
+            ),
+        });
+    }
+    Ok(Interpreter {
+        path: inside,
+        prefix: PathBuf::from("/usr"),
+        extra_bind: None,
+    })
+}
+
 pub fn resolve(setting: &str) -> Result<Interpreter, InterpreterError> {
     if setting != "auto" {
         return check(Path::new(setting)).map_err(|why| InterpreterError::Unusable {

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod doctor;
+pub mod image;
 pub mod interpreter;
 pub mod monitor;
 pub mod output;

@@ -93,7 +93,6 @@ impl Policy {
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| cfg.python.interpreter.clone());
-        let interpreter = interpreter::resolve(&interp_setting)?;
         let rootfs = ov.rootfs.clone().or_else(|| level.rootfs.clone());
         if let Some(r) = &rootfs {
             if !r.is_dir() {
@@ -103,6 +102,10 @@ impl Policy {
                 });
             }
         }
+        let interpreter = match &rootfs {
+            Some(img) => interpreter::resolve_in_image(img, &interp_setting)?,
+            None => interpreter::resolve(&interp_setting)?,
+        };
         let timeout = ov.timeout.unwrap_or(level.timeout).0;
         let mapping = if nix::unistd::geteuid().is_root() {
             IdMapping::Range {

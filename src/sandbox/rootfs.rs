@@ -187,6 +187,12 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
     pivot(&root)?;
     if policy.fs.read_only_root {
         set_attr(Step::ReadOnlyRoot, Path::new("/"), MOUNT_ATTR_RDONLY, false)?;
+        set_attr(
+            Step::ReadOnlyRoot,
+            Path::new(SCRIPT_DIR),
+            MOUNT_ATTR_RDONLY,
+            false,
+        )?;
     }
     std::env::set_current_dir(SCRIPT_DIR).step(Step::PivotRoot, "chdir /sandbox")?;
     Ok(())
@@ -241,6 +247,14 @@ fn install_script(root: &Path, policy: &Policy, script: &[u8]) -> Result<(), Set
     let step = Step::Script;
     let dir = root.join(SCRIPT_DIR.trim_start_matches('/'));
     mkdir_p(step, &dir)?;
+    // A tmpfs of its own: an image's /sandbox belongs to a host uid that is not
+    // mapped here, so even the namespace's root could not write into it.
+    tmpfs(
+        step,
+        &dir,
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        &format!("size={},mode=0755", policy.fs.root_size),
+    )?;
     let file = dir.join(SCRIPT_NAME);
     std::fs::write(&file, script).step(step, format!("write {}", file.display()))?;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))

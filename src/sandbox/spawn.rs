@@ -135,6 +135,8 @@ fn timed(t: &mut Vec<(String, u64)>, name: &str, since: &mut Instant) {
 fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
     let mut t = Vec::new();
     let mut since = Instant::now();
+    // If the supervisor dies, the sandbox dies with it: nothing may run unsupervised.
+    parent_death_signal()?;
     for (fd, target) in [
         (&ctx.stdio.stdin, 0),
         (&ctx.stdio.stdout, 1),
@@ -167,6 +169,14 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
     privs::new_session()?;
     privs::close_fds(ctx.chan.raw_fd())?;
     privs::drop_privileges(ctx.policy)?;
+    // Changing credentials cleared the parent-death signal: set it again. Should the
+    // supervisor already be gone, the wait for `Start` below ends at end-of-file.
+    parent_death_signal()?;
     timed(&mut t, "privileges", &mut since);
     ctx.chan.send(&Msg::Ready { timings_us: t })
+}
+
+fn parent_death_signal() -> Result<(), SetupError> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")
 }

@@ -10,8 +10,9 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("bench") => bench(&args[1..]),
+        Some("rootfs") => rootfs(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask bench [--rounds N]");
+            eprintln!("usage: cargo xtask test | cargo xtask bench [--rounds N] | cargo xtask rootfs DIR [PYTHON]");
             std::process::exit(2)
         }
     }
@@ -49,6 +50,27 @@ fn test() -> Result<()> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    Ok(())
+}
+
+/// Builds the minimal Python root image for `maibox exec --rootfs DIR`.
+fn rootfs(args: &[String]) -> Result<()> {
+    let dest = args
+        .first()
+        .context("usage: cargo xtask rootfs DIR [PYTHON]")?;
+    let python = args
+        .get(1)
+        .map(String::as_str)
+        .unwrap_or("/usr/bin/python3");
+    if Path::new(dest).exists() && std::fs::read_dir(dest)?.next().is_some() {
+        bail!("{dest} is not empty; give a new or empty directory");
+    }
+    let built = maibox::image::build(Path::new(dest), Path::new(python))?;
+    println!(
+        "root image in {dest}: {} files, interpreter {} (run: maibox exec --rootfs {dest} script.py)",
+        built.files,
+        built.python.display()
+    );
     Ok(())
 }
 

@@ -1,0 +1,164 @@
+//! `--rootfs DIR`: the root is an overlay of an image with a throw-away upper layer.
+
+mod common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// One image for all tests here, built from the host's python (hard links: fast).
+fn image() -> &'static Path {
+    static IMG: OnceLock<PathBuf> = OnceLock::new();
+    IMG.get_or_init(|| {
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("image-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        maibox::image::build(&dir, Path::new("/usr/bin/python3")).unwrap();
+        // World-writable directories in the image, owned by the host id the sandbox
+        // user maps to (as root: host_id_base + 1000; rootless: the caller), so that
+        // overlayfs may copy them up: DAC allows the write, only the overlay keeps it
+        // from reaching the image.
+        for (name, owner) in [("data-root", 1_000_001_000u32), ("data-user", USER_ID)] {
+            let data = dir.join(name);
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o1777)).unwrap();
+            if is_root() {
+                nix::unistd::chown(
+                    &data,
+                    Some(nix::unistd::Uid::from_raw(owner)),
+                    Some(nix::unistd::Gid::from_raw(owner)),
+                )
+                .unwrap();
+            }
+        }
+        std::os::unix::fs::symlink("/nonexistent/python", dir.join("usr/bin/python-missing"))
+            .unwrap();
+        let noexec = dir.join("usr/bin/python-noexec");
+        std::fs::write(&noexec, "not a program").unwrap();
+        std::fs::set_permissions(&noexec, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // The image must be reachable by the unprivileged user too.
+        let mut p = dir.clone();
+        while p != Path::new("/") {
+            let m = std::fs::metadata(&p).unwrap().permissions().mode();
+            if m & 0o005 != 0o005 {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(m | 0o005)).unwrap();
+            }
+            if !p.pop() {
+                break;
+            }
+        }
+        dir
+    })
+}
+
+const WRITE: &str = r#"
+import os, json, sys
+res = {"root": sorted(os.listdir("/")), "usr_bin": sorted(os.listdir("/usr/bin"))}
+d = sys.argv[-1]
+try:
+    with open(d + "/probe.txt", "w") as f: f.write("x")
+    res["data_write"] = open(d + "/probe.txt").read()
+except OSError as e:
+    res["data_write"] = e.__class__.__name__ + ":" + str(e.errno)
+print(json.dumps(res))
+"#;
+
+#[test]
+fn overlay_root_writes_never_reach_the_image() {
+    let img = image().to_str().unwrap().to_string();
+    let s = Scratch::new();
+    let script = s.file("write.py", WRITE.as_bytes());
+    for who in identities("overlay_root_writes_never_reach_the_image") {
+        let dir = if who == As::User || !is_root() {
+            "/data-user"
+        } else {
+            "/data-root"
+        };
+        let go = |trust: &str| {
+            let o = run(
+                who,
+                &[
+                    "exec",
+                    "--rootfs",
+                    &img,
+                    "--trust",
+                    trust,
+                    script.to_str().unwrap(),
+                    "--",
+                    dir,
+                ],
+            );
+            serde_json::from_str::<serde_json::Value>(stdout(&o).trim())
+                .unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)))
+        };
+        let v = go("trusted");
+        assert_eq!(v["data_write"], "x", "{who:?}: {v}");
+        assert!(
+            !image().join(&dir[1..]).join("probe.txt").exists(),
+            "{who:?}: the write reached the image"
+        );
+        // Only the image's content is visible: no host /usr/bin tools.
+        let bins: Vec<String> = serde_json::from_value(v["usr_bin"].clone()).unwrap();
+        assert!(!bins.iter().any(|b| b == "perl" || b == "bash"), "{bins:?}");
+        // Untrusted: the overlay root is read-only.
+        let v = go("untrusted");
+        assert_eq!(v["data_write"], "OSError:30", "{who:?}: {v}");
+    }
+    // Control: on the host the same directory takes the write.
+    std::fs::write(image().join("data-user/control.txt"), "x").unwrap();
+    std::fs::remove_file(image().join("data-user/control.txt")).unwrap();
+}
+
+#[test]
+fn interpreter_missing_or_not_executable_in_the_image() {
+    let img = image().to_str().unwrap().to_string();
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--rootfs",
+            &img,
+            "--python",
+            "/usr/bin/python-missing",
+            "-c",
+            "pass",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot execute /usr/bin/python-missing"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--rootfs",
+            &img,
+            "--python",
+            "/usr/bin/python-noexec",
+            "-c",
+            "pass",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(126), "{}", stderr(&o));
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--rootfs",
+            &img,
+            "--python",
+            "/usr/bin/python-absent",
+            "-c",
+            "pass",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not present in the root image"),
+        "{}",
+        stderr(&o)
+    );
+}
