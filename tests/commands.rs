@@ -1,0 +1,74 @@
+//! `maibox doctor` and `maibox policy`.
+
+mod common;
+use common::*;
+
+#[test]
+fn doctor_reports_every_check_with_advice_for_failures() {
+    let o = run(As::Caller, &["doctor", "--json"]);
+    let checks: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "kernel",
+        "user namespaces",
+        "cgroups",
+        "landlock",
+        "seccomp",
+        "overlayfs",
+        "python",
+    ] {
+        assert!(names.contains(&n), "missing {n}: {names:?}");
+    }
+    for c in checks.as_array().unwrap() {
+        if c["state"] != "ok" {
+            assert!(!c["advice"].as_str().unwrap().is_empty(), "no advice: {c}");
+        }
+    }
+    // This host runs sandboxes (the other tests prove it), so doctor must agree.
+    let userns = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "user namespaces")
+        .unwrap();
+    assert_eq!(userns["state"], "ok", "{userns}");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let text = run(As::Caller, &["doctor"]);
+    assert!(stdout(&text).contains("user namespaces"));
+}
+
+#[test]
+fn doctor_as_unprivileged_user() {
+    if !require_root("doctor_as_unprivileged_user") {
+        return;
+    }
+    let o = run(As::User, &["doctor", "--json"]);
+    let checks: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let userns = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "user namespaces")
+        .unwrap();
+    assert_eq!(userns["state"], "ok", "{userns}");
+}
+
+#[test]
+fn policy_prints_the_effective_limits() {
+    for (trust, timeout, mem) in [
+        ("trusted", 120.0, 1u64 << 30),
+        ("untrusted", 30.0, 256 << 20),
+    ] {
+        let o = run(As::Caller, &["policy", "--trust", trust]);
+        let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(p["trust"], trust);
+        assert_eq!(p["limits"]["timeout"], timeout);
+        assert_eq!(p["limits"]["memory_bytes"], mem);
+        assert_eq!(p["network"], "none");
+    }
+}
