@@ -193,6 +193,10 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
                 }
                 Src::Chan => match p.chan.recv() {
                     Ok(Some(Msg::PayloadExit { code, signal })) => {
+                        tracing::debug!(
+                            elapsed_us = started.elapsed().as_micros() as u64,
+                            "payload exited"
+                        );
                         ending = Some(match (code, signal) {
                             (_, Some(s)) => Ending::Signaled {
                                 signal: s,
@@ -215,16 +219,22 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
                             Ok(Some(info)) => {
                                 let signo = info.ssi_signo as i32;
                                 if signo == libc::SIGCHLD {
+                                    tracing::debug!(
+                                        elapsed_us = started.elapsed().as_micros() as u64,
+                                        "SIGCHLD"
+                                    );
                                     if let Some(r) = try_reap(p.pid) {
                                         reaped = Some(r);
                                     }
                                 } else if let Ok(sig) = Signal::try_from(signo) {
                                     // First Ctrl-C goes to the code; a second one ends the sandbox.
+                                    tracing::debug!(signo, "caller signal");
                                     if interrupted_by.is_some() {
                                         kill_sandbox(&mut killed);
                                     } else {
                                         interrupted_by = Some(signo);
-                                        let _ = kill(p.pid, sig);
+                                        let r = kill(p.pid, sig);
+                                        tracing::debug!(?r, "forwarded to init");
                                     }
                                 }
                             }
@@ -290,6 +300,10 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
             _ => chan_open = false,
         }
     }
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "sandbox gone"
+    );
     let _ = p.old_sigmask.thread_set_mask();
     let (status, ru) = reaped.unwrap_or((0, zero_rusage()));
     let ending = ending.unwrap_or_else(|| from_wait_status(status));

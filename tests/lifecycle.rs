@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Starts maibox on `code` and waits until the code printed its first line.
 fn start(who: As, code: &str) -> (std::process::Child, String) {
     let mut child = command(who)
-        .args(["exec", "-c", code])
+        .args(["exec", "--timeout", "20", "-c", code])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -31,9 +31,13 @@ fn start(who: As, code: &str) -> (std::process::Child, String) {
 #[test]
 fn sigterm_is_forwarded_to_the_code() {
     for who in identities("sigterm_is_forwarded_to_the_code") {
-        let code = "import signal, sys, time\n\
-                    def h(s, f):\n    print('got', s, flush=True); sys.exit(5)\n\
-                    signal.signal(signal.SIGTERM, h)\nprint('ready', flush=True)\ntime.sleep(30)\n";
+        // os.write, not print: the signal may land inside print('ready'), and a
+        // print from the handler would then be a reentrant call that Python refuses.
+        // Short sleeps: CPython only runs a handler between bytecodes, so a signal
+        // that lands just before a long sleep() starts would wait for all of it.
+        let code = "import os, signal, sys, time\n\
+                    def h(s, f):\n    os.write(1, b'got %d\\n' % s); sys.exit(5)\n\
+                    signal.signal(signal.SIGTERM, h)\nprint('ready', flush=True)\nwhile True: time.sleep(0.05)\n";
         let (mut child, first) = start(who, code);
         assert_eq!(first, "ready");
         kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
@@ -45,7 +49,14 @@ fn sigterm_is_forwarded_to_the_code() {
             .unwrap()
             .read_to_string(&mut rest)
             .unwrap();
-        assert_eq!(rest, "got 15\n", "{who:?}");
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(rest, "got 15\n", "{who:?}: {st:?} stderr: {err}");
         assert_eq!(st.code(), Some(5), "{who:?}");
     }
 }
