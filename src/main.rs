@@ -63,6 +63,10 @@ struct ExecArgs {
     /// Cap on stdout+stderr, e.g. 1MiB.
     #[arg(long, value_parser = parse_size)]
     output_limit: Option<ByteSize>,
+    /// Switch off one layer (repeatable). For controls in tests and the per-layer
+    /// benchmark only: the run is weaker than its trust level says, and the report shows it.
+    #[arg(long = "unsafe-disable-layer", value_enum, hide = true)]
+    unsafe_disable_layer: Vec<maibox::policy::Layer>,
     /// Run CODE instead of a file.
     #[arg(short = 'c', value_name = "CODE", conflicts_with = "script")]
     code: Option<String>,
@@ -153,7 +157,14 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         rootfs: a.rootfs,
         output: a.output_limit,
         interpreter: a.python,
+        disable: a.unsafe_disable_layer.clone(),
     };
+    if !a.unsafe_disable_layer.is_empty() {
+        eprintln!(
+            "maibox: warning: layers switched off for this run: {:?}",
+            a.unsafe_disable_layer
+        );
+    }
     let policy = Policy::build(&cfg, trust, &ov).context("building the sandbox policy")?;
     let r = run::run(&policy, &code, &a.args, stdin);
     if let maibox::monitor::Ending::SetupFailed(e) = &r.outcome.ending {

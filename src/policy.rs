@@ -18,9 +18,31 @@ pub enum PolicyError {
     Invalid { setting: String, message: String },
 }
 
+/// Layers that can be switched off one by one, for controls in tests and the
+/// per-layer benchmark. Structural layers (user, mount and pid namespaces, pivot_root)
+/// are not on this list: the engine does not run without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    NetNs,
+    IpcNs,
+    UtsNs,
+    CgroupNs,
+    ReadOnlyRoot,
+    ProcMasks,
+    Capabilities,
+    NoNewPrivs,
+    Rlimits,
+    Seccomp,
+    Landlock,
+    CgroupLimits,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Policy {
     pub trust: TrustLevel,
+    /// Layers switched off with `--unsafe-disable-layer` (never by configuration).
+    pub disabled: std::collections::BTreeSet<Layer>,
     pub identity: Identity,
     pub interpreter: Interpreter,
     pub fs: FsPolicy,
@@ -83,9 +105,14 @@ pub struct Overrides {
     pub rootfs: Option<PathBuf>,
     pub output: Option<ByteSize>,
     pub interpreter: Option<PathBuf>,
+    pub disable: Vec<Layer>,
 }
 
 impl Policy {
+    pub fn has(&self, l: Layer) -> bool {
+        !self.disabled.contains(&l)
+    }
+
     pub fn build(cfg: &Config, trust: TrustLevel, ov: &Overrides) -> Result<Policy, PolicyError> {
         let level = cfg.level(trust);
         let interp_setting = ov
@@ -119,6 +146,7 @@ impl Policy {
         };
         Ok(Policy {
             trust,
+            disabled: ov.disable.iter().copied().collect(),
             identity: Identity {
                 uid: cfg.identity.uid,
                 gid: cfg.identity.gid,
@@ -128,7 +156,7 @@ impl Policy {
             interpreter,
             fs: FsPolicy {
                 rootfs,
-                read_only_root: level.read_only_root,
+                read_only_root: level.read_only_root && !ov.disable.contains(&Layer::ReadOnlyRoot),
                 tmp_size: level.tmp_size.0,
                 root_size: level.root_size.0,
             },

@@ -57,6 +57,7 @@ pub struct Layers {
     pub pivot_root: bool,
     pub read_only_root: bool,
     pub overlay_root: bool,
+    pub proc_masks: bool,
     pub capabilities_dropped: bool,
     pub no_new_privs: bool,
     pub rlimits: bool,
@@ -68,20 +69,22 @@ pub struct Layers {
 
 impl Layers {
     pub fn for_policy(p: &Policy) -> Layers {
+        use crate::policy::Layer;
         Layers {
             user_ns: true,
             pid_ns: true,
             mount_ns: true,
-            net_ns: true,
-            ipc_ns: true,
-            uts_ns: true,
-            cgroup_ns: true,
+            net_ns: p.has(Layer::NetNs),
+            ipc_ns: p.has(Layer::IpcNs),
+            uts_ns: p.has(Layer::UtsNs),
+            cgroup_ns: p.has(Layer::CgroupNs),
             pivot_root: true,
             read_only_root: p.fs.read_only_root,
             overlay_root: p.fs.rootfs.is_some(),
-            capabilities_dropped: true,
-            no_new_privs: true,
-            rlimits: true,
+            proc_masks: p.has(Layer::ProcMasks),
+            capabilities_dropped: p.has(Layer::Capabilities),
+            no_new_privs: p.has(Layer::NoNewPrivs),
+            rlimits: p.has(Layer::Rlimits),
             seccomp: false,
             landlock: false,
             cgroup_limits: false,

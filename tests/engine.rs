@@ -535,3 +535,73 @@ fn proc_is_masked_and_the_session_has_no_terminal() {
         );
     }
 }
+
+/// The same probes with one layer switched off: each probe must see the difference,
+/// which proves it really observes that layer.
+#[test]
+fn probes_detect_each_layer_when_it_is_switched_off() {
+    for who in identities("probes_detect_each_layer_when_it_is_switched_off") {
+        // execve as a non-root uid empties the effective set anyway: the bounding set
+        // (what a setuid or file-capability binary could regain) is what the layer clears.
+        let v = probe(who, &["--unsafe-disable-layer", "capabilities"], IDS);
+        assert_ne!(v["capbnd"], "0000000000000000", "{who:?}: {v}");
+        assert_eq!(v["nnp"], "1");
+        let v = probe(who, &["--unsafe-disable-layer", "no-new-privs"], IDS);
+        assert_eq!(v["nnp"], "0", "{who:?}: {v}");
+        assert_eq!(v["capeff"], "0000000000000000");
+
+        let v = probe(who, &["--unsafe-disable-layer", "proc-masks"], MISC);
+        assert_eq!(v["masked"], serde_json::json!([]), "{who:?}: {v}");
+
+        let v = probe(
+            who,
+            &[
+                "--trust",
+                "untrusted",
+                "--unsafe-disable-layer",
+                "read-only-root",
+            ],
+            "import os, json; print(json.dumps(bool(os.statvfs('/').f_flag & os.ST_RDONLY)))",
+        );
+        assert_eq!(v, false, "{who:?}");
+
+        let o = run(
+            who,
+            &[
+                "exec",
+                "--json",
+                "--unsafe-disable-layer",
+                "uts-ns",
+                "-c",
+                "import socket; print(socket.gethostname())",
+            ],
+        );
+        assert_ne!(
+            stdout(&o).lines().next().unwrap_or_default(),
+            "maibox",
+            "{who:?}"
+        );
+        assert_eq!(report(&o)["layers"]["uts_ns"], false);
+        assert!(stderr(&o).contains("layers switched off"), "{}", stderr(&o));
+    }
+    // Without the network namespace the host's loopback server is reachable.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let s = Scratch::new();
+    let script = s.file("net.py", NET.as_bytes());
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--unsafe-disable-layer",
+            "net-ns",
+            script.to_str().unwrap(),
+            "--",
+            &port,
+        ],
+    );
+    let v: Value =
+        serde_json::from_str(stdout(&o).trim()).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert_eq!(v["connect"], "ok", "{v}");
+    assert_ne!(v["ifaces"], serde_json::json!(["lo"]), "{v}");
+}

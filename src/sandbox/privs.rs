@@ -1,7 +1,7 @@
 //! Identity switch, capability sets, no_new_privs, session and file descriptors.
 
 use super::error::{SetupError, Step, StepContext};
-use crate::policy::{IdMapping, Policy};
+use crate::policy::{IdMapping, Layer, Policy};
 use caps::CapSet;
 use nix::unistd::{setresgid, setresuid, Gid, Uid};
 
@@ -21,10 +21,16 @@ pub fn become_ns_root(policy: &Policy) -> Result<(), SetupError> {
 /// Drops to the sandbox user with no capabilities and no way to regain any.
 pub fn drop_privileges(policy: &Policy) -> Result<(), SetupError> {
     let step = Step::Capabilities;
-    // The bounding set can only be cleared while CAP_SETPCAP is still held.
-    caps::clear(None, CapSet::Bounding).step(step, "clear the bounding set")?;
-    caps::clear(None, CapSet::Ambient).step(step, "clear the ambient set")?;
-    caps::clear(None, CapSet::Inheritable).step(step, "clear the inheritable set")?;
+    let drop_caps = policy.has(Layer::Capabilities);
+    if drop_caps {
+        // The bounding set can only be cleared while CAP_SETPCAP is still held.
+        caps::clear(None, CapSet::Bounding).step(step, "clear the bounding set")?;
+        caps::clear(None, CapSet::Ambient).step(step, "clear the ambient set")?;
+        caps::clear(None, CapSet::Inheritable).step(step, "clear the inheritable set")?;
+    } else {
+        // Control runs only: keep the namespace's capabilities across setresuid.
+        nix::sys::prctl::set_keepcaps(true).step(step, "prctl(PR_SET_KEEPCAPS)")?;
+    }
     let (u, g) = (
         Uid::from_raw(policy.identity.uid),
         Gid::from_raw(policy.identity.gid),
@@ -33,9 +39,16 @@ pub fn drop_privileges(policy: &Policy) -> Result<(), SetupError> {
     setresuid(u, u, u).step(Step::Identity, format!("setresuid({u})"))?;
     // Rootless runs keep their capabilities across setresuid (the ids did not change
     // from the kernel's point of view), so clear them explicitly in every case.
-    caps::clear(None, CapSet::Effective).step(step, "clear the effective set")?;
-    caps::clear(None, CapSet::Permitted).step(step, "clear the permitted set")?;
-    nix::sys::prctl::set_no_new_privs().step(Step::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)")?;
+    if drop_caps {
+        caps::clear(None, CapSet::Effective).step(step, "clear the effective set")?;
+        caps::clear(None, CapSet::Permitted).step(step, "clear the permitted set")?;
+    } else {
+        let all = caps::read(None, CapSet::Permitted).step(step, "read the permitted set")?;
+        caps::set(None, CapSet::Effective, &all).step(step, "restore the effective set")?;
+    }
+    if policy.has(Layer::NoNewPrivs) {
+        nix::sys::prctl::set_no_new_privs().step(Step::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)")?;
+    }
     // Keep the payload from reading init's memory or /proc/1/exe (CVE-2019-5736).
     nix::sys::prctl::set_dumpable(false).step(step, "prctl(PR_SET_DUMPABLE, 0)")?;
     Ok(())

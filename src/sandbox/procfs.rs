@@ -27,7 +27,7 @@ const MASKED_DIRS: &[&str] = &["acpi", "scsi", "asound", "driver"];
 /// Directories kept visible but read-only.
 const READ_ONLY: &[&str] = &["sys", "bus", "fs", "irq"];
 
-pub fn mount(target: &Path) -> Result<(), SetupError> {
+pub fn mount(target: &Path, masks: bool) -> Result<(), SetupError> {
     let step = Step::Proc;
     mkdir_p(step, target)?;
     nix::mount::mount(
@@ -38,6 +38,9 @@ pub fn mount(target: &Path) -> Result<(), SetupError> {
         None::<&str>,
     )
     .step(step, format!("mount proc on {}", target.display()))?;
+    if !masks {
+        return Ok(());
+    }
     for name in READ_ONLY {
         let p = target.join(name);
         if p.exists() {

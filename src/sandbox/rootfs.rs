@@ -179,7 +179,10 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
     if src.image.is_none() {
         etc::write(&root, policy)?;
     }
-    procfs::mount(&root.join("proc"))?;
+    procfs::mount(
+        &root.join("proc"),
+        policy.has(crate::policy::Layer::ProcMasks),
+    )?;
     dev::build(&root.join("dev"), &src.devices)?;
     install_script(&root, policy, script)?;
     drop(src);

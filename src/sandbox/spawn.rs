@@ -6,7 +6,7 @@ use super::init::{self, Payload};
 use super::rootfs;
 use super::sync::{self, Channel, Msg};
 use super::{net, privs, rlimit, userns};
-use crate::policy::Policy;
+use crate::policy::{Layer, Policy};
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -15,13 +15,18 @@ use std::time::Instant;
 /// Namespaces created together with the sandbox process. The cgroup namespace is
 /// created later by the child, once the supervisor has moved it into its cgroup,
 /// so that its root is the run's own cgroup.
-fn namespaces() -> CloneFlags {
-    CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWPID
-        | CloneFlags::CLONE_NEWNET
-        | CloneFlags::CLONE_NEWIPC
-        | CloneFlags::CLONE_NEWUTS
+fn namespaces(policy: &Policy) -> CloneFlags {
+    let mut f = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    for (layer, flag) in [
+        (Layer::NetNs, CloneFlags::CLONE_NEWNET),
+        (Layer::IpcNs, CloneFlags::CLONE_NEWIPC),
+        (Layer::UtsNs, CloneFlags::CLONE_NEWUTS),
+    ] {
+        if policy.has(layer) {
+            f |= flag;
+        }
+    }
+    f
 }
 
 /// Child-side ends of the stdio pipes.
@@ -68,7 +73,7 @@ pub fn spawn(
     let cb = Box::new(|| child_main(&mut ctx) as isize);
     // SAFETY: the supervisor is single-threaded at this point, so the child's copy
     // of the address space has no locks held by other threads.
-    let pid = unsafe { nix::sched::clone(cb, &mut stack, namespaces(), Some(libc::SIGCHLD)) }
+    let pid = unsafe { nix::sched::clone(cb, &mut stack, namespaces(policy), Some(libc::SIGCHLD)) }
         .map_err(clone_error)?;
     drop(ctx);
     let kill_child = |e: SetupError| {
@@ -155,17 +160,25 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
     }
     timed(&mut t, "wait-maps", &mut since);
     privs::become_ns_root(ctx.policy)?;
-    nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
-        .step(Step::Cgroup, "unshare the cgroup namespace")?;
-    net::loopback_up()?;
+    if ctx.policy.has(Layer::CgroupNs) {
+        nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
+            .step(Step::Cgroup, "unshare the cgroup namespace")?;
+    }
+    if ctx.policy.has(Layer::NetNs) {
+        net::loopback_up()?;
+    }
     timed(&mut t, "namespaces", &mut since);
     // Opened here, not in the supervisor: a bind source must belong to the mount
     // namespace that does the binding.
     let sources = rootfs::open_sources(ctx.policy)?;
     rootfs::build(ctx.policy, sources, ctx.script)?;
     timed(&mut t, "rootfs", &mut since);
-    nix::unistd::sethostname(&ctx.policy.hostname).step(Step::Hostname, "sethostname")?;
-    rlimit::apply(ctx.policy)?;
+    if ctx.policy.has(Layer::UtsNs) {
+        nix::unistd::sethostname(&ctx.policy.hostname).step(Step::Hostname, "sethostname")?;
+    }
+    if ctx.policy.has(Layer::Rlimits) {
+        rlimit::apply(ctx.policy)?;
+    }
     privs::new_session()?;
     privs::close_fds(ctx.chan.raw_fd())?;
     privs::drop_privileges(ctx.policy)?;
