@@ -25,6 +25,8 @@ pub enum PolicyError {
 #[serde(rename_all = "kebab-case")]
 pub enum Layer {
     NetNs,
+    /// Creating user namespaces inside the sandbox (the gateway to many kernel bugs).
+    NestedUserns,
     IpcNs,
     UtsNs,
     CgroupNs,

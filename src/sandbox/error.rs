@@ -14,6 +14,7 @@ pub enum Step {
     UserNsMap,
     Sync,
     Identity,
+    Namespaces,
     MountPropagation,
     OpenSources,
     RootTmpfs,

@@ -167,6 +167,9 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
     if ctx.policy.has(Layer::NetNs) {
         net::loopback_up()?;
     }
+    if ctx.policy.has(Layer::NestedUserns) {
+        forbid_nested_userns()?;
+    }
     timed(&mut t, "namespaces", &mut since);
     // Opened here, not in the supervisor: a bind source must belong to the mount
     // namespace that does the binding.
@@ -192,4 +195,14 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
 fn parent_death_signal() -> Result<(), SetupError> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
         .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")
+}
+
+/// user.max_user_namespaces is counted per user namespace: 0 in ours means neither the
+/// code nor anything it starts can create a nested one (bubblewrap's --disable-userns),
+/// whatever the seccomp profile allows.
+fn forbid_nested_userns() -> Result<(), SetupError> {
+    std::fs::write("/proc/sys/user/max_user_namespaces", "0").step(
+        Step::Namespaces,
+        "set user.max_user_namespaces to 0 inside the sandbox",
+    )
 }
