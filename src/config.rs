@@ -3,6 +3,7 @@
 //! Every struct denies unknown fields and every value is parsed into a typed unit while
 //! deserializing, so that serde_yaml can point at the line and column of a bad value.
 
+use crate::assess::Verdict;
 use crate::units::{ByteSize, Seconds};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -85,6 +86,9 @@ pub struct Config {
     pub identity: IdentityConfig,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Static assessment settings (rule severities, thresholds, size limit).
+    #[serde(default)]
+    pub assessment: crate::assess::AssessConfig,
     pub levels: Levels,
 }
 
@@ -128,6 +132,16 @@ pub struct LevelConfig {
     /// Root image directory: when set, the root is an overlay of it with a tmpfs upper layer.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
+    /// Assessment verdict at which a run is refused unless `--override` gives a reason.
+    #[serde(default = "default_refuse_at")]
+    pub refuse_at: Verdict,
+    /// Assessment verdict at which the run drops to the `untrusted` level's settings.
+    #[serde(default)]
+    pub escalate_at: Option<Verdict>,
+}
+
+fn default_refuse_at() -> Verdict {
+    Verdict::Blocked
 }
 
 impl Config {
@@ -179,6 +193,13 @@ impl Config {
             setting,
             message,
         };
+        let unknown = self.assessment.unknown_rule_ids();
+        if !unknown.is_empty() {
+            return Err(bad(
+                "assessment".into(),
+                format!("unknown rule ids {unknown:?} (see `maibox assess --rules` for the table)"),
+            ));
+        }
         if self.python.interpreter != "auto" && !self.python.interpreter.starts_with('/') {
             return Err(bad(
                 "python.interpreter".into(),

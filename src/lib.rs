@@ -3,8 +3,10 @@
 //! One engine ([`sandbox`]) takes one input ([`policy::Policy`]); the CLI, and later
 //! the OCI runtime verbs, are front doors that build that policy.
 
+pub mod assess;
 pub mod config;
 pub mod doctor;
+pub mod gate;
 pub mod image;
 pub mod interpreter;
 pub mod monitor;

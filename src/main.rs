@@ -2,7 +2,9 @@
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use maibox::assess::Verdict;
 use maibox::config::{Config, TrustLevel};
+use maibox::gate::{self, Decision};
 use maibox::policy::{Overrides, Policy};
 use maibox::report::exit;
 use maibox::run::{self, Source};
@@ -30,6 +32,22 @@ enum Cmd {
     Doctor {
         #[arg(long)]
         json: bool,
+    },
+    /// Assess a Python script statically (triage before running it).
+    Assess {
+        /// The script to assess.
+        #[arg(required_unless_present = "rules")]
+        script: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+        /// Exit with status 3 when the verdict is at least this (LOW, MEDIUM, HIGH, BLOCKED).
+        #[arg(long, value_parser = parse_verdict)]
+        fail_at: Option<Verdict>,
+        /// Print the rule table instead.
+        #[arg(long)]
+        rules: bool,
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Print the effective policy for a trust level as JSON.
     Policy {
@@ -67,6 +85,9 @@ struct ExecArgs {
     /// benchmark only: the run is weaker than its trust level says, and the report shows it.
     #[arg(long = "unsafe-disable-layer", value_enum, hide = true)]
     unsafe_disable_layer: Vec<maibox::policy::Layer>,
+    /// Run even if the assessment refuses the code; the reason is printed and recorded.
+    #[arg(long = "override", value_name = "REASON", value_parser = parse_reason)]
+    override_reason: Option<String>,
     /// Run CODE instead of a file.
     #[arg(short = 'c', value_name = "CODE", conflicts_with = "script")]
     code: Option<String>,
@@ -76,6 +97,18 @@ struct ExecArgs {
     /// Arguments for the script (after --).
     #[arg(last = true)]
     args: Vec<String>,
+}
+
+fn parse_verdict(s: &str) -> Result<Verdict, String> {
+    s.parse().map_err(|e| format!("{e}"))
+}
+
+fn parse_reason(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.len() < 3 {
+        return Err("give a reason of a few words, e.g. --override \"reviewed: fork test\"".into());
+    }
+    Ok(t.to_string())
 }
 
 fn parse_trust(s: &str) -> Result<TrustLevel, String> {
@@ -128,6 +161,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
         Cmd::Exec(a) => exec(a),
         Cmd::Doctor { json } => doctor(json),
+        Cmd::Assess {
+            script,
+            json,
+            fail_at,
+            rules,
+            config,
+        } => assess(script, json, fail_at, rules, config),
         Cmd::Policy { trust, config } => {
             let (cfg, _) = Config::load(config.as_deref())?;
             let t = trust.unwrap_or(cfg.default_trust);
@@ -152,6 +192,33 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         _ => StdinMode::Pump,
     };
     let code = run::read_code(source)?;
+    let assessment = maibox::assess::assess(&code.origin, &code.bytes, &cfg.assessment)?;
+    let decision = gate::decide(&cfg, trust, &assessment, a.override_reason.as_deref());
+    let trust = match &decision {
+        Decision::Refused { verdict, refuse_at } => {
+            anyhow::bail!(
+                "refused: the assessment of {} says {verdict} (this level refuses at {refuse_at}): {}. Review it with `maibox assess {}`; to run it anyway, add --override \"REASON\"",
+                code.origin,
+                gate::worst_findings(&assessment, 3),
+                code.origin
+            )
+        }
+        Decision::Overridden { reason, .. } => {
+            eprintln!(
+                "maibox: warning: running {} despite its {} verdict; override: {reason}",
+                code.origin, assessment.verdict
+            );
+            trust
+        }
+        Decision::Escalated { from, trust } => {
+            eprintln!(
+                "maibox: note: the assessment says {}: running with {trust} settings instead of {from}",
+                assessment.verdict
+            );
+            *trust
+        }
+        Decision::Run { trust } => *trust,
+    };
     let ov = Overrides {
         timeout: a.timeout,
         rootfs: a.rootfs,
@@ -166,7 +233,11 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         );
     }
     let policy = Policy::build(&cfg, trust, &ov).context("building the sandbox policy")?;
-    let r = run::run(&policy, &code, &a.args, stdin);
+    let ctx = run::Context {
+        assessment: Some(gate::AssessmentSummary::of(&assessment)),
+        decision: Some(decision),
+    };
+    let r = run::run(&policy, &code, &a.args, stdin, ctx);
     if let maibox::monitor::Ending::SetupFailed(e) = &r.outcome.ending {
         eprintln!("maibox: error: {e}");
     }
@@ -187,6 +258,39 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         writeln!(out, "{}", serde_json::to_string(&r.report)?)?;
     }
     Ok(r.report.exit_code)
+}
+
+fn assess(
+    script: Option<PathBuf>,
+    json: bool,
+    fail_at: Option<Verdict>,
+    rules: bool,
+    config: Option<PathBuf>,
+) -> anyhow::Result<i32> {
+    if rules {
+        for r in maibox::assess::rules() {
+            println!("{}", serde_json::to_string(r)?);
+        }
+        return Ok(0);
+    }
+    let (cfg, _) = Config::load(config.as_deref())?;
+    let path = script.ok_or_else(|| anyhow::anyhow!("give a script to assess"))?;
+    let source = if path.as_os_str() == "-" {
+        Source::Stdin
+    } else {
+        Source::File(&path)
+    };
+    let bytes = run::read_bytes(source)?;
+    let a = maibox::assess::assess(&bytes.origin, &bytes.bytes, &cfg.assessment)?;
+    if json {
+        println!("{}", serde_json::to_string(&a)?);
+    } else {
+        print!("{}", maibox::assess::render_text(&a));
+    }
+    Ok(match fail_at {
+        Some(at) if a.verdict >= at => 3,
+        _ => 0,
+    })
 }
 
 fn doctor(json: bool) -> anyhow::Result<i32> {

@@ -32,6 +32,9 @@ pub struct Report {
     pub limits: crate::policy::Limits,
     pub layers: Layers,
     pub interpreter: String,
+    /// The static assessment of the code, and what it decided for the run.
+    pub assessment: Option<crate::gate::AssessmentSummary>,
+    pub decision: Option<crate::gate::Decision>,
     pub setup_ms: f64,
     pub setup_steps_us: Vec<(String, u64)>,
 }

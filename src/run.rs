@@ -40,7 +40,20 @@ pub struct Code {
     pub origin: String,
 }
 
+/// Reads the code and checks that it is UTF-8 (what the sandbox will run).
 pub fn read_code(src: Source) -> Result<Code, InputError> {
+    let code = read_bytes(src)?;
+    if let Err(e) = std::str::from_utf8(&code.bytes) {
+        return Err(InputError::NotUtf8 {
+            path: code.origin,
+            offset: e.valid_up_to(),
+        });
+    }
+    Ok(code)
+}
+
+/// Reads the code as bytes, within the size limit (what `maibox assess` examines).
+pub fn read_bytes(src: Source) -> Result<Code, InputError> {
     let (origin, bytes) = match src {
         Source::Inline(s) => ("-c".to_string(), s.as_bytes().to_vec()),
         Source::Stdin => {
@@ -79,12 +92,6 @@ pub fn read_code(src: Source) -> Result<Code, InputError> {
             size: bytes.len(),
         });
     }
-    if let Err(e) = std::str::from_utf8(&bytes) {
-        return Err(InputError::NotUtf8 {
-            path: origin,
-            offset: e.valid_up_to(),
-        });
-    }
     Ok(Code { bytes, origin })
 }
 
@@ -95,7 +102,14 @@ pub struct Run {
 
 /// Runs `code` under `policy`. Setup failures come back as an outcome with
 /// [`Ending::SetupFailed`], so that they are reported like any other ending.
-pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode) -> Run {
+/// What the caller knows about the run before it starts, carried into the report.
+#[derive(Default)]
+pub struct Context {
+    pub assessment: Option<crate::gate::AssessmentSummary>,
+    pub decision: Option<crate::gate::Decision>,
+}
+
+pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx: Context) -> Run {
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let job = Job {
         policy,
@@ -133,6 +147,8 @@ pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode) -> R
         limits: policy.limits.clone(),
         layers: Layers::for_policy(policy),
         interpreter: policy.interpreter.path.display().to_string(),
+        assessment: ctx.assessment,
+        decision: ctx.decision,
         setup_ms,
         setup_steps_us: steps,
     };

@@ -1,0 +1,308 @@
+//! Static security assessment of Python source before it runs.
+//!
+//! This is triage for the user, not a security boundary: the sandbox is the
+//! boundary. The assessor parses the file with tree-sitter-python, resolves
+//! names through imports, aliases and dynamic lookups, and maps what it sees
+//! onto the rule table in [`rules`], then folds the findings into a
+//! [`Verdict`].
+//!
+//! Parser choice: tree-sitter + tree-sitter-python. It is maintained, covers
+//! Python 3.12 syntax (match, PEP 695 type parameters, `type` aliases), parses
+//! with an explicit stack (so hostile nesting cannot overflow ours), and
+//! recovers from syntax errors, which lets us still assess the rest of a
+//! broken file. rustpython-parser was the alternative, but it is no longer
+//! released and stops at the first syntax error; Ruff's parser is faster but
+//! is published only as an unstable internal crate needing Rust 1.95. Its
+//! cost: tree-sitter parses at only ~3-5 MB/s here (see DEPS.md). 0.25 is
+//! pinned (not 0.26+) because later releases need Rust 1.90 while maibox
+//! declares 1.80.
+
+mod analyze;
+mod config;
+mod render;
+mod rules;
+mod verdict;
+
+#[cfg(test)]
+mod corpus_tests;
+#[cfg(test)]
+mod robustness_tests;
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use config::{AssessConfig, Thresholds, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH};
+pub use render::render_text;
+pub use rules::{rule, rules, Rule};
+pub use verdict::{ParseVerdictError, Severity, Verdict};
+
+/// One thing the assessor saw, pinned to a place in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Rule id, e.g. "MB602" (Bandit's B602 when `bandit` is set).
+    pub rule: String,
+    /// Severity after config overrides.
+    pub severity: Severity,
+    pub title: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in bytes.
+    pub column: usize,
+    /// The source line, trimmed and shortened.
+    pub snippet: String,
+    /// Why this fired, e.g. which name an alias resolved to.
+    pub detail: String,
+    pub cwe: Option<String>,
+    pub bandit: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Assessment {
+    pub path: String,
+    pub verdict: Verdict,
+    /// Sorted by line, then column, then rule.
+    pub findings: Vec<Finding>,
+    /// False when the file had syntax errors or could not be parsed at all.
+    pub syntax_ok: bool,
+    pub bytes: usize,
+    pub lines: usize,
+    pub elapsed_us: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AssessError {
+    #[error("{path}: file is {size} bytes, over the assessment limit of {limit} bytes (assessment.max_bytes)")]
+    TooLarge {
+        path: String,
+        size: usize,
+        limit: usize,
+    },
+    #[error("{path}: the Python parser could not be set up: {reason}")]
+    Parser { path: String, reason: String },
+}
+
+/// Assesses one Python source file. `path` is only used for messages.
+///
+/// Errors only for refusals (too large) and an unusable parser; empty,
+/// binary, non-UTF-8, broken or absurdly nested input gives an `Assessment`.
+pub fn assess(path: &str, source: &[u8], cfg: &AssessConfig) -> Result<Assessment, AssessError> {
+    let start = Instant::now();
+    if source.len() > cfg.max_bytes {
+        return Err(AssessError::TooLarge {
+            path: path.to_string(),
+            size: source.len(),
+            limit: cfg.max_bytes,
+        });
+    }
+    let out = analyze::analyze(source, cfg.max_depth).map_err(|reason| AssessError::Parser {
+        path: path.to_string(),
+        reason,
+    })?;
+
+    let text = String::from_utf8_lossy(source);
+    let line_texts: Vec<&str> = text.lines().collect();
+    let mut findings: Vec<Finding> = Vec::new();
+    for raw in out.findings {
+        if cfg.is_disabled(raw.rule) {
+            continue;
+        }
+        // The analyzer only emits ids from the table; a miss would be a bug in
+        // this crate, and dropping the finding is safer than panicking in exec.
+        let Some(rule) = rules::rule(raw.rule) else {
+            continue;
+        };
+        let line = raw.row + 1;
+        findings.push(Finding {
+            rule: rule.id.to_string(),
+            severity: cfg.severity_of(rule.id, rule.severity),
+            title: rule.title.to_string(),
+            line,
+            column: raw.col + 1,
+            snippet: line_texts
+                .get(raw.row)
+                .map(|l| shorten(l.trim(), 120))
+                .unwrap_or_default(),
+            detail: raw.detail,
+            cwe: rule.cwe.map(str::to_string),
+            bandit: rule.bandit.map(str::to_string),
+        });
+    }
+    findings.sort_by(|a, b| (a.line, a.column, &a.rule).cmp(&(b.line, b.column, &b.rule)));
+    findings.dedup_by(|a, b| a.line == b.line && a.rule == b.rule);
+
+    let verdict = fold_verdict(&findings, cfg);
+    Ok(Assessment {
+        path: path.to_string(),
+        verdict,
+        findings,
+        syntax_ok: out.syntax_ok,
+        bytes: source.len(),
+        lines: line_texts.len(),
+        elapsed_us: u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX),
+    })
+}
+
+fn fold_verdict(findings: &[Finding], cfg: &AssessConfig) -> Verdict {
+    let max = findings
+        .iter()
+        .map(|f| f.severity)
+        .max()
+        .unwrap_or(Verdict::Low);
+    let distinct = |sev: Verdict| {
+        let mut ids: Vec<&str> = findings
+            .iter()
+            .filter(|f| f.severity == sev)
+            .map(|f| f.rule.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    };
+    cfg.escalate(distinct(Verdict::Medium), distinct(Verdict::High), max)
+}
+
+fn shorten(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max_chars.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(src: &str) -> Assessment {
+        assess("t.py", src.as_bytes(), &AssessConfig::default()).unwrap()
+    }
+
+    fn rules_of(a: &Assessment) -> Vec<&str> {
+        a.findings.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn empty_file_is_low() {
+        let a = run("");
+        assert_eq!(a.verdict, Verdict::Low);
+        assert!(a.findings.is_empty());
+        assert!(a.syntax_ok);
+    }
+
+    #[test]
+    fn too_large_is_refused_with_limit_in_message() {
+        let cfg = AssessConfig {
+            max_bytes: 10,
+            ..AssessConfig::default()
+        };
+        let err = assess("big.py", b"print('hello world')", &cfg).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("big.py") && msg.contains("10 bytes"), "{msg}");
+    }
+
+    #[test]
+    fn fifty_megabytes_refused_by_default() {
+        let big = vec![b'#'; 50 * 1024 * 1024];
+        assert!(matches!(
+            assess("x.py", &big, &AssessConfig::default()),
+            Err(AssessError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn alias_import_resolves() {
+        let a = run("import os as o\no.system('ls')\n");
+        assert!(rules_of(&a).contains(&"MB605"), "{:?}", a.findings);
+        let f = a.findings.iter().find(|f| f.rule == "MB605").unwrap();
+        assert_eq!((f.line, f.column), (2, 1));
+        assert_eq!(f.snippet, "o.system('ls')");
+        assert_eq!(f.bandit.as_deref(), Some("B605"));
+    }
+
+    #[test]
+    fn from_import_alias_with_shell() {
+        let a = run("from subprocess import Popen as P\nP('ls', shell=True)\n");
+        assert!(rules_of(&a).contains(&"MB602"), "{:?}", a.findings);
+    }
+
+    #[test]
+    fn getattr_concat_folds_and_flags() {
+        let a = run("import os\ngetattr(os, 'sys' + 'tem')('id')\n");
+        let r = rules_of(&a);
+        assert!(r.contains(&"MB414") && r.contains(&"MB605"), "{r:?}");
+        let b = run("import os\nname = input()\ngetattr(os, name)('id')\n");
+        assert!(rules_of(&b).contains(&"MB413"));
+        assert_eq!(b.verdict, Verdict::High);
+    }
+
+    #[test]
+    fn dunder_import_and_importlib() {
+        let a = run("__import__('os').system('id')\n");
+        assert!(rules_of(&a).contains(&"MB605"));
+        let b = run("import importlib\nm = importlib.import_module('subpro' + 'cess')\nm.run('ls', shell=True)\n");
+        assert!(rules_of(&b).contains(&"MB602"), "{:?}", b.findings);
+        let c = run("import importlib, sys\nimportlib.import_module(sys.argv[1])\n");
+        assert!(rules_of(&c).contains(&"MB411"));
+    }
+
+    #[test]
+    fn scope_shadowing_parameter_is_not_os() {
+        let a = run("import os\ndef f(os):\n    os.system('x')\n");
+        assert!(!rules_of(&a).contains(&"MB605"), "{:?}", a.findings);
+        let b = run("def f():\n    import os as q\ndef g():\n    q.system('x')\n");
+        assert!(!rules_of(&b).contains(&"MB605"), "{:?}", b.findings);
+        let c = run("def g():\n    q.system('x')\nimport os as q\n");
+        assert!(rules_of(&c).contains(&"MB605"), "{:?}", c.findings);
+    }
+
+    #[test]
+    fn exec_literal_vs_dynamic_vs_obfuscated() {
+        assert_eq!(run("exec('print(1)')\n").verdict, Verdict::Low);
+        // Literal code is assessed too.
+        let lit = run("exec(\"import os; os.system('sudo id')\")\n");
+        assert_eq!(lit.verdict, Verdict::High, "{:?}", lit.findings);
+        assert!(lit
+            .findings
+            .iter()
+            .any(|f| f.rule == "MB204" && f.detail.contains("inside the code")));
+        assert_eq!(
+            run("import sys\nexec(sys.stdin.read())\n").verdict,
+            Verdict::High
+        );
+        let a = run("import base64\nexec(base64.b64decode('cHJpbnQoMSk='))\n");
+        assert_eq!(a.verdict, Verdict::Blocked, "{:?}", a.findings);
+        let b = run("import codecs\ns = codecs.decode('cevag(1)', 'rot13')\nexec(s)\n");
+        assert_eq!(b.verdict, Verdict::Blocked, "{:?}", b.findings);
+    }
+
+    #[test]
+    fn disabled_and_overridden_rules() {
+        let src = "import os\nos.system('ls')\n";
+        let mut cfg = AssessConfig::default();
+        cfg.severity.insert("MB605".into(), Verdict::Blocked);
+        assert_eq!(
+            assess("t.py", src.as_bytes(), &cfg).unwrap().verdict,
+            Verdict::Blocked
+        );
+        cfg.disabled.push("MB605".into());
+        let a = assess("t.py", src.as_bytes(), &cfg).unwrap();
+        assert!(!rules_of(&a).contains(&"MB605"));
+    }
+
+    #[test]
+    fn syntax_error_is_a_finding_not_a_crash() {
+        let a = run("def f(:\n    import os\nos.system('x')\n");
+        assert!(!a.syntax_ok);
+        assert!(rules_of(&a).contains(&"MB001"));
+    }
+
+    #[test]
+    fn python312_syntax_parses_clean() {
+        let src = "type Point[T] = tuple[T, T]\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\nmatch first([1]):\n    case 1:\n        print(f\"{'nested' + f'{1}'}\")\n    case _:\n        pass\n";
+        let a = run(src);
+        assert!(a.syntax_ok, "{:?}", a.findings);
+        assert_eq!(a.verdict, Verdict::Low);
+    }
+}

@@ -1,0 +1,140 @@
+//! The rule table. Ids are `MB` + Bandit's number where the check is the
+//! same as Bandit's (so `MB602` is Bandit `B602`); maibox-only checks use
+//! numbers Bandit does not (`MB0xx` meta, `MB2xx` privilege, `MB4xx`
+//! dynamic code and capabilities, `MB9xx` known-malicious shapes).
+
+use serde::Serialize;
+
+use super::verdict::Severity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub title: &'static str,
+    pub rationale: &'static str,
+    pub cwe: Option<&'static str>,
+    pub bandit: Option<&'static str>,
+}
+
+const fn r(
+    id: &'static str,
+    severity: Severity,
+    title: &'static str,
+    rationale: &'static str,
+    cwe: Option<&'static str>,
+    bandit: Option<&'static str>,
+) -> Rule {
+    Rule {
+        id,
+        severity,
+        title,
+        rationale,
+        cwe,
+        bandit,
+    }
+}
+
+use super::verdict::Verdict::{Blocked, High, Low, Medium};
+
+pub static RULES: &[Rule] = &[
+    // --- meta: the input itself -------------------------------------------------
+    r("MB001", Medium, "syntax error", "The file does not parse; the rest was assessed from the parser's recovery, so parts may be missed. Python will report its own error when run.", None, None),
+    r("MB002", Medium, "nesting too deep to assess fully", "Expressions nested deeper than the configured limit were not examined; such nesting is rare in real code and can be used to hide code from analysers.", None, None),
+    r("MB003", Medium, "source is not valid UTF-8", "Non-UTF-8 bytes were replaced before parsing; string contents may be assessed wrongly.", Some("CWE-176"), None),
+    r("MB004", High, "binary content, cannot be assessed", "The file contains NUL bytes (e.g. compiled bytecode), which Python may still run but which cannot be read as source.", Some("CWE-506"), None),
+    // --- dynamic code ---------------------------------------------------------------
+    r("MB101", Low, "exec/eval/compile of a literal string", "Running a constant string is visible to review but needless; usually harmless.", Some("CWE-95"), None),
+    r("MB102", High, "exec of non-literal code", "exec() of a computed string runs code that static review cannot see.", Some("CWE-95"), Some("B102")),
+    r("MB307", High, "eval of non-literal code", "eval() of a computed string runs arbitrary code; ast.literal_eval is the safe alternative for data.", Some("CWE-95"), Some("B307")),
+    r("MB110", High, "compile of non-literal code", "compile() of a computed string builds code objects that static review cannot see.", Some("CWE-95"), None),
+    r("MB411", High, "import of a computed module name", "__import__/importlib.import_module with a non-constant name hides which module is loaded.", Some("CWE-470"), None),
+    r("MB412", Low, "__import__ used instead of an import statement", "Calling __import__ directly is a common way to hide an import from readers.", Some("CWE-470"), None),
+    r("MB413", High, "getattr with a computed attribute name on a module", "getattr(module, <expression>) hides which function is called.", Some("CWE-470"), None),
+    r("MB414", Medium, "attribute name built from pieces", "getattr with a name assembled by concatenation, join or reversal; it was folded and resolved, but the disguise itself is suspicious.", Some("CWE-470"), None),
+    r("MB415", High, "interpreter introspection used for escapes", "__subclasses__, __globals__, __builtins__ walking and frame access are the building blocks of Python sandbox escapes.", Some("CWE-913"), None),
+    r("MB420", Medium, "large encoded blob decoded", "A long base64/hex/compressed literal is decoded at run time; payloads are often hidden this way.", Some("CWE-506"), None),
+    // --- processes --------------------------------------------------------------------
+    r("MB602", Medium, "subprocess call with shell=True", "The command string is interpreted by a shell.", Some("CWE-78"), Some("B602")),
+    r("MB603", Low, "subprocess call without shell", "Starts an external program.", Some("CWE-78"), Some("B603")),
+    r("MB604", Medium, "function call with shell=True", "A non-subprocess API is asked to run a command through a shell.", Some("CWE-78"), Some("B604")),
+    r("MB605", Medium, "process started with a shell (os.system/os.popen)", "The command string is interpreted by a shell.", Some("CWE-78"), Some("B605")),
+    r("MB606", Medium, "process started without a shell (os.exec*/spawn*, pty.spawn)", "Replaces or spawns a process directly.", Some("CWE-78"), Some("B606")),
+    r("MB404", Low, "subprocess module imported", "The script can start external programs.", Some("CWE-78"), Some("B404")),
+    r("MB416", Low, "process fork", "os.fork duplicates the interpreter.", Some("CWE-400"), None),
+    r("MB417", Medium, "fork inside a loop", "Forking in a loop multiplies processes quickly.", Some("CWE-400"), None),
+    // --- deserialisation ------------------------------------------------------------
+    r("MB301", Medium, "pickle-style deserialisation", "pickle/dill/shelve/joblib loading runs code embedded in the data.", Some("CWE-502"), Some("B301")),
+    r("MB302", Medium, "marshal deserialisation", "marshal.loads produces code objects; it is how compiled payloads are smuggled.", Some("CWE-502"), Some("B302")),
+    r("MB403", Low, "pickle module imported", "Deserialising untrusted pickles runs code.", Some("CWE-502"), Some("B403")),
+    r("MB506", Medium, "yaml.load without a safe loader", "yaml.load with the default or full loader can construct arbitrary objects.", Some("CWE-20"), Some("B506")),
+    // --- privilege and system files -------------------------------------------
+    r("MB201", High, "write to a system path", "Writing, deleting or changing files under /etc, /usr, /boot, /proc/sys, /sys, /dev, /bin, /sbin, /lib or /root modifies the system.", Some("CWE-732"), None),
+    r("MB202", High, "process identity change (setuid/setgid family)", "Changing uid/gid is a privilege-escalation or privilege-juggling step.", Some("CWE-250"), None),
+    r("MB203", High, "setuid/setgid permission bit", "Setting the setuid/setgid bit creates a privilege-escalation vector.", Some("CWE-732"), None),
+    r("MB103", Medium, "world-writable permission", "chmod with world-writable bits lets any user modify the file.", Some("CWE-732"), Some("B103")),
+    r("MB204", High, "sudo/su invocation", "The script tries to gain root through sudo, su, pkexec or doas.", Some("CWE-250"), None),
+    r("MB205", High, "credential file access", "Paths of SSH keys, /etc/shadow, cloud or tool credentials appear in the code.", Some("CWE-522"), None),
+    r("MB206", High, "cloud metadata endpoint", "169.254.169.254 and friends hand out cloud credentials to any process that asks.", Some("CWE-918"), None),
+    r("MB207", High, "raw socket", "SOCK_RAW / AF_PACKET sockets sniff or forge traffic and need privileges.", Some("CWE-250"), None),
+    r("MB208", High, "system administration command", "Commands that add users, change firewall or kernel state, or edit crontabs.", Some("CWE-250"), None),
+    r("MB209", High, "dynamic-linker hijack", "LD_PRELOAD or /etc/ld.so.preload inject code into other processes.", Some("CWE-426"), None),
+    r("MB210", High, "privileged libc call through ctypes", "setuid, ptrace, mount, mprotect and similar called directly through libc bypass Python-level review.", Some("CWE-250"), None),
+    r("MB211", High, "script deletes itself", "Removing __file__ or sys.argv[0] is an anti-forensics habit of malware.", Some("CWE-506"), None),
+    r("MB212", High, "keyboard capture", "Global keyboard listeners are keylogger building blocks.", Some("CWE-200"), None),
+    // --- network and native code ----------------------------------------------------
+    r("MB401", Medium, "socket creation", "The script opens network sockets directly.", Some("CWE-200"), None),
+    r("MB104", Medium, "binding to all interfaces", "Listening on 0.0.0.0 exposes the service to the whole network.", Some("CWE-605"), Some("B104")),
+    r("MB310", Low, "network client", "The script fetches or sends data over the network.", Some("CWE-200"), Some("B310")),
+    r("MB410", Medium, "native code through ctypes", "ctypes calls C functions directly, outside Python's safety checks.", Some("CWE-676"), None),
+    // --- known-malicious shapes ----------------------------------------------------
+    r("MB901", Blocked, "reverse shell", "A socket connected to a shell (socket + dup2/fileno + shell, or /dev/tcp, nc -e) hands control of the machine to a remote party.", Some("CWE-506"), None),
+    r("MB902", Blocked, "fork bomb", "Processes created in an unbounded loop exhaust the machine.", Some("CWE-400"), None),
+    r("MB903", Blocked, "obfuscated code execution", "Decoded, decompressed or unmarshalled data is executed: the payload is deliberately hidden.", Some("CWE-506"), None),
+    r("MB904", Blocked, "credential exfiltration", "Credential files are read by a script that also sends data over the network.", Some("CWE-522"), None),
+    r("MB905", Blocked, "crypto-miner indicator", "Mining pool protocols or known miner names.", Some("CWE-506"), None),
+    r("MB906", Blocked, "persistence or account tampering", "Writes to authorized_keys, sudoers, passwd/shadow, crontabs, ld.so.preload, init or systemd units.", Some("CWE-506"), None),
+    r("MB907", Blocked, "destructive command", "rm -rf /, mkfs, dd onto a disk, or deleting the root file system.", Some("CWE-506"), None),
+    r("MB908", Blocked, "download and execute", "A remote script is piped into a shell, or downloaded code is executed directly.", Some("CWE-494"), None),
+    r("MB909", Blocked, "shellcode loader", "ctypes with executable memory (PROT_EXEC, mprotect, VirtualAlloc) runs raw machine code.", Some("CWE-506"), None),
+];
+
+/// The whole rule table, in a stable order.
+pub fn rules() -> &'static [Rule] {
+    RULES
+}
+
+/// Looks a rule up by id (case-sensitive, e.g. "MB602").
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_unique_and_bandit_ids_match_numbers() {
+        let mut seen = HashSet::new();
+        for rule in RULES {
+            assert!(seen.insert(rule.id), "duplicate id {}", rule.id);
+            assert!(
+                rule.id.starts_with("MB") && rule.id.len() == 5,
+                "{}",
+                rule.id
+            );
+            if let Some(b) = rule.bandit {
+                assert_eq!(
+                    &rule.id[2..],
+                    &b[1..],
+                    "bandit id must match number for {}",
+                    rule.id
+                );
+            }
+            assert!(!rule.title.is_empty() && !rule.rationale.is_empty());
+        }
+        assert!(rule("MB602").is_some());
+        assert!(rule("MB999").is_none());
+    }
+}
