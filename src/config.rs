@@ -89,6 +89,9 @@ pub struct Config {
     /// Static assessment settings (rule severities, thresholds, size limit).
     #[serde(default)]
     pub assessment: crate::assess::AssessConfig,
+    /// Tamper-evident audit log of every run.
+    #[serde(default)]
+    pub audit: crate::audit::AuditConfig,
     pub levels: Levels,
 }
 

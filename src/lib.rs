@@ -4,6 +4,7 @@
 //! the OCI runtime verbs, are front doors that build that policy.
 
 pub mod assess;
+pub mod audit;
 pub mod config;
 pub mod doctor;
 pub mod gate;
@@ -14,5 +15,6 @@ pub mod output;
 pub mod policy;
 pub mod report;
 pub mod run;
+pub mod run_audit;
 pub mod sandbox;
 pub mod units;

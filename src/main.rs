@@ -49,10 +49,59 @@ enum Cmd {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// The tamper-evident audit log: verify, show, tail, key.
+    Audit {
+        #[command(subcommand)]
+        cmd: AuditCmd,
+    },
     /// Print the effective policy for a trust level as JSON.
     Policy {
         #[arg(long, value_parser = parse_trust)]
         trust: Option<TrustLevel>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCmd {
+    /// Check every chain link and signature; exit 0 only when the log is intact.
+    Verify {
+        /// Log directory (default: the configured one).
+        dir: Option<PathBuf>,
+        /// Expected key fingerprint (SHA256:...), kept somewhere the log's writer cannot change.
+        #[arg(long)]
+        key: Option<String>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print records readably (or as JSON lines).
+    Show {
+        #[arg(long)]
+        run: Option<String>,
+        /// RFC 3339 time, a date, or an age such as 30m, 2h, 7d.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print the last records; with -f keep following.
+    Tail {
+        #[arg(short = 'f', long)]
+        follow: bool,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print the fingerprint of the log's signing key.
+    Key {
+        #[arg(long)]
+        dir: Option<PathBuf>,
         #[arg(long)]
         config: Option<PathBuf>,
     },
@@ -161,6 +210,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
         Cmd::Exec(a) => exec(a),
         Cmd::Doctor { json } => doctor(json),
+        Cmd::Audit { cmd } => audit_cmd(cmd),
         Cmd::Assess {
             script,
             json,
@@ -233,11 +283,27 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         );
     }
     let policy = Policy::build(&cfg, trust, &ov).context("building the sandbox policy")?;
+    let summary = gate::AssessmentSummary::of(&assessment);
+    let run_id = run::new_run_id();
+    let mut audit_log = maibox::run_audit::open(&cfg.audit).context("opening the audit log")?;
+    if let Some(log) = audit_log.as_mut() {
+        maibox::run_audit::start(log, &run_id, &policy, &code, &summary, &decision)
+            .context("recording the run in the audit log (nothing ran)")?;
+    }
     let ctx = run::Context {
-        assessment: Some(gate::AssessmentSummary::of(&assessment)),
+        run_id,
+        assessment: Some(summary),
         decision: Some(decision),
     };
     let r = run::run(&policy, &code, &a.args, stdin, ctx);
+    if let Some(log) = audit_log.as_mut() {
+        if let Err(e) = maibox::run_audit::end(log, &r.report) {
+            eprintln!(
+                "maibox: error: the end of run {} could not be recorded in the audit log: {e}",
+                r.report.run_id
+            );
+        }
+    }
     if let maibox::monitor::Ending::SetupFailed(e) = &r.outcome.ending {
         eprintln!("maibox: error: {e}");
     }
@@ -291,6 +357,54 @@ fn assess(
         Some(at) if a.verdict >= at => 3,
         _ => 0,
     })
+}
+
+fn audit_dir(dir: Option<PathBuf>, config: Option<&std::path::Path>) -> anyhow::Result<PathBuf> {
+    if let Some(d) = dir {
+        return Ok(d);
+    }
+    if let Some(d) = std::env::var_os(maibox::run_audit::DIR_ENV).filter(|d| !d.is_empty()) {
+        return Ok(d.into());
+    }
+    let (cfg, _) = Config::load(config)?;
+    Ok(cfg.audit.resolved_dir()?)
+}
+
+fn audit_cmd(cmd: AuditCmd) -> anyhow::Result<i32> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        AuditCmd::Verify { dir, key, config } => {
+            let d = audit_dir(dir, config.as_deref())?;
+            let r = maibox::audit::verify_pinned(&d, key.as_deref())?;
+            writeln!(out, "{r}")?;
+            Ok(if r.ok { 0 } else { 1 })
+        }
+        AuditCmd::Show {
+            run,
+            since,
+            json,
+            dir,
+            config,
+        } => {
+            let d = audit_dir(dir, config.as_deref())?;
+            maibox::audit::show(&d, run.as_deref(), since.as_deref(), json, &mut out)?;
+            Ok(0)
+        }
+        AuditCmd::Tail {
+            follow,
+            dir,
+            config,
+        } => {
+            let d = audit_dir(dir, config.as_deref())?;
+            maibox::audit::tail(&d, follow, &mut out)?;
+            Ok(0)
+        }
+        AuditCmd::Key { dir, config } => {
+            let d = audit_dir(dir, config.as_deref())?;
+            writeln!(out, "{}", maibox::audit::key_fingerprint(&d)?)?;
+            Ok(0)
+        }
+    }
 }
 
 fn doctor(json: bool) -> anyhow::Result<i32> {

@@ -95,6 +95,10 @@ pub fn read_bytes(src: Source) -> Result<Code, InputError> {
     Ok(Code { bytes, origin })
 }
 
+pub fn new_run_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 pub struct Run {
     pub outcome: Outcome,
     pub report: Report,
@@ -103,14 +107,14 @@ pub struct Run {
 /// Runs `code` under `policy`. Setup failures come back as an outcome with
 /// [`Ending::SetupFailed`], so that they are reported like any other ending.
 /// What the caller knows about the run before it starts, carried into the report.
-#[derive(Default)]
 pub struct Context {
+    pub run_id: String,
     pub assessment: Option<crate::gate::AssessmentSummary>,
     pub decision: Option<crate::gate::Decision>,
 }
 
 pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx: Context) -> Run {
-    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let run_id = ctx.run_id.clone();
     let job = Job {
         policy,
         script: &code.bytes,

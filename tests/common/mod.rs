@@ -80,9 +80,16 @@ pub enum As {
     User,
 }
 
+/// A private audit log per test process and identity, so tests never write the
+/// machine's own log (and the unprivileged user can create its directory).
+pub fn audit_dir(who: As) -> PathBuf {
+    std::env::temp_dir().join(format!("maibox-audit-{}-{who:?}", std::process::id()))
+}
+
 pub fn command(who: As) -> Command {
     let mut c = Command::new(binary());
     c.env_remove("MAIBOX_CONFIG");
+    c.env("MAIBOX_AUDIT_DIR", audit_dir(who));
     if who == As::User {
         c.uid(USER_ID).gid(USER_ID);
         c.env("HOME", "/nonexistent");
