@@ -60,11 +60,30 @@ impl Scratch {
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("maibox-bin-{}", std::process::id()));
+        // Keyed by the binary's size and mtime: test processes share one copy
+        // instead of leaving one each in /tmp.
+        let src = std::fs::metadata(env!("CARGO_BIN_EXE_maibox")).unwrap();
+        let mtime = src
+            .modified()
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!("maibox-test-bin-{}-{mtime}", src.len()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let dst = dir.join("maibox");
-        let tmp = dir.join("maibox.tmp");
+        if dst.exists() {
+            return dst;
+        }
+        // Copies of older builds are of no use to anyone.
+        for e in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with("maibox-test-bin-") && e.path() != dir {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        let tmp = dir.join(format!("maibox.tmp{}", std::process::id()));
         std::fs::copy(env!("CARGO_BIN_EXE_maibox"), &tmp).unwrap();
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::rename(&tmp, &dst).unwrap();
@@ -83,7 +102,7 @@ pub enum As {
 /// A private audit log per test process and identity, so tests never write the
 /// machine's own log (and the unprivileged user can create its directory).
 pub fn audit_dir(who: As) -> PathBuf {
-    std::env::temp_dir().join(format!("maibox-audit-{}-{who:?}", std::process::id()))
+    std::env::temp_dir().join(format!("maibox-test-audit-{who:?}"))
 }
 
 pub fn command(who: As) -> Command {
