@@ -135,12 +135,27 @@ pub struct LevelConfig {
     /// Root image directory: when set, the root is an overlay of it with a tmpfs upper layer.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
+    /// The seccomp allowlist's settings for this level.
+    pub seccomp: crate::confine::SeccompProfile,
+    /// Landlock for this level (the paths follow the sandbox's view).
+    pub landlock: LandlockLevel,
     /// Assessment verdict at which a run is refused unless `--override` gives a reason.
     #[serde(default = "default_refuse_at")]
     pub refuse_at: Verdict,
     /// Assessment verdict at which the run drops to the `untrusted` level's settings.
     #[serde(default)]
     pub escalate_at: Option<Verdict>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandlockLevel {
+    /// Refuse to run on a kernel without Landlock (otherwise best effort, and the
+    /// report says which ABI was enforced).
+    pub required: bool,
+    /// Extra directories the code may write (inside paths; must exist in the view).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
 }
 
 fn default_refuse_at() -> Verdict {
@@ -282,6 +297,17 @@ impl Config {
             }
             if l.root_size.0 < (1 << 20) {
                 return Err(bad(at("root_size"), "must be at least 1MiB".into()));
+            }
+            crate::confine::validate_profile(&l.seccomp)
+                .map_err(|e| bad(at("seccomp"), e.to_string()))?;
+            for w in &l.landlock.writable {
+                if !w.is_absolute() || w.components().any(|c| c == std::path::Component::ParentDir)
+                {
+                    return Err(bad(
+                        at("landlock.writable"),
+                        format!("{} must be an absolute path without ..", w.display()),
+                    ));
+                }
             }
             if let Some(r) = &l.rootfs {
                 if !r.is_absolute() {

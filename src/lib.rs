@@ -6,6 +6,7 @@
 pub mod assess;
 pub mod audit;
 pub mod config;
+pub mod confine;
 pub mod doctor;
 pub mod gate;
 pub mod image;

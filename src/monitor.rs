@@ -14,8 +14,17 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Violation {
-    Timeout { limit_s: f64 },
-    Output { limit_bytes: u64 },
+    Timeout {
+        limit_s: f64,
+    },
+    Output {
+        limit_bytes: u64,
+    },
+    /// Killed by the seccomp filter (SIGSYS) for a syscall on the kill list or
+    /// outside the allowlist.
+    Seccomp {
+        signal: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -46,6 +55,8 @@ pub struct Outcome {
     pub truncated: bool,
     pub stdout_ended_with_newline: bool,
     pub interrupted_by: Option<i32>,
+    /// What the payload was confined with, as init reported it.
+    pub confined: Option<crate::sandbox::init::Confined>,
 }
 
 pub struct Limits {
@@ -69,6 +80,7 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
     let mut reaped: Option<(i32, libc::rusage)> = None;
     let mut killed = false;
     let mut interrupted_by = None;
+    let mut confined = None;
     let (mut out_open, mut err_open, mut chan_open) = (true, true, true);
 
     let sigfd = SignalFd::with_flags(
@@ -210,6 +222,7 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
                         ending = Some(Ending::ExecFailed { errno, message })
                     }
                     Ok(Some(Msg::Failed(e))) => ending = Some(Ending::SetupFailed(e)),
+                    Ok(Some(Msg::Started(c))) => confined = Some(c),
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => chan_open = false,
                 },
@@ -296,6 +309,7 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
                 ending = Some(Ending::ExecFailed { errno, message })
             }
             Ok(Some(Msg::Failed(e))) => ending = Some(Ending::SetupFailed(e)),
+            Ok(Some(Msg::Started(c))) => confined = Some(c),
             Ok(Some(_)) => {}
             _ => chan_open = false,
         }
@@ -307,6 +321,13 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
     let _ = p.old_sigmask.thread_set_mask();
     let (status, ru) = reaped.unwrap_or((0, zero_rusage()));
     let ending = ending.unwrap_or_else(|| from_wait_status(status));
+    if let Ending::Signaled { signal, name } = &ending {
+        if *signal == libc::SIGSYS {
+            violations.push(Violation::Seccomp {
+                signal: name.clone(),
+            });
+        }
+    }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Outcome {
         ending,
@@ -322,6 +343,7 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
         truncated: out.truncated,
         stdout_ended_with_newline: out.stdout.ended_with_newline,
         interrupted_by,
+        confined,
     }
 }
 

@@ -50,6 +50,9 @@ pub struct Policy {
     pub fs: FsPolicy,
     pub limits: Limits,
     pub network: NetworkMode,
+    pub seccomp: crate::confine::SeccompProfile,
+    /// Landlock rules, with paths as seen inside the sandbox.
+    pub landlock: crate::confine::LandlockSpec,
     /// The complete environment of the code, in order.
     pub env: Vec<(String, String)>,
     pub hostname: String,
@@ -94,6 +97,35 @@ pub struct Limits {
     /// Largest file the code may write (RLIMIT_FSIZE).
     pub fsize_bytes: u64,
     pub output_bytes: u64,
+}
+
+/// Landlock follows the view the engine builds: binaries and the code executable,
+/// /etc and /proc readable, /tmp and /dev writable (Python opens /dev/null read-write,
+/// multiprocessing puts semaphores in /dev/shm), and /sandbox when the root is.
+fn landlock_spec(
+    level: &crate::config::LevelConfig,
+    interp: &Interpreter,
+) -> crate::confine::LandlockSpec {
+    let mut spec = crate::confine::LandlockSpec::sandbox_default(None, level.landlock.required);
+    // Network `none` keeps `lo`, and local TCP servers and clients must work there;
+    // the network namespace is what stops anything from leaving.
+    spec.restrict_tcp = match level.network {
+        crate::config::NetworkMode::None => false,
+    };
+    for link in ["/bin", "/lib", "/lib64", "/sbin"] {
+        spec.read_only.retain(|p| p != std::path::Path::new(link));
+    }
+    if let Some(prefix) = &interp.extra_bind {
+        spec.read_exec.push(prefix.clone());
+    }
+    if !level.read_only_root {
+        // A writable root means what it says: writes wherever file permissions allow
+        // (never execute what was written; that right is not in read_write).
+        spec.read_write.push(PathBuf::from("/"));
+    }
+    spec.read_write
+        .extend(level.landlock.writable.iter().cloned());
+    spec
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -146,6 +178,7 @@ impl Policy {
                 host_gid: nix::unistd::getegid().as_raw(),
             }
         };
+        let landlock = landlock_spec(level, &interpreter);
         Ok(Policy {
             trust,
             disabled: ov.disable.iter().copied().collect(),
@@ -172,6 +205,8 @@ impl Policy {
                 output_bytes: ov.output.unwrap_or(level.output).0,
             },
             network: level.network,
+            seccomp: level.seccomp.clone(),
+            landlock,
             env: cfg
                 .env
                 .iter()

@@ -35,8 +35,20 @@ pub struct Report {
     /// The static assessment of the code, and what it decided for the run.
     pub assessment: Option<crate::gate::AssessmentSummary>,
     pub decision: Option<crate::gate::Decision>,
+    pub seccomp: SeccompReport,
+    pub landlock: Option<crate::confine::LandlockOutcome>,
     pub setup_ms: f64,
     pub setup_steps_us: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SeccompReport {
+    pub enforced: bool,
+    /// The trust level whose profile was used.
+    pub profile: String,
+    pub default_action: crate::confine::DenyAction,
+    pub kill_on: Vec<String>,
+    pub syscalls_allowed: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -72,6 +84,16 @@ pub struct Layers {
 }
 
 impl Layers {
+    /// seccomp and Landlock are true only when the payload reported them enforced.
+    pub fn confined(mut self, c: Option<&crate::sandbox::init::Confined>) -> Layers {
+        self.seccomp = c.map(|c| c.seccomp).unwrap_or(false);
+        self.landlock = c
+            .and_then(|c| c.landlock.as_ref())
+            .map(|l| l.abi > 0)
+            .unwrap_or(false);
+        self
+    }
+
     pub fn for_policy(p: &Policy) -> Layers {
         use crate::policy::Layer;
         Layers {
@@ -132,6 +154,7 @@ mod tests {
             truncated: false,
             stdout_ended_with_newline: true,
             interrupted_by: None,
+            confined: None,
         }
     }
 

@@ -149,8 +149,24 @@ pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx:
             limit_bytes: policy.limits.output_bytes,
         },
         limits: policy.limits.clone(),
-        layers: Layers::for_policy(policy),
+        layers: Layers::for_policy(policy).confined(outcome.confined.as_ref()),
         interpreter: policy.interpreter.path.display().to_string(),
+        seccomp: crate::report::SeccompReport {
+            enforced: outcome
+                .confined
+                .as_ref()
+                .map(|c| c.seccomp)
+                .unwrap_or(false),
+            profile: policy.trust.to_string(),
+            default_action: policy.seccomp.default_action,
+            kill_on: policy.seccomp.kill_on.clone(),
+            syscalls_allowed: crate::confine::allowed_syscalls(
+                &policy.seccomp,
+                crate::confine::NetAccess::Loopback,
+            )
+            .len(),
+        },
+        landlock: outcome.confined.as_ref().and_then(|c| c.landlock.clone()),
         assessment: ctx.assessment,
         decision: ctx.decision,
         setup_ms,
@@ -169,5 +185,6 @@ fn setup_failed(e: SetupError) -> Outcome {
         truncated: false,
         stdout_ended_with_newline: true,
         interrupted_by: None,
+        confined: None,
     }
 }

@@ -627,6 +627,29 @@ mod tests {
         r.problem.unwrap()
     }
 
+    /// Run reports carry floats such as wall times; a float whose shortest form has
+    /// 17 digits once broke canonical re-serialization (serde_json's default
+    /// float parser is not exact; maibox enables `float_roundtrip`).
+    #[test]
+    fn floats_survive_canonical_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        let c = crate::audit::testutil::cfg(d.path());
+        let mut log = AuditLog::open(&c).unwrap();
+        for x in [
+            1.5216985680000001f64,
+            0.1 + 0.2,
+            1e-7,
+            123456.78901234568,
+            f64::MIN_POSITIVE,
+        ] {
+            let body = serde_json::json!({"wall_time_s": x});
+            log.append(crate::audit::Event::security(Some("r".into()), body))
+                .unwrap();
+        }
+        let r = verify(d.path()).unwrap();
+        assert!(r.ok, "{r}");
+    }
+
     #[test]
     fn untouched_log_passes() {
         let d = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@ use super::sync::{Channel, Msg};
 use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
+use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -33,8 +34,24 @@ pub struct Payload {
     pub program: CString,
     pub argv: Vec<CString>,
     pub envp: Vec<CString>,
-    /// Applied in the payload right before execve (Landlock, seccomp).
-    pub confine: Box<dyn Fn() -> Result<(), SetupError>>,
+    /// Applied in the payload right before execve (Landlock, then seccomp last).
+    pub confine: Box<dyn Fn() -> Result<Confined, SetupError>>,
+}
+
+/// What the confinement step enforced, reported to the supervisor.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Confined {
+    pub landlock: Option<crate::confine::LandlockOutcome>,
+    pub seccomp: bool,
+}
+
+/// Messages from the payload to init over a close-on-exec pipe, one JSON line each.
+/// A successful execve closes the pipe, so end-of-file means the program runs.
+#[derive(Debug, Serialize, Deserialize)]
+enum PayloadMsg {
+    Confined(Confined),
+    ConfineFailed(SetupError),
+    ExecErrno(i32),
 }
 
 extern "C" fn noop(_: libc::c_int) {}
@@ -68,19 +85,23 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
         Err(e) => return fail(chan, SetupError::new(Step::Exec, format!("fork: {e}"))),
     };
     drop(err_w);
-    match read_exec_error(&err_r) {
-        Some(ExecError::Confine(e)) => {
-            let _ = waitpid(child, None);
-            return fail(chan, e);
+    let mut confined = Confined::default();
+    for msg in read_payload_msgs(&err_r) {
+        match msg {
+            PayloadMsg::Confined(c) => confined = c,
+            PayloadMsg::ConfineFailed(e) => {
+                let _ = waitpid(child, None);
+                return fail(chan, e);
+            }
+            PayloadMsg::ExecErrno(errno) => {
+                let message = nix::errno::Errno::from_raw(errno).desc().to_string();
+                let _ = chan.send(&Msg::ExecFailed { errno, message });
+                let _ = waitpid(child, None);
+                return if errno == libc::ENOENT { 127 } else { 126 };
+            }
         }
-        Some(ExecError::Exec(errno)) => {
-            let message = nix::errno::Errno::from_raw(errno).desc().to_string();
-            let _ = chan.send(&Msg::ExecFailed { errno, message });
-            let _ = waitpid(child, None);
-            return if errno == libc::ENOENT { 127 } else { 126 };
-        }
-        None => {}
     }
+    let _ = chan.send(&Msg::Started(confined));
     drop(err_r);
     supervise(chan, child)
 }
@@ -124,14 +145,7 @@ fn finish(chan: &Channel, code: Option<i32>, signal: Option<i32>, rc: i32) -> i3
     rc
 }
 
-enum ExecError {
-    Exec(i32),
-    Confine(SetupError),
-}
-
-/// The payload reports a failure before execve over a close-on-exec pipe: a
-/// successful execve closes it, so end-of-file means the program is running.
-fn read_exec_error(r: &OwnedFd) -> Option<ExecError> {
+fn read_payload_msgs(r: &OwnedFd) -> Vec<PayloadMsg> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -142,26 +156,29 @@ fn read_exec_error(r: &OwnedFd) -> Option<ExecError> {
             Err(_) => break,
         }
     }
-    match buf.split_first() {
-        Some((b'E', rest)) if rest.len() >= 4 => {
-            let mut n = [0u8; 4];
-            n.copy_from_slice(&rest[..4]);
-            Some(ExecError::Exec(i32::from_ne_bytes(n)))
-        }
-        Some((b'C', rest)) => Some(ExecError::Confine(
-            serde_json::from_slice(rest)
-                .unwrap_or_else(|_| SetupError::new(Step::Exec, "confinement failed")),
-        )),
-        _ => None,
-    }
+    buf.split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_slice(l).unwrap_or_else(|_| {
+                PayloadMsg::ConfineFailed(SetupError::new(
+                    Step::Exec,
+                    "garbled message from the payload",
+                ))
+            })
+        })
+        .collect()
+}
+
+fn send_payload_msg(w: &OwnedFd, m: &PayloadMsg) {
+    let mut line = serde_json::to_vec(m).unwrap_or_default();
+    line.push(b'\n');
+    let _ = nix::unistd::write(w, &line);
 }
 
 /// In the forked payload process: restore signals, confine, execve.
 fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
     let report = |errno: i32| -> ! {
-        let mut msg = vec![b'E'];
-        msg.extend_from_slice(&errno.to_ne_bytes());
-        let _ = nix::unistd::write(&err_w, &msg);
+        send_payload_msg(&err_w, &PayloadMsg::ExecErrno(errno));
         // SAFETY: _exit is always safe; no destructors may run in this child.
         unsafe { libc::_exit(127) }
     };
@@ -180,12 +197,13 @@ fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
     if SigSet::empty().thread_set_mask().is_err() {
         report(libc::EINVAL);
     }
-    if let Err(e) = (p.confine)() {
-        let mut msg = vec![b'C'];
-        msg.extend_from_slice(&serde_json::to_vec(&e).unwrap_or_default());
-        let _ = nix::unistd::write(&err_w, &msg);
-        // SAFETY: as above.
-        unsafe { libc::_exit(125) }
+    match (p.confine)() {
+        Ok(c) => send_payload_msg(&err_w, &PayloadMsg::Confined(c)),
+        Err(e) => {
+            send_payload_msg(&err_w, &PayloadMsg::ConfineFailed(e));
+            // SAFETY: as above.
+            unsafe { libc::_exit(125) }
+        }
     }
     let e = nix::unistd::execve(&p.program, &p.argv, &p.envp);
     report(e.map(|_| 0).unwrap_or_else(|e| e as i32))

@@ -20,7 +20,8 @@ pub mod userns;
 
 pub use error::{SetupError, Step};
 
-use crate::policy::Policy;
+use crate::confine;
+use crate::policy::{Layer, Policy};
 use error::StepContext;
 use init::Payload;
 use nix::fcntl::OFlag;
@@ -197,10 +198,42 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
             envp.push(cstring(Step::Exec, &format!("{k}={}", p.identity.user))?);
         }
     }
+    // Compiled here, in the supervisor: installing it in the child is then a single
+    // allocation-free syscall right before execve.
+    let filter = if p.has(Layer::Seccomp) {
+        // `none` still has `lo`, and local TCP/UDP sockets must work there: the
+        // network namespace is what keeps them from leaving.
+        let net = match p.network {
+            crate::config::NetworkMode::None => confine::NetAccess::Loopback,
+        };
+        Some(
+            confine::build_filter(&p.seccomp, net)
+                .step(Step::Seccomp, "build the seccomp filter")?,
+        )
+    } else {
+        None
+    };
+    let landlock = p.has(Layer::Landlock).then(|| p.landlock.clone());
     Ok(Payload {
         program,
         argv,
         envp,
-        confine: Box::new(|| Ok(())),
+        confine: Box::new(move || {
+            // Landlock first: the seccomp allowlist has no landlock syscalls.
+            let landlock = match &landlock {
+                Some(spec) => Some(
+                    confine::apply_landlock(spec)
+                        .step(Step::Landlock, "apply the Landlock ruleset")?,
+                ),
+                None => None,
+            };
+            if let Some(f) = &filter {
+                confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
+            }
+            Ok(init::Confined {
+                landlock,
+                seccomp: filter.is_some(),
+            })
+        }),
     })
 }

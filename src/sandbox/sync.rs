@@ -18,6 +18,8 @@ pub enum Msg {
     Ready { timings_us: Vec<(String, u64)> },
     /// Init → supervisor: a setup step failed; nothing of the payload ran.
     Failed(SetupError),
+    /// Init → supervisor: the payload runs, confined as described.
+    Started(super::init::Confined),
     /// Init → supervisor: the payload could not be executed.
     ExecFailed { errno: i32, message: String },
     /// Init → supervisor: the payload ended.
