@@ -54,6 +54,15 @@ enum Cmd {
         #[command(subcommand)]
         cmd: AuditCmd,
     },
+    /// List the syscalls a trust level's seccomp profile allows, and what it does with the rest.
+    Seccomp {
+        #[arg(long, value_parser = parse_trust)]
+        trust: Option<TrustLevel>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the effective policy for a trust level as JSON.
     Policy {
         #[arg(long, value_parser = parse_trust)]
@@ -192,6 +201,13 @@ fn main() {
             std::process::exit(exit::MAIBOX_FAILED);
         }
     };
+    if !matches!(cli.cmd, Cmd::Exec(_)) {
+        // Listing commands behave like any Unix filter when the reader goes away
+        // (`maibox seccomp | head`). `exec` keeps SIGPIPE ignored: its supervisor
+        // must outlive a closed stdout to finish the run and its audit record.
+        // SAFETY: setting a signal disposition at start-up, before any thread exists.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("MAIBOX_LOG"))
         .with_writer(std::io::stderr)
@@ -211,6 +227,42 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Exec(a) => exec(a),
         Cmd::Doctor { json } => doctor(json),
         Cmd::Audit { cmd } => audit_cmd(cmd),
+        Cmd::Seccomp {
+            trust,
+            config,
+            json,
+        } => {
+            let (cfg, _) = Config::load(config.as_deref())?;
+            let t = trust.unwrap_or(cfg.default_trust);
+            let p = &cfg.level(t).seccomp;
+            let allowed =
+                maibox::confine::allowed_syscalls(p, maibox::confine::NetAccess::Loopback);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"trust": t, "default_action": p.default_action, "kill_on": p.kill_on, "deny": p.deny, "allowed": allowed})
+                );
+            } else {
+                println!(
+                    "# {t}: {} syscalls allowed; everything else: {:?}; killed: {}",
+                    allowed.len(),
+                    p.default_action,
+                    if p.kill_on.is_empty() {
+                        "none".to_string()
+                    } else {
+                        p.kill_on.join(" ")
+                    }
+                );
+                for s in allowed {
+                    if maibox::confine::seccomp::ARG_CHECKED.contains(&s.as_str()) {
+                        println!("{s}  (argument-checked)");
+                    } else {
+                        println!("{s}");
+                    }
+                }
+            }
+            Ok(0)
+        }
         Cmd::Assess {
             script,
             json,

@@ -8,7 +8,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Integration test targets that also run in the VM lane.
-const VM_TESTS: &[&str] = &["engine", "lifecycle", "bad_input", "commands", "escapes", "confine"];
+const VM_TESTS: &[&str] = &[
+    "engine",
+    "lifecycle",
+    "bad_input",
+    "commands",
+    "escapes",
+    "confine",
+];
 
 fn in_ci() -> bool {
     std::env::var("CI").map(|v| v == "true").unwrap_or(false)
