@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod image;
 pub mod interpreter;
 pub mod monitor;
+pub mod oci;
 pub mod output;
 pub mod policy;
 pub mod report;
