@@ -8,22 +8,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::AtomicUsize;
-use std::sync::OnceLock;
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 use std::time::{Duration, Instant};
-
-/// One Python root image for all tests (hard links: instant after the first).
-fn image() -> &'static Path {
-    static IMG: OnceLock<PathBuf> = OnceLock::new();
-    IMG.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("maibox-oci-img-{}", std::process::id()));
-        if !dir.join("usr/bin/python3").exists() {
-            maibox::image::build(&dir, Path::new("/usr/bin/python3")).unwrap();
-        }
-        dir
-    })
-}
 
 struct Env {
     scratch: Scratch,
@@ -46,8 +33,7 @@ impl Env {
     fn bundle(&self, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
         let b = self.scratch.path().join(name);
         std::fs::create_dir_all(&b).unwrap();
-        // root.path must not leave the bundle, so the image is copied by hard links.
-        copy_tree(image(), &b.join("rootfs"));
+        image(&b.join("rootfs"));
         let o = Command::new(binary())
             .args(["spec", "--bundle"])
             .arg(&b)
@@ -126,14 +112,10 @@ impl Env {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    let st = Command::new("cp")
-        .arg("-al")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(st.success());
+/// A Python root in `dir` (hard links to the host's files: fast, and removed with
+/// the test's scratch directory).
+fn image(dir: &Path) {
+    maibox::image::build(dir, Path::new("/usr/bin/python3")).unwrap();
 }
 
 fn wait_status(env: &Env, id: &str, want: &str) -> Value {
@@ -361,7 +343,7 @@ fn spec_rootless_runs_in_a_user_namespace() {
     let env = Env::new();
     let b = env.scratch.path().join("rl");
     std::fs::create_dir_all(&b).unwrap();
-    copy_tree(image(), &b.join("rootfs"));
+    image(&b.join("rootfs"));
     let o = Command::new(binary())
         .args(["spec", "--rootless", "--bundle"])
         .arg(&b)
