@@ -12,6 +12,7 @@ pub mod gate;
 pub mod image;
 pub mod interpreter;
 pub mod monitor;
+pub mod oci;
 pub mod output;
 pub mod policy;
 pub mod report;

@@ -20,6 +20,8 @@ use std::path::PathBuf;
     about = "Run untrusted Python code in a native Linux sandbox"
 )]
 struct Cli {
+    #[command(flatten)]
+    oci: maibox::oci::cli::Global,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -70,6 +72,8 @@ enum Cmd {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    #[command(flatten)]
+    Oci(maibox::oci::cli::Verb),
 }
 
 #[derive(Subcommand)]
@@ -277,6 +281,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             println!("{}", serde_json::to_string_pretty(&p)?);
             Ok(0)
         }
+        // Logs its own errors (to --log, as the OCI callers expect).
+        Cmd::Oci(verb) => Ok(maibox::oci::cli::main(&cli.oci, verb)),
     }
 }
 

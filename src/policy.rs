@@ -56,6 +56,18 @@ pub struct Policy {
     /// The complete environment of the code, in order.
     pub env: Vec<(String, String)>,
     pub hostname: String,
+    /// What the sandbox looks like inside: maibox's Python view, or an OCI bundle's.
+    pub view: View,
+}
+
+/// The filesystem view and process the engine builds. The default is maibox's own
+/// Python view; the OCI front door asks for a bundle's root, mounts and process.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum View {
+    #[default]
+    Python,
+    Oci(Box<crate::oci::view::OciView>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -213,6 +225,7 @@ impl Policy {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             hostname: "maibox".into(),
+            view: View::default(),
         })
     }
 }

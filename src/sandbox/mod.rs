@@ -10,6 +10,7 @@ pub mod etc;
 pub mod init;
 pub mod mounts;
 pub mod net;
+pub mod oci;
 pub mod privs;
 pub mod procfs;
 pub mod rlimit;
@@ -128,7 +129,7 @@ fn prepare_inner(
     })
 }
 
-fn wait_ready(s: &spawn::Spawned) -> Result<Vec<(String, u64)>, SetupError> {
+pub fn wait_ready(s: &spawn::Spawned) -> Result<Vec<(String, u64)>, SetupError> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
     let fail = |e: SetupError| {

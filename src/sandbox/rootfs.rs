@@ -284,7 +284,7 @@ fn install_script(root: &Path, policy: &Policy, script: &[u8]) -> Result<(), Set
 
 /// pivot_root(".", ".") stacks the old root on top of the new one, so it can be
 /// detached without a directory to park it in (the runc/crun idiom).
-fn pivot(root: &Path) -> Result<(), SetupError> {
+pub(crate) fn pivot(root: &Path) -> Result<(), SetupError> {
     let step = Step::PivotRoot;
     std::env::set_current_dir(root).step(step, format!("chdir {}", root.display()))?;
     nix::unistd::pivot_root(".", ".").step(step, "pivot_root")?;

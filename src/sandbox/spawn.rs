@@ -6,7 +6,7 @@ use super::init::{self, Payload};
 use super::rootfs;
 use super::sync::{self, Channel, Msg};
 use super::{net, privs, rlimit, userns};
-use crate::policy::{Layer, Policy};
+use crate::policy::{Layer, Policy, View};
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -16,6 +16,9 @@ use std::time::Instant;
 /// created later by the child, once the supervisor has moved it into its cgroup,
 /// so that its root is the run's own cgroup.
 fn namespaces(policy: &Policy) -> CloneFlags {
+    if let View::Oci(v) = &policy.view {
+        return super::oci::clone_flags(v);
+    }
     let mut f = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
     for (layer, flag) in [
         (Layer::NetNs, CloneFlags::CLONE_NEWNET),
@@ -82,12 +85,18 @@ pub fn spawn(
         e
     };
     before_maps(pid).map_err(kill_child)?;
-    userns::write_maps(
-        pid,
-        policy.identity.mapping,
-        policy.identity.uid,
-        policy.identity.gid,
-    )
+    match &policy.view {
+        View::Python => userns::write_maps(
+            pid,
+            policy.identity.mapping,
+            policy.identity.uid,
+            policy.identity.gid,
+        ),
+        View::Oci(v) => match &v.namespaces.user {
+            Some(maps) => super::oci::write_maps(pid, maps),
+            None => Ok(()),
+        },
+    }
     .map_err(kill_child)?;
     parent_chan.send(&Msg::MapsWritten).map_err(kill_child)?;
     Ok(Spawned {
@@ -115,6 +124,9 @@ fn child_main(ctx: &mut ChildCtx) -> i32 {
 }
 
 fn child_run(ctx: &mut ChildCtx) -> i32 {
+    if let View::Oci(v) = &ctx.policy.view {
+        return super::oci::child_run(v, &ctx.stdio, &ctx.chan);
+    }
     match child_setup(ctx) {
         Ok(()) => {}
         Err(e) => {

@@ -1,0 +1,649 @@
+//! A bundle's config.json → the engine's [`Policy`] with an [`View::Oci`] view.
+//!
+//! Parsing is `oci-spec`'s; this module decides what maibox does with each field.
+//! A field maibox cannot enforce yet is refused (never silently dropped), unless
+//! the caller waived it explicitly with `--unsafe-allow-unenforced`.
+
+use super::view::{CapabilitySets, IdMaps, Namespaces, OciMount, OciProcess, OciView};
+use crate::config::{NetworkMode, TrustLevel};
+use crate::interpreter::Interpreter;
+use crate::policy::{FsPolicy, IdMapping, Identity, Limits, Policy, View};
+use oci_spec::runtime::{LinuxNamespaceType, Spec};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("bundle {bundle}: {what}: {source}")]
+    Io {
+        bundle: PathBuf,
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("bundle {bundle}: no config.json in the bundle directory")]
+    NoConfig { bundle: PathBuf },
+    #[error("bundle {bundle}: config.json is not a valid OCI runtime spec: {message}")]
+    Parse { bundle: PathBuf, message: String },
+    #[error("config.json: {field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error(
+        "config.json: {field} is not enforced by maibox yet; refusing to run with less \
+         confinement than the spec asks ({hint})"
+    )]
+    Unenforced { field: String, hint: String },
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> BundleError {
+    BundleError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Features a caller may explicitly let pass unenforced (for trying maibox behind
+/// Docker before the engine has them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Waivable {
+    Seccomp,
+    Resources,
+    Apparmor,
+}
+
+pub struct Loaded {
+    pub spec: Spec,
+    pub bundle: PathBuf,
+    pub policy: Policy,
+}
+
+/// Reads and validates `bundle/config.json` and builds the policy for it.
+pub fn load(bundle: &Path, waived: &BTreeSet<Waivable>) -> Result<Loaded, BundleError> {
+    let io = |what: &str| {
+        let bundle = bundle.to_path_buf();
+        let what = what.to_string();
+        move |source| BundleError::Io {
+            bundle,
+            what,
+            source,
+        }
+    };
+    let bundle = std::fs::canonicalize(bundle).map_err(io("resolve the bundle directory"))?;
+    let config = bundle.join("config.json");
+    if !config.is_file() {
+        return Err(BundleError::NoConfig { bundle });
+    }
+    let spec = Spec::load(&config).map_err(|e| BundleError::Parse {
+        bundle: bundle.clone(),
+        message: e.to_string(),
+    })?;
+    let policy = policy_for(&spec, &bundle, waived)?;
+    Ok(Loaded {
+        spec,
+        bundle,
+        policy,
+    })
+}
+
+/// The spec versions this runtime implements: 1.x. A major version maibox does not
+/// know may change the meaning of any field.
+pub fn check_version(v: &str) -> Result<(), BundleError> {
+    let major = v.split('.').next().unwrap_or("");
+    let parts: Vec<&str> = v.split('-').next().unwrap_or("").split('.').collect();
+    let numeric = parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok());
+    if major != "1" || !numeric {
+        return Err(invalid(
+            "ociVersion",
+            format!("{v:?} is not supported (maibox implements the 1.x runtime spec)"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn policy_for(
+    spec: &Spec,
+    bundle: &Path,
+    waived: &BTreeSet<Waivable>,
+) -> Result<Policy, BundleError> {
+    check_version(spec.version())?;
+    let process = spec
+        .process()
+        .as_ref()
+        .ok_or_else(|| invalid("process", "missing (maibox has nothing to run)"))?;
+    let root = spec
+        .root()
+        .as_ref()
+        .ok_or_else(|| invalid("root", "missing"))?;
+    let root_path = resolve_root(bundle, root.path())?;
+    let linux = spec.linux().clone().unwrap_or_default();
+
+    if process.terminal().unwrap_or(false) {
+        return Err(BundleError::Unenforced {
+            field: "process.terminal".into(),
+            hint: "no console socket support in this version".into(),
+        });
+    }
+    let waive = |w: Waivable, field: &str, hint: &str| -> Result<(), BundleError> {
+        if waived.contains(&w) {
+            Ok(())
+        } else {
+            Err(BundleError::Unenforced {
+                field: field.into(),
+                hint: hint.into(),
+            })
+        }
+    };
+    if linux.seccomp().is_some() {
+        waive(
+            Waivable::Seccomp,
+            "linux.seccomp",
+            "with Docker: --security-opt seccomp=unconfined",
+        )?;
+    }
+    if process.apparmor_profile().is_some() {
+        waive(
+            Waivable::Apparmor,
+            "process.apparmorProfile",
+            "no AppArmor support",
+        )?;
+    }
+    if let Some(r) = linux.resources() {
+        if has_limits(r) {
+            waive(
+                Waivable::Resources,
+                "linux.resources",
+                "cgroup limits are not applied in this version",
+            )?;
+        }
+    }
+
+    let args = process.args().clone().unwrap_or_default();
+    if args.is_empty() {
+        return Err(invalid("process.args", "empty (nothing to run)"));
+    }
+    let cwd = process.cwd().display().to_string();
+    if !cwd.starts_with('/') {
+        return Err(invalid("process.cwd", format!("{cwd:?} is not absolute")));
+    }
+    let user = process.user();
+    let caps = process.capabilities().clone().unwrap_or_default();
+    let names = |s: &Option<oci_spec::runtime::Capabilities>| -> Vec<String> {
+        let mut v: Vec<String> = s
+            .iter()
+            .flatten()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    let capabilities = CapabilitySets {
+        bounding: names(caps.bounding()),
+        effective: names(caps.effective()),
+        inheritable: names(caps.inheritable()),
+        permitted: names(caps.permitted()),
+        ambient: names(caps.ambient()),
+    };
+    let mut rlimits = Vec::new();
+    for r in process.rlimits().iter().flatten() {
+        let name = serde_json::to_value(r.typ())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let res = rlimit_number(&name)
+            .ok_or_else(|| invalid("process.rlimits", format!("unknown limit {name:?}")))?;
+        if r.soft() > r.hard() {
+            return Err(invalid(
+                "process.rlimits",
+                format!("{name}: soft limit above the hard limit"),
+            ));
+        }
+        rlimits.push((res, r.soft(), r.hard()));
+    }
+    let oci_process = OciProcess {
+        args: args.clone(),
+        env: process.env().clone().unwrap_or_default(),
+        cwd,
+        uid: user.uid(),
+        gid: user.gid(),
+        additional_gids: user.additional_gids().clone().unwrap_or_default(),
+        rlimits,
+        no_new_privileges: process.no_new_privileges().unwrap_or(false),
+        oom_score_adj: process.oom_score_adj(),
+        capabilities,
+    };
+
+    let mut ns = Namespaces::default();
+    for n in linux.namespaces().iter().flatten() {
+        if n.path().is_some() {
+            return Err(BundleError::Unenforced {
+                field: "linux.namespaces[].path".into(),
+                hint: "joining an existing namespace is not supported yet".into(),
+            });
+        }
+        match n.typ() {
+            LinuxNamespaceType::Mount => ns.mount = true,
+            LinuxNamespaceType::Pid => ns.pid = true,
+            LinuxNamespaceType::Network => ns.network = true,
+            LinuxNamespaceType::Ipc => ns.ipc = true,
+            LinuxNamespaceType::Uts => ns.uts = true,
+            LinuxNamespaceType::Cgroup => ns.cgroup = true,
+            LinuxNamespaceType::User => ns.user = Some(IdMaps::default()),
+            other => {
+                return Err(invalid(
+                    "linux.namespaces",
+                    format!("namespace type {other:?} is not supported"),
+                ))
+            }
+        }
+    }
+    if !ns.mount {
+        // The view is built by mounting: without its own mount namespace the
+        // container would mount on the host.
+        return Err(invalid(
+            "linux.namespaces",
+            "a mount namespace is required (maibox builds the root with mounts)",
+        ));
+    }
+    let map = |m: &Option<Vec<oci_spec::runtime::LinuxIdMapping>>| -> Vec<(u32, u32, u32)> {
+        m.iter()
+            .flatten()
+            .map(|e| (e.container_id(), e.host_id(), e.size()))
+            .collect()
+    };
+    if let Some(maps) = ns.user.as_mut() {
+        maps.uid = map(linux.uid_mappings());
+        maps.gid = map(linux.gid_mappings());
+        if maps.uid.is_empty() || maps.gid.is_empty() {
+            return Err(invalid(
+                "linux.uidMappings/gidMappings",
+                "a user namespace needs both uid and gid mappings",
+            ));
+        }
+    } else if linux.uid_mappings().is_some() || linux.gid_mappings().is_some() {
+        return Err(invalid(
+            "linux.uidMappings",
+            "mappings given without a user namespace in linux.namespaces",
+        ));
+    }
+
+    let hostname = spec.hostname().clone().filter(|h| !h.is_empty());
+    if hostname.is_some() && !ns.uts {
+        return Err(invalid(
+            "hostname",
+            "setting the hostname needs a new uts namespace",
+        ));
+    }
+    let mut sysctls: Vec<(String, String)> = linux
+        .sysctl()
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    sysctls.sort();
+    for (k, _) in &sysctls {
+        check_sysctl(k, &ns)?;
+    }
+
+    let mut mounts = Vec::new();
+    for m in spec.mounts().iter().flatten() {
+        if let Some(mm) = mount_for(m, bundle)? {
+            mounts.push(mm);
+        }
+    }
+
+    let view = OciView {
+        root: root_path.clone(),
+        root_readonly: root.readonly().unwrap_or(false),
+        mounts,
+        process: oci_process,
+        namespaces: ns,
+        hostname: hostname.clone(),
+        masked_paths: linux.masked_paths().clone().unwrap_or_default(),
+        readonly_paths: linux.readonly_paths().clone().unwrap_or_default(),
+        sysctls,
+        start_fifo: None,
+        die_with_parent: false,
+    };
+    let env: Vec<(String, String)> = view
+        .process
+        .env
+        .iter()
+        .map(|e| match e.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (e.clone(), String::new()),
+        })
+        .collect();
+    // The Python-view fields below describe maibox's own runs; the OCI view does
+    // not read them. They carry the spec's values where one exists.
+    Ok(Policy {
+        trust: TrustLevel::Untrusted,
+        disabled: Default::default(),
+        // The OCI view takes seccomp from the spec (not yet compiled: refused unless
+        // waived, see `unenforced`) and applies no Landlock of maibox's own.
+        seccomp: Default::default(),
+        landlock: Default::default(),
+        identity: Identity {
+            uid: user.uid(),
+            gid: user.gid(),
+            user: user.username().clone().unwrap_or_default(),
+            mapping: IdMapping::Rootless {
+                host_uid: nix::unistd::geteuid().as_raw(),
+                host_gid: nix::unistd::getegid().as_raw(),
+            },
+        },
+        interpreter: Interpreter {
+            path: PathBuf::from(&args[0]),
+            prefix: PathBuf::from("/"),
+            extra_bind: None,
+        },
+        fs: FsPolicy {
+            rootfs: Some(root_path),
+            read_only_root: view.root_readonly,
+            tmp_size: 0,
+            root_size: 0,
+        },
+        limits: Limits {
+            timeout: Duration::MAX,
+            cpus: 0.0,
+            memory_bytes: 0,
+            pids: 0,
+            nofile: 0,
+            fsize_bytes: 0,
+            output_bytes: 0,
+        },
+        network: NetworkMode::None,
+        env,
+        hostname: hostname.unwrap_or_default(),
+        view: View::Oci(Box::new(view)),
+    })
+}
+
+/// `root.path` relative to the bundle, resolved on the host. A root that leaves the
+/// bundle through a symlink is refused: the bundle's owner chose the bundle, not
+/// whatever the link points to.
+fn resolve_root(bundle: &Path, p: &Path) -> Result<PathBuf, BundleError> {
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        bundle.join(p)
+    };
+    let real = std::fs::canonicalize(&joined)
+        .map_err(|e| invalid("root.path", format!("{}: {e}", joined.display())))?;
+    if !real.is_dir() {
+        return Err(invalid(
+            "root.path",
+            format!("{} is not a directory", real.display()),
+        ));
+    }
+    if !p.is_absolute() && !real.starts_with(bundle) {
+        return Err(invalid(
+            "root.path",
+            format!(
+                "{} resolves to {}, outside the bundle",
+                p.display(),
+                real.display()
+            ),
+        ));
+    }
+    if real == Path::new("/") {
+        return Err(invalid(
+            "root.path",
+            "the host's / cannot be a container root",
+        ));
+    }
+    Ok(real)
+}
+
+fn has_limits(r: &oci_spec::runtime::LinuxResources) -> bool {
+    let mem = r
+        .memory()
+        .as_ref()
+        .map(|m| m.limit().is_some_and(|l| l > 0) || m.swap().is_some_and(|l| l > 0))
+        .unwrap_or(false);
+    let cpu = r
+        .cpu()
+        .as_ref()
+        .map(|c| c.quota().is_some_and(|q| q > 0) || c.shares().is_some_and(|s| s > 0))
+        .unwrap_or(false);
+    let pids = r.pids().as_ref().map(|p| p.limit() > 0).unwrap_or(false);
+    let devices = r.devices().as_ref().is_some_and(|d| !d.is_empty());
+    mem || cpu || pids || devices
+}
+
+/// Only sysctls that belong to a namespace the container owns may be set: anything
+/// else would change the host.
+fn check_sysctl(k: &str, ns: &Namespaces) -> Result<(), BundleError> {
+    let ipc = matches!(
+        k,
+        "kernel.msgmax"
+            | "kernel.msgmnb"
+            | "kernel.msgmni"
+            | "kernel.sem"
+            | "kernel.shmall"
+            | "kernel.shmmax"
+            | "kernel.shmmni"
+            | "kernel.shm_rmid_forced"
+    ) || k.starts_with("fs.mqueue.");
+    let ok = (ipc && ns.ipc)
+        || (k.starts_with("net.") && ns.network)
+        || (matches!(k, "kernel.hostname" | "kernel.domainname") && ns.uts);
+    if ok && !k.contains("..") && !k.contains('/') {
+        Ok(())
+    } else {
+        Err(invalid(
+            "linux.sysctl",
+            format!("{k} is not namespaced by the container's namespaces"),
+        ))
+    }
+}
+
+pub fn rlimit_number(name: &str) -> Option<u32> {
+    Some(match name {
+        "RLIMIT_CPU" => libc::RLIMIT_CPU,
+        "RLIMIT_FSIZE" => libc::RLIMIT_FSIZE,
+        "RLIMIT_DATA" => libc::RLIMIT_DATA,
+        "RLIMIT_STACK" => libc::RLIMIT_STACK,
+        "RLIMIT_CORE" => libc::RLIMIT_CORE,
+        "RLIMIT_RSS" => libc::RLIMIT_RSS,
+        "RLIMIT_NPROC" => libc::RLIMIT_NPROC,
+        "RLIMIT_NOFILE" => libc::RLIMIT_NOFILE,
+        "RLIMIT_MEMLOCK" => libc::RLIMIT_MEMLOCK,
+        "RLIMIT_AS" => libc::RLIMIT_AS,
+        "RLIMIT_LOCKS" => libc::RLIMIT_LOCKS,
+        "RLIMIT_SIGPENDING" => libc::RLIMIT_SIGPENDING,
+        "RLIMIT_MSGQUEUE" => libc::RLIMIT_MSGQUEUE,
+        "RLIMIT_NICE" => libc::RLIMIT_NICE,
+        "RLIMIT_RTPRIO" => libc::RLIMIT_RTPRIO,
+        "RLIMIT_RTTIME" => libc::RLIMIT_RTTIME,
+        _ => return None,
+    })
+}
+
+fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMount>, BundleError> {
+    use nix::mount::MsFlags as F;
+    let dest = m.destination().display().to_string();
+    if !dest.starts_with('/') {
+        return Err(invalid(
+            "mounts[].destination",
+            format!("{dest:?} is not absolute"),
+        ));
+    }
+    let kind = m.typ().clone().unwrap_or_default();
+    let options = m.options().clone().unwrap_or_default();
+    let mut bind = kind == "bind";
+    let mut recursive = false;
+    let mut flags = F::empty();
+    let mut propagation = F::empty();
+    let mut data = Vec::new();
+    for o in &options {
+        let (set, clear) = match o.as_str() {
+            "bind" => {
+                bind = true;
+                (F::empty(), F::empty())
+            }
+            "rbind" => {
+                bind = true;
+                recursive = true;
+                (F::empty(), F::empty())
+            }
+            "ro" => (F::MS_RDONLY, F::empty()),
+            "rw" => (F::empty(), F::MS_RDONLY),
+            "nosuid" => (F::MS_NOSUID, F::empty()),
+            "suid" => (F::empty(), F::MS_NOSUID),
+            "nodev" => (F::MS_NODEV, F::empty()),
+            "dev" => (F::empty(), F::MS_NODEV),
+            "noexec" => (F::MS_NOEXEC, F::empty()),
+            "exec" => (F::empty(), F::MS_NOEXEC),
+            "sync" => (F::MS_SYNCHRONOUS, F::empty()),
+            "async" => (F::empty(), F::MS_SYNCHRONOUS),
+            "dirsync" => (F::MS_DIRSYNC, F::empty()),
+            "noatime" => (F::MS_NOATIME, F::empty()),
+            "atime" => (F::empty(), F::MS_NOATIME),
+            "nodiratime" => (F::MS_NODIRATIME, F::empty()),
+            "diratime" => (F::empty(), F::MS_NODIRATIME),
+            "relatime" => (F::MS_RELATIME, F::empty()),
+            "norelatime" => (F::empty(), F::MS_RELATIME),
+            "strictatime" => (F::MS_STRICTATIME, F::empty()),
+            "nostrictatime" => (F::empty(), F::MS_STRICTATIME),
+            "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
+            | "runbindable" => {
+                let rec = o.starts_with('r');
+                let p = match o.trim_start_matches('r') {
+                    "private" => F::MS_PRIVATE,
+                    "shared" => F::MS_SHARED,
+                    "slave" => F::MS_SLAVE,
+                    _ => F::MS_UNBINDABLE,
+                };
+                propagation = p | if rec { F::MS_REC } else { F::empty() };
+                (F::empty(), F::empty())
+            }
+            // Copying the image's content up into a tmpfs is not implemented; the
+            // tmpfs starts empty, which is what runc does without it.
+            "tmpcopyup" => (F::empty(), F::empty()),
+            other => {
+                data.push(other.to_string());
+                (F::empty(), F::empty())
+            }
+        };
+        flags |= set;
+        flags &= !clear;
+    }
+    if kind == "cgroup" {
+        // Not mounted in this version: the container sees an empty /sys/fs/cgroup.
+        return Ok(None);
+    }
+    let src = m
+        .source()
+        .as_ref()
+        .map(|s| s.display().to_string())
+        .unwrap_or_default();
+    let source = if bind {
+        if src.is_empty() {
+            return Err(invalid(
+                "mounts[].source",
+                format!("bind mount on {dest} has no source"),
+            ));
+        }
+        let p = Path::new(&src);
+        if p.is_absolute() {
+            src
+        } else {
+            bundle.join(p).display().to_string()
+        }
+    } else {
+        if !matches!(
+            kind.as_str(),
+            "proc" | "tmpfs" | "devpts" | "mqueue" | "sysfs"
+        ) {
+            return Err(invalid(
+                "mounts[].type",
+                format!("{kind:?} on {dest} is not supported"),
+            ));
+        }
+        src
+    };
+    Ok(Some(OciMount {
+        destination: dest,
+        kind,
+        source,
+        bind,
+        recursive,
+        flags: flags.bits(),
+        propagation: propagation.bits(),
+        data: data.join(","),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert!(check_version("1.0.2").is_ok());
+        assert!(check_version("1.0.2-dev").is_ok());
+        assert!(check_version("1.2.0").is_ok());
+        assert!(check_version("2.0.0").is_err());
+        assert!(check_version("0.9.0").is_err());
+        assert!(check_version("1.x").is_err());
+    }
+
+    #[test]
+    fn docker_reference_config_maps_to_a_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rootfs")).unwrap();
+        let text = include_str!("../../tests/data/docker-config.json");
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["root"]["path"] = "rootfs".into();
+        let spec: Spec = serde_json::from_value(v).unwrap();
+        let none = BTreeSet::new();
+        // The profile and the limits Docker sends are refused until enforced...
+        let e = policy_for(&spec, dir.path(), &none).unwrap_err();
+        assert!(e.to_string().contains("linux.seccomp"), "{e}");
+        // ...and pass only when waived explicitly.
+        let all = [Waivable::Seccomp, Waivable::Resources]
+            .into_iter()
+            .collect();
+        let p = policy_for(&spec, dir.path(), &all).unwrap();
+        let View::Oci(view) = &p.view else {
+            panic!("not an OCI view")
+        };
+        assert!(view.root_readonly);
+        assert_eq!(view.process.uid, 1000);
+        assert_eq!(view.process.additional_gids, vec![1000]);
+        assert!(view.process.no_new_privileges);
+        assert_eq!(view.process.capabilities, CapabilitySets::default());
+        assert!(view.namespaces.user.is_none());
+        assert!(view.namespaces.network && view.namespaces.pid);
+        assert!(view.mounts.iter().all(|m| m.kind != "cgroup"));
+        let rc = view
+            .mounts
+            .iter()
+            .find(|m| m.destination == "/etc/resolv.conf")
+            .unwrap();
+        assert!(rc.bind && rc.recursive);
+        assert_eq!(rc.flags & libc::MS_RDONLY, libc::MS_RDONLY);
+        assert!(view.masked_paths.contains(&"/proc/kcore".to_string()));
+    }
+
+    #[test]
+    fn root_escaping_the_bundle_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("rootfs")).unwrap();
+        let bundle = std::fs::canonicalize(dir.path()).unwrap();
+        let e = resolve_root(&bundle, Path::new("rootfs")).unwrap_err();
+        assert!(e.to_string().contains("outside the bundle"), "{e}");
+    }
+
+    #[test]
+    fn host_sysctls_are_refused() {
+        let ns = Namespaces {
+            network: true,
+            ..Default::default()
+        };
+        assert!(check_sysctl("net.ipv4.ping_group_range", &ns).is_ok());
+        assert!(check_sysctl("kernel.core_pattern", &ns).is_err());
+        assert!(check_sysctl("kernel.shmmax", &ns).is_err());
+    }
+}

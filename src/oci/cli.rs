@@ -1,0 +1,582 @@
+//! The runc-compatible verbs: `create`, `start`, `state`, `kill`, `delete`, `run`,
+//! `list`, `spec`. Errors are written to `--log` (JSON lines with `--log-format
+//! json`, as containerd's shim reads them) and to stderr, with a non-zero exit.
+
+use super::bundle::{self, BundleError, Waivable};
+use super::hooks::{self, HookError};
+use super::state::{self, Container, Saved, StateError, Status};
+use crate::policy::View;
+use crate::sandbox::{spawn, SetupError};
+use clap::{Args, Subcommand, ValueEnum};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// runc's global flags; accepted before the verb (where Docker puts them).
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// Directory for container state.
+    #[arg(long, global = true, default_value = state::DEFAULT_ROOT)]
+    pub root: PathBuf,
+    /// Where errors are logged (default: stderr only).
+    #[arg(long, global = true)]
+    pub log: Option<PathBuf>,
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    #[arg(long, global = true)]
+    pub debug: bool,
+    /// Refused: maibox manages cgroupfs paths only.
+    #[arg(long, global = true)]
+    pub systemd_cgroup: bool,
+    /// Let a spec run although maibox does not enforce these of its fields yet
+    /// (comma-separated). The container is weaker than its spec says.
+    #[arg(
+        long = "unsafe-allow-unenforced",
+        global = true,
+        value_enum,
+        value_delimiter = ',',
+        hide = true
+    )]
+    pub unenforced: Vec<Waivable>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Verb {
+    /// OCI: create a container from a bundle and leave it waiting for `start`.
+    Create(CreateArgs),
+    /// OCI: start a created container.
+    Start { id: String },
+    /// OCI: print a container's state as JSON.
+    State { id: String },
+    /// OCI: send a signal (name or number, default TERM) to a container.
+    Kill {
+        /// Signal every process of the container, not only its init.
+        #[arg(long, short = 'a')]
+        all: bool,
+        id: String,
+        signal: Option<String>,
+    },
+    /// OCI: delete a container's state, killing it if --force.
+    Delete {
+        #[arg(long, short = 'f')]
+        force: bool,
+        id: String,
+    },
+    /// OCI: create and start a container, and wait for it.
+    Run {
+        #[command(flatten)]
+        create: CreateArgs,
+        /// Return after the start instead of waiting.
+        #[arg(long, short = 'd')]
+        detach: bool,
+    },
+    /// OCI: list containers.
+    List {
+        #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+        #[arg(long, short = 'q')]
+        quiet: bool,
+    },
+    /// OCI: write a template config.json.
+    Spec {
+        #[arg(long)]
+        rootless: bool,
+        /// Directory to write config.json into (default: the current directory).
+        #[arg(long, short = 'b')]
+        bundle: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// The bundle directory (default: the current directory).
+    #[arg(long, short = 'b', default_value = ".")]
+    pub bundle: PathBuf,
+    #[arg(long)]
+    pub pid_file: Option<PathBuf>,
+    #[arg(long)]
+    pub console_socket: Option<PathBuf>,
+    /// Accepted for compatibility: maibox always uses pivot_root.
+    #[arg(long)]
+    pub no_pivot: bool,
+    /// Accepted for compatibility: no session keyring is created.
+    #[arg(long)]
+    pub no_new_keyring: bool,
+    #[arg(long, default_value_t = 0)]
+    pub preserve_fds: u32,
+    pub id: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error(transparent)]
+    Hook(#[from] HookError),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> OciError {
+    let what = what.into();
+    move |source| OciError::Io { what, source }
+}
+
+/// Runs one verb; returns the process exit code. Errors are logged here.
+pub fn main(g: &Global, verb: Verb) -> i32 {
+    let r = if g.systemd_cgroup {
+        Err(OciError::Refused(
+            "--systemd-cgroup is not supported: configure the caller for the cgroupfs driver"
+                .into(),
+        ))
+    } else {
+        dispatch(g, verb)
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            log_error(g, &e.to_string());
+            1
+        }
+    }
+}
+
+fn log_error(g: &Global, msg: &str) {
+    eprintln!("maibox: error: {msg}");
+    let Some(path) = &g.log else { return };
+    let line = match g.log_format {
+        LogFormat::Json => serde_json::json!({
+            "level": "error",
+            "msg": msg,
+            "time": state::now_rfc3339(),
+        })
+        .to_string(),
+        LogFormat::Text => format!("time=\"{}\" level=error msg={msg:?}", state::now_rfc3339()),
+    };
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
+    match verb {
+        Verb::Create(a) => create(g, &a, false).map(|_| 0),
+        Verb::Start { id } => start(g, &id).map(|_| 0),
+        Verb::State { id } => {
+            let c = Container::open(&g.root, &id, false)?;
+            let s = c.load()?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&state_json(&s, c.status(&s))).unwrap_or_default()
+            );
+            Ok(0)
+        }
+        Verb::Kill { all, id, signal } => {
+            let sig = parse_signal(signal.as_deref().unwrap_or("TERM"))?;
+            kill(g, &id, sig, all).map(|_| 0)
+        }
+        Verb::Delete { force, id } => delete(g, &id, force).map(|_| 0),
+        Verb::Run { create: a, detach } => run(g, &a, detach),
+        Verb::List { format, quiet } => {
+            list(g, format, quiet);
+            Ok(0)
+        }
+        Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
+    }
+}
+
+/// The state as the runtime spec defines it (`ociVersion`, `id`, `status`, `pid`,
+/// `bundle`, `annotations`). A stopped container has no pid.
+pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "ociVersion": "1.0.2",
+        "id": s.id,
+        "status": status,
+        "bundle": s.bundle,
+        "rootfs": s.bundle.join("rootfs"),
+        "created": s.created,
+        "owner": "",
+        "annotations": s.annotations,
+    });
+    if status != Status::Stopped {
+        v["pid"] = s.pid.into();
+    } else {
+        v["pid"] = 0.into();
+    }
+    v
+}
+
+pub fn parse_signal(s: &str) -> Result<Signal, OciError> {
+    let bad = || OciError::Refused(format!("invalid signal {s:?}"));
+    if let Ok(n) = s.parse::<i32>() {
+        return Signal::try_from(n).map_err(|_| bad());
+    }
+    let up = s.to_ascii_uppercase();
+    let name = if up.starts_with("SIG") {
+        up
+    } else {
+        format!("SIG{up}")
+    };
+    name.parse::<Signal>().map_err(|_| bad())
+}
+
+struct Created {
+    container: Container,
+    saved: Saved,
+}
+
+/// Sets a container up and leaves its init blocked on the start FIFO. With
+/// `foreground` (`run`), the container dies with this process.
+fn create(g: &Global, a: &CreateArgs, foreground: bool) -> Result<Created, OciError> {
+    if a.console_socket.is_some() {
+        return Err(OciError::Refused(
+            "--console-socket (terminal: true) is not supported yet".into(),
+        ));
+    }
+    if a.preserve_fds > 0 {
+        return Err(OciError::Refused(
+            "--preserve-fds is not supported: only stdio reaches the container".into(),
+        ));
+    }
+    state::check_id(&a.id)?;
+    let waived: BTreeSet<Waivable> = g.unenforced.iter().copied().collect();
+    // Validate everything before claiming the id: a bad bundle leaves nothing behind.
+    let mut loaded = bundle::load(&a.bundle, &waived)?;
+    let container = Container::create(&g.root, &a.id)?;
+    match create_in(g, a, &container, &mut loaded, foreground) {
+        Ok(saved) => Ok(Created { container, saved }),
+        Err(e) => {
+            let _ = container.remove();
+            Err(e)
+        }
+    }
+}
+
+fn create_in(
+    g: &Global,
+    a: &CreateArgs,
+    container: &Container,
+    loaded: &mut bundle::Loaded,
+    foreground: bool,
+) -> Result<Saved, OciError> {
+    let fifo = container.fifo();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .map_err(|e| io_err("create the start FIFO")(e.into()))?;
+    let View::Oci(view) = &mut loaded.policy.view else {
+        return Err(OciError::Refused("internal: not an OCI view".into()));
+    };
+    view.start_fifo = Some(fifo);
+    view.die_with_parent = foreground;
+    let pid_ns = view.namespaces.pid;
+    let hooks_value = loaded
+        .spec
+        .hooks()
+        .as_ref()
+        .and_then(|h| serde_json::to_value(h).ok());
+    for stage in ["createContainer", "startContainer"] {
+        if hooks_value
+            .as_ref()
+            .and_then(|h| h.get(stage))
+            .is_some_and(|l| l.as_array().is_some_and(|a| !a.is_empty()))
+        {
+            return Err(OciError::Refused(format!(
+                "hooks.{stage} is not supported yet"
+            )));
+        }
+    }
+    let dup = |fd: std::os::fd::BorrowedFd| -> Result<OwnedFd, OciError> {
+        fd.try_clone_to_owned().map_err(io_err("duplicate stdio"))
+    };
+    let stdio = spawn::ChildStdio {
+        stdin: dup(std::io::stdin().as_fd())?,
+        stdout: dup(std::io::stdout().as_fd())?,
+        stderr: dup(std::io::stderr().as_fd())?,
+    };
+    // The OCI child finds its program inside the container's root itself (so that a
+    // missing one fails `create`); the engine's payload slot carries nothing here.
+    let payload = crate::sandbox::init::Payload {
+        program: c"/".into(),
+        argv: Vec::new(),
+        envp: Vec::new(),
+        confine: Box::new(|| Ok(Default::default())),
+    };
+    let mut attach = |_pid: Pid| -> Result<(), SetupError> { Ok(()) };
+    let spawned = spawn::spawn(&loaded.policy, &[], payload, stdio, &mut attach)?;
+    let pid = spawned.pid;
+    let kill_it = |e: OciError| {
+        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(pid, None);
+        e
+    };
+    crate::sandbox::wait_ready(&spawned).map_err(|e| kill_it(e.into()))?;
+    let start_time = state::proc_stat(pid.as_raw())
+        .map(|(_, t)| t)
+        .ok_or_else(|| kill_it(OciError::Refused("the container init vanished".into())))?;
+    let saved = Saved {
+        id: a.id.clone(),
+        pid: pid.as_raw(),
+        start_time,
+        bundle: loaded.bundle.clone(),
+        created: state::now_rfc3339(),
+        annotations: loaded
+            .spec
+            .annotations()
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        pid_ns,
+        hooks: hooks_value,
+        owner: nix::unistd::geteuid().as_raw(),
+    };
+    container.save(&saved).map_err(|e| kill_it(e.into()))?;
+    let st = state_json(&saved, Status::Created);
+    for stage in ["prestart", "createRuntime"] {
+        hooks::run(saved.hooks.as_ref(), stage, &st).map_err(|e| kill_it(e.into()))?;
+    }
+    if let Some(p) = &a.pid_file {
+        write_pid_file(p, pid.as_raw()).map_err(kill_it)?;
+    }
+    if g.debug {
+        eprintln!("maibox: created {} (pid {})", a.id, pid);
+    }
+    Ok(saved)
+}
+
+/// Written to a temporary name and renamed: a reader never sees a partial pid.
+fn write_pid_file(p: &Path, pid: i32) -> Result<(), OciError> {
+    let tmp = p.with_extension("maibox-tmp");
+    std::fs::write(&tmp, pid.to_string()).map_err(io_err(format!("write {}", tmp.display())))?;
+    std::fs::rename(&tmp, p).map_err(io_err(format!("write {}", p.display())))
+}
+
+fn start(g: &Global, id: &str) -> Result<(), OciError> {
+    let c = Container::open(&g.root, id, true)?;
+    let s = c.load()?;
+    let status = c.status(&s);
+    if status != Status::Created {
+        return Err(OciError::Refused(format!(
+            "cannot start container {id}: it is {status}, not created"
+        )));
+    }
+    let fifo = c.fifo();
+    // Non-blocking: the init holds the FIFO open, so ENXIO means it is gone.
+    let fd = nix::fcntl::open(
+        &fifo,
+        nix::fcntl::OFlag::O_WRONLY | nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| {
+        OciError::Refused(format!(
+            "cannot start container {id}: init not waiting ({e})"
+        ))
+    })?;
+    // SAFETY: a fresh descriptor owned by nothing else.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    nix::unistd::write(&fd, b"0").map_err(|e| io_err("write the start FIFO")(e.into()))?;
+    drop(fd);
+    std::fs::remove_file(&fifo).map_err(io_err("remove the start FIFO"))?;
+    let st = state_json(&s, Status::Running);
+    if let Err(e) = hooks::run(s.hooks.as_ref(), "poststart", &st) {
+        // The container runs already; the spec says to log and go on.
+        log_error(g, &e.to_string());
+    }
+    Ok(())
+}
+
+/// Processes of the container: its init, plus everything in its PID namespace.
+fn processes(s: &Saved) -> Vec<i32> {
+    let mut pids = vec![s.pid];
+    if !s.pid_ns {
+        return pids;
+    }
+    let Ok(ns) = std::fs::read_link(format!("/proc/{}/ns/pid", s.pid)) else {
+        return pids;
+    };
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if p != s.pid && std::fs::read_link(format!("/proc/{p}/ns/pid")).ok() == Some(ns.clone()) {
+            pids.push(p);
+        }
+    }
+    pids
+}
+
+fn kill(g: &Global, id: &str, sig: Signal, all: bool) -> Result<(), OciError> {
+    let c = Container::open(&g.root, id, true)?;
+    let s = c.load()?;
+    if c.status(&s) == Status::Stopped {
+        return Err(OciError::Refused(format!("container {id} is not running")));
+    }
+    let targets = if all { processes(&s) } else { vec![s.pid] };
+    for p in targets {
+        nix::sys::signal::kill(Pid::from_raw(p), sig)
+            .map_err(|e| OciError::Refused(format!("kill {p} with {sig}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Waits until the init has ended (a zombie counts: its parent reaps it).
+fn wait_gone(s: &Saved, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    while state::alive(s.pid, s.start_time) {
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
+    let c = match Container::open(&g.root, id, true) {
+        Ok(c) => c,
+        Err(StateError::NotFound(_)) if force => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let s = c.load()?;
+    match c.status(&s) {
+        Status::Running if !force => {
+            return Err(OciError::Refused(format!(
+                "cannot delete container {id}: it is running (stop it or use --force)"
+            )))
+        }
+        Status::Stopped => {}
+        // A created container never ran its process: deleting it is always allowed.
+        Status::Created | Status::Running => {
+            for p in processes(&s) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
+            }
+            if !wait_gone(&s, Duration::from_secs(5)) {
+                return Err(OciError::Refused(format!(
+                    "container {id}: init {} did not die after SIGKILL",
+                    s.pid
+                )));
+            }
+        }
+    }
+    let st = state_json(&s, Status::Stopped);
+    c.remove()?;
+    if let Err(e) = hooks::run(s.hooks.as_ref(), "poststop", &st) {
+        log_error(g, &e.to_string());
+    }
+    Ok(())
+}
+
+fn run(g: &Global, a: &CreateArgs, detach: bool) -> Result<i32, OciError> {
+    let Created { container, saved } = create(g, a, !detach)?;
+    drop(container);
+    let pid = Pid::from_raw(saved.pid);
+    if let Err(e) = start(g, &a.id) {
+        let _ = delete(g, &a.id, true);
+        return Err(e);
+    }
+    if detach {
+        return Ok(0);
+    }
+    let code = loop {
+        match nix::sys::wait::waitpid(pid, None) {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, c)) => break c,
+            Ok(nix::sys::wait::WaitStatus::Signaled(_, s, _)) => break 128 + s as i32,
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io_err("wait for the container")(e.into())),
+        }
+    };
+    delete(g, &a.id, true)?;
+    Ok(code)
+}
+
+fn list(g: &Global, format: ListFormat, quiet: bool) {
+    let mut rows = Vec::new();
+    for id in state::list(&g.root) {
+        let Ok(c) = Container::open(&g.root, &id, false) else {
+            continue;
+        };
+        let Ok(s) = c.load() else { continue };
+        rows.push((state_json(&s, c.status(&s)), s));
+    }
+    if quiet {
+        for (_, s) in &rows {
+            println!("{}", s.id);
+        }
+        return;
+    }
+    match format {
+        ListFormat::Json => {
+            let v: Vec<&serde_json::Value> = rows.iter().map(|(v, _)| v).collect();
+            println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        }
+        ListFormat::Table => {
+            println!("ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER");
+            for (v, s) in &rows {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    s.id,
+                    v["pid"],
+                    v["status"].as_str().unwrap_or(""),
+                    s.bundle.display(),
+                    s.created,
+                    s.owner
+                );
+            }
+        }
+    }
+}
+
+fn spec(rootless: bool, dir: Option<&Path>) -> Result<(), OciError> {
+    let dir = dir.unwrap_or(Path::new("."));
+    let path = dir.join("config.json");
+    if path.exists() {
+        return Err(OciError::Refused(format!(
+            "{} exists; remove it first",
+            path.display()
+        )));
+    }
+    let mut s = if rootless {
+        oci_spec::runtime::Spec::rootless(
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        )
+    } else {
+        oci_spec::runtime::Spec::default()
+    };
+    // Without cgroup support, the template must not ask for limits (runc's template
+    // has a device deny-all rule) that create would then refuse as unenforced.
+    if let Some(l) = s.linux_mut() {
+        l.set_resources(None);
+    }
+    let text = serde_json::to_string_pretty(&s)
+        .map_err(|e| OciError::Refused(format!("encode the spec: {e}")))?;
+    std::fs::write(&path, text + "\n").map_err(io_err(format!("write {}", path.display())))
+}

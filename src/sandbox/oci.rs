@@ -1,0 +1,692 @@
+//! The engine's steps for an OCI bundle's view ([`View::Oci`](crate::policy::View)):
+//! the bundle's root instead of maibox's Python view, the spec's mounts, identity,
+//! capabilities and process.
+//!
+//! Runs in the cloned child, in the order runc uses: namespaces, sysctls, mounts on
+//! the bundle's root, pivot_root, masked/read-only paths, hostname, rlimits, identity
+//! and capabilities, cwd, then `Ready` and the wait for `start`.
+
+use super::error::{SetupError, Step, StepContext};
+use super::mounts::{
+    bind, mkdir_p, set_attr, touch, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
+    MOUNT_ATTR_RDONLY,
+};
+use super::sync::{Channel, Msg};
+use crate::oci::view::{CapabilitySets, IdMaps, OciMount, OciView};
+use nix::mount::{mount, MsFlags};
+use nix::sched::CloneFlags;
+use nix::unistd::{Gid, Pid, Uid};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+pub fn clone_flags(v: &OciView) -> CloneFlags {
+    let n = &v.namespaces;
+    let mut f = CloneFlags::empty();
+    for (on, flag) in [
+        (n.mount, CloneFlags::CLONE_NEWNS),
+        (n.pid, CloneFlags::CLONE_NEWPID),
+        (n.network, CloneFlags::CLONE_NEWNET),
+        (n.ipc, CloneFlags::CLONE_NEWIPC),
+        (n.uts, CloneFlags::CLONE_NEWUTS),
+        (n.user.is_some(), CloneFlags::CLONE_NEWUSER),
+    ] {
+        if on {
+            f |= flag;
+        }
+    }
+    f
+}
+
+/// Writes the spec's uid/gid maps for a container with its own user namespace.
+pub fn write_maps(pid: Pid, maps: &IdMaps) -> Result<(), SetupError> {
+    let dir = format!("/proc/{}", pid.as_raw());
+    let text = |m: &[(u32, u32, u32)]| {
+        m.iter()
+            .map(|(c, h, n)| format!("{c} {h} {n}\n"))
+            .collect::<String>()
+    };
+    // Only a privileged writer may allow setgroups; an unprivileged one must deny it
+    // before writing gid_map.
+    let setgroups = if nix::unistd::geteuid().is_root() {
+        "allow"
+    } else {
+        "deny"
+    };
+    for (file, content) in [
+        ("setgroups", setgroups.to_string()),
+        ("uid_map", text(&maps.uid)),
+        ("gid_map", text(&maps.gid)),
+    ] {
+        std::fs::write(format!("{dir}/{file}"), &content).step(
+            Step::UserNsMap,
+            format!("write {dir}/{file} ({})", content.trim()),
+        )?;
+    }
+    Ok(())
+}
+
+/// Everything the child does for an OCI view, up to `Ready`. Returns the start gate
+/// (the FIFO `start` writes to), if any.
+pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+    if v.die_with_parent {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")?;
+    }
+    match chan.recv()? {
+        Some(Msg::MapsWritten) => {}
+        other => {
+            return Err(SetupError::new(
+                Step::Sync,
+                format!("expected MapsWritten from the runtime, got {other:?}"),
+            ))
+        }
+    }
+    if v.namespaces.user.is_some() {
+        let (u, g) = (Uid::from_raw(0), Gid::from_raw(0));
+        nix::unistd::setresgid(g, g, g)
+            .step(Step::Identity, "setresgid(0) in the user namespace")?;
+        nix::unistd::setresuid(u, u, u)
+            .step(Step::Identity, "setresuid(0) in the user namespace")?;
+    }
+    // Opened now, while the state directory is still reachable by path. O_RDWR never
+    // blocks on a FIFO, and keeps it open for `start`'s non-blocking open.
+    let gate = match &v.start_fifo {
+        Some(p) => {
+            let fd = nix::fcntl::open(
+                p,
+                nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            )
+            .step(Step::Sync, format!("open the start FIFO {}", p.display()))?;
+            // SAFETY: a fresh descriptor owned by nothing else.
+            Some(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+        None => None,
+    };
+    // Leaked descriptors are how CVE-2024-21626 reached the host: close them all
+    // before anything resolves a path the spec chose.
+    let mut keep = vec![chan.raw_fd()];
+    if let Some(g) = &gate {
+        keep.push(g.as_raw_fd());
+    }
+    close_except(&keep)?;
+    if v.namespaces.cgroup {
+        nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
+            .step(Step::Cgroup, "unshare the cgroup namespace")?;
+    }
+    if v.namespaces.network {
+        super::net::loopback_up()?;
+    }
+    for (k, val) in &v.sysctls {
+        let p = format!("/proc/sys/{}", k.replace('.', "/"));
+        std::fs::write(&p, val).step(Step::Namespaces, format!("sysctl {k}={val}"))?;
+    }
+    build_root(v)?;
+    if let Some(h) = &v.hostname {
+        nix::unistd::sethostname(h).step(Step::Hostname, "sethostname")?;
+    }
+    for (res, soft, hard) in &v.process.rlimits {
+        let lim = libc::rlimit {
+            rlim_cur: *soft,
+            rlim_max: *hard,
+        };
+        // SAFETY: a valid rlimit struct; the resource number was checked at parse time.
+        if unsafe { libc::setrlimit(*res as _, &lim) } != 0 {
+            return Err(SetupError::new(
+                Step::Rlimits,
+                format!(
+                    "setrlimit({res}, {soft}, {hard}): {}",
+                    std::io::Error::last_os_error()
+                ),
+            ));
+        }
+    }
+    if let Some(adj) = v.process.oom_score_adj {
+        std::fs::write("/proc/self/oom_score_adj", adj.to_string())
+            .step(Step::Rlimits, "write /proc/self/oom_score_adj")?;
+    }
+    nix::unistd::setsid()
+        .map(drop)
+        .step(Step::Session, "setsid")?;
+    switch_identity(v)?;
+    enter_cwd(&v.process.cwd)?;
+    Ok(gate)
+}
+
+/// After `Ready`: blocks until `start` (or, without a FIFO, the `Start` message).
+pub fn wait_start(gate: Option<OwnedFd>, chan: &Channel) -> Result<(), SetupError> {
+    match gate {
+        Some(fd) => {
+            let mut b = [0u8; 1];
+            loop {
+                match nix::unistd::read(fd.as_raw_fd(), &mut b) {
+                    Ok(1) => return Ok(()),
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    other => {
+                        return Err(SetupError::new(
+                            Step::Sync,
+                            format!("waiting on the start FIFO: {other:?}"),
+                        ))
+                    }
+                }
+            }
+        }
+        None => match chan.recv()? {
+            Some(Msg::Start) => Ok(()),
+            other => Err(SetupError::new(
+                Step::Sync,
+                format!("expected Start, got {other:?}"),
+            )),
+        },
+    }
+}
+
+fn close_except(keep: &[i32]) -> Result<(), SetupError> {
+    let mut keep: Vec<i32> = keep.to_vec();
+    keep.sort_unstable();
+    let mut lo = 3u32;
+    for k in keep
+        .iter()
+        .map(|k| *k as u32)
+        .chain(std::iter::once(u32::MAX))
+    {
+        if k > lo {
+            let hi = if k == u32::MAX { u32::MAX } else { k - 1 };
+            // SAFETY: plain syscall on integers; closing unknown fds is its purpose.
+            let rc = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
+            if rc != 0 {
+                return Err(SetupError::new(
+                    Step::CloseFds,
+                    format!(
+                        "close_range({lo}, {hi}): {}",
+                        std::io::Error::last_os_error()
+                    ),
+                ));
+            }
+        }
+        lo = lo.max(k.saturating_add(1));
+    }
+    Ok(())
+}
+
+/// Resolves `dest` under `root` the way the container will see it: symlinks in the
+/// path are followed relative to `root`, never to the host's `/` (runc's securejoin).
+fn secure_join(root: &Path, dest: &str) -> Result<PathBuf, SetupError> {
+    let step = Step::BindHost;
+    let mut resolved = PathBuf::new(); // relative to root
+    let mut pending: Vec<std::ffi::OsString> = Path::new(dest)
+        .components()
+        .rev()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    let mut links = 0;
+    while let Some(c) = pending.pop() {
+        if c == ".." {
+            resolved.pop();
+            continue;
+        }
+        let candidate = resolved.join(&c);
+        let host = root.join(&candidate);
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > 40 {
+                    return Err(SetupError::new(
+                        step,
+                        format!("too many symlinks resolving {dest} in the container root"),
+                    ));
+                }
+                let target =
+                    std::fs::read_link(&host).step(step, format!("readlink {}", host.display()))?;
+                if target.is_absolute() {
+                    resolved = PathBuf::new();
+                }
+                for t in target.components().rev() {
+                    match t {
+                        Component::Normal(n) => pending.push(n.to_os_string()),
+                        Component::ParentDir => pending.push("..".into()),
+                        _ => {}
+                    }
+                }
+            }
+            _ => resolved = candidate,
+        }
+    }
+    Ok(root.join(resolved))
+}
+
+fn ms(bits: libc::c_ulong) -> MsFlags {
+    MsFlags::from_bits_truncate(bits)
+}
+
+fn build_root(v: &OciView) -> Result<(), SetupError> {
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .step(Step::MountPropagation, "make / recursively private")?;
+    let root = &v.root;
+    // pivot_root needs the new root to be a mount point.
+    bind(Step::RootTmpfs, &root.display().to_string(), root, true)?;
+    for m in &v.mounts {
+        mount_one(root, m)?;
+    }
+    default_devices(root, v.namespaces.user.is_some())?;
+    super::rootfs::pivot(root)?;
+    for p in &v.masked_paths {
+        mask(p)?;
+    }
+    for p in &v.readonly_paths {
+        let path = Path::new(p);
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        bind(Step::ReadOnlyRoot, p, path, true)?;
+        set_attr(
+            Step::ReadOnlyRoot,
+            path,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            true,
+        )?;
+    }
+    if v.root_readonly {
+        set_attr(Step::ReadOnlyRoot, Path::new("/"), MOUNT_ATTR_RDONLY, false)?;
+    }
+    Ok(())
+}
+
+fn mount_one(root: &Path, m: &OciMount) -> Result<(), SetupError> {
+    let step = Step::BindHost;
+    let target = secure_join(root, &m.destination)?;
+    if m.bind {
+        let src = Path::new(&m.source);
+        let meta = std::fs::metadata(src).step(step, format!("bind source {}", m.source))?;
+        if meta.is_dir() {
+            mkdir_p(step, &target)?;
+        } else {
+            if let Some(parent) = target.parent() {
+                mkdir_p(step, parent)?;
+            }
+            if std::fs::symlink_metadata(&target).is_err() {
+                touch(step, &target)?;
+            }
+        }
+        bind(step, &m.source, &target, m.recursive)?;
+        let mut attrs = 0;
+        let f = ms(m.flags);
+        for (flag, attr) in [
+            (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
+            (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
+            (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
+            (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
+        ] {
+            if f.contains(flag) {
+                attrs |= attr;
+            }
+        }
+        if attrs != 0 {
+            set_attr(step, &target, attrs, m.recursive)?;
+        }
+    } else {
+        mkdir_p(step, &target)?;
+        let data = (!m.data.is_empty()).then_some(m.data.as_str());
+        let source = if m.source.is_empty() {
+            m.kind.as_str()
+        } else {
+            m.source.as_str()
+        };
+        mount(
+            Some(source),
+            &target,
+            Some(m.kind.as_str()),
+            ms(m.flags),
+            data,
+        )
+        .step(
+            step,
+            format!("mount {} on {} ({})", m.kind, m.destination, m.data),
+        )?;
+    }
+    if m.propagation != 0 {
+        mount(
+            None::<&str>,
+            &target,
+            None::<&str>,
+            ms(m.propagation),
+            None::<&str>,
+        )
+        .step(step, format!("set propagation of {}", m.destination))?;
+    }
+    Ok(())
+}
+
+const DEVICES: &[(&str, u64, u64)] = &[
+    ("null", 1, 3),
+    ("zero", 1, 5),
+    ("full", 1, 7),
+    ("random", 1, 8),
+    ("urandom", 1, 9),
+    ("tty", 5, 0),
+];
+
+/// The devices and links every OCI container gets (runtime-spec "Default Devices").
+/// Nodes are created with mknod when the runtime owns the host user namespace, and
+/// bound from the host inside a user namespace, where mknod is not allowed.
+fn default_devices(root: &Path, in_userns: bool) -> Result<(), SetupError> {
+    let step = Step::Dev;
+    let dev = secure_join(root, "/dev")?;
+    mkdir_p(step, &dev)?;
+    for (name, major, minor) in DEVICES {
+        let p = dev.join(name);
+        if std::fs::symlink_metadata(&p).is_ok() {
+            continue;
+        }
+        if in_userns {
+            touch(step, &p)?;
+            bind(step, &format!("/dev/{name}"), &p, false)?;
+        } else {
+            nix::sys::stat::mknod(
+                &p,
+                nix::sys::stat::SFlag::S_IFCHR,
+                nix::sys::stat::Mode::from_bits_truncate(0o666),
+                nix::sys::stat::makedev(*major, *minor),
+            )
+            .step(step, format!("mknod /dev/{name}"))?;
+            // mknod is subject to the umask; the spec wants 0666.
+            nix::sys::stat::fchmodat(
+                None,
+                &p,
+                nix::sys::stat::Mode::from_bits_truncate(0o666),
+                nix::sys::stat::FchmodatFlags::NoFollowSymlink,
+            )
+            .step(step, format!("chmod /dev/{name}"))?;
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ] {
+        let p = dev.join(name);
+        if std::fs::symlink_metadata(&p).is_err() {
+            std::os::unix::fs::symlink(target, &p).step(step, format!("symlink /dev/{name}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Hides a path: /dev/null over a file, an empty read-only tmpfs over a directory.
+/// The /dev/null used must be the real device, not something swapped in for it
+/// (the CVE-2025-31133 family).
+fn mask(p: &str) -> Result<(), SetupError> {
+    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::MetadataExt;
+    let step = Step::Proc;
+    let path = Path::new(p);
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        return mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("size=0,mode=0555"),
+        )
+        .step(step, format!("mask {p}"));
+    }
+    let null = std::fs::symlink_metadata("/dev/null").step(step, "stat /dev/null")?;
+    let rdev = null.rdev();
+    if !null.file_type().is_char_device()
+        || nix::sys::stat::major(rdev) != 1
+        || nix::sys::stat::minor(rdev) != 3
+    {
+        return Err(SetupError::new(
+            step,
+            "/dev/null in the container is not the null device; refusing to mask with it",
+        ));
+    }
+    bind(step, "/dev/null", path, false)?;
+    set_attr(
+        step,
+        path,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+        false,
+    )
+}
+
+fn cap_set(step: Step, names: &[String]) -> Result<caps::CapsHashSet, SetupError> {
+    names
+        .iter()
+        .map(|n| {
+            n.parse::<caps::Capability>()
+                .step(step, format!("capability {n}"))
+        })
+        .collect()
+}
+
+/// setgroups/setresgid/setresuid to the spec's user, keeping exactly the spec's
+/// capability sets (an empty or absent set keeps nothing).
+fn switch_identity(v: &OciView) -> Result<(), SetupError> {
+    use caps::CapSet;
+    let step = Step::Capabilities;
+    let p = &v.process;
+    let c: &CapabilitySets = &p.capabilities;
+    let bounding = cap_set(step, &c.bounding)?;
+    // The bounding set can only shrink while CAP_SETPCAP is held: first.
+    for cap in caps::all() {
+        if !bounding.contains(&cap) && caps::has_cap(None, CapSet::Bounding, cap).unwrap_or(false) {
+            caps::drop(None, CapSet::Bounding, cap)
+                .step(step, format!("drop {cap} from the bounding set"))?;
+        }
+    }
+    nix::sys::prctl::set_keepcaps(true).step(step, "prctl(PR_SET_KEEPCAPS, 1)")?;
+    let groups: Vec<Gid> = p
+        .additional_gids
+        .iter()
+        .map(|g| Gid::from_raw(*g))
+        .collect();
+    let in_userns_without_groups = v.namespaces.user.is_some() && !nix::unistd::geteuid().is_root();
+    if !in_userns_without_groups {
+        nix::unistd::setgroups(&groups).step(Step::Identity, "setgroups")?;
+    }
+    let (u, g) = (Uid::from_raw(p.uid), Gid::from_raw(p.gid));
+    nix::unistd::setresgid(g, g, g).step(Step::Identity, format!("setresgid({g})"))?;
+    nix::unistd::setresuid(u, u, u).step(Step::Identity, format!("setresuid({u})"))?;
+    nix::sys::prctl::set_keepcaps(false).step(step, "prctl(PR_SET_KEEPCAPS, 0)")?;
+    let effective = cap_set(step, &c.effective)?;
+    let permitted = cap_set(step, &c.permitted)?;
+    if !effective.is_subset(&permitted) {
+        return Err(SetupError::new(
+            step,
+            "process.capabilities: effective is not a subset of permitted",
+        ));
+    }
+    caps::set(None, CapSet::Effective, &effective).step(step, "set the effective set")?;
+    caps::set(None, CapSet::Inheritable, &cap_set(step, &c.inheritable)?)
+        .step(step, "set the inheritable set")?;
+    caps::set(None, CapSet::Permitted, &permitted).step(step, "set the permitted set")?;
+    caps::clear(None, CapSet::Ambient).step(step, "clear the ambient set")?;
+    for cap in cap_set(step, &c.ambient)? {
+        caps::raise(None, CapSet::Ambient, cap).step(step, format!("raise ambient {cap}"))?;
+    }
+    if p.no_new_privileges {
+        nix::sys::prctl::set_no_new_privs().step(Step::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)")?;
+    }
+    // Until execve replaces this image, nothing in the container may read our memory.
+    nix::sys::prctl::set_dumpable(false).step(step, "prctl(PR_SET_DUMPABLE, 0)")?;
+    Ok(())
+}
+
+/// chdir to the spec's cwd, as the container's user, and check that it lies inside
+/// the container's root: a cwd reached through a leaked descriptor
+/// (`/proc/self/fd/N`, CVE-2024-21626) shows up as an unreachable directory.
+fn enter_cwd(cwd: &str) -> Result<(), SetupError> {
+    let step = Step::PivotRoot;
+    std::env::set_current_dir(cwd).step(step, format!("chdir to process.cwd {cwd}"))?;
+    let here = nix::unistd::getcwd().step(
+        step,
+        format!("process.cwd {cwd} is outside the container's root"),
+    )?;
+    if !here.is_absolute() || here.as_os_str().as_encoded_bytes().starts_with(b"(") {
+        return Err(SetupError::new(
+            step,
+            format!("process.cwd {cwd} is outside the container's root"),
+        ));
+    }
+    Ok(())
+}
+
+/// Finds the program the way execvp would, in the container's root and PATH, so
+/// that a missing program fails `create` rather than the container.
+pub fn resolve_program(v: &OciView) -> Result<CString, SetupError> {
+    let step = Step::Exec;
+    let arg0 = &v.process.args[0];
+    let cstr = |s: &str| CString::new(s).step(step, format!("{s:?} contains a NUL byte"));
+    let executable = |p: &Path| {
+        nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok()
+            && std::fs::metadata(p).map(|m| m.is_file()).unwrap_or(false)
+    };
+    if arg0.contains('/') {
+        if executable(Path::new(arg0)) {
+            return cstr(arg0);
+        }
+        return Err(SetupError::new(
+            step,
+            format!("{arg0}: not an executable file in the container"),
+        ));
+    }
+    let path = v
+        .process
+        .env
+        .iter()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let cand = Path::new(dir).join(arg0);
+        if executable(&cand) {
+            return cstr(&cand.display().to_string());
+        }
+    }
+    Err(SetupError::new(
+        step,
+        format!("{arg0}: executable file not found in $PATH ({path})"),
+    ))
+}
+
+/// The payload for an OCI view: the spec's argv and environment, verbatim.
+pub fn payload(v: &OciView, program: CString) -> Result<super::init::Payload, SetupError> {
+    let cstr = |s: &str| CString::new(s).step(Step::Exec, format!("{s:?} contains a NUL byte"));
+    Ok(super::init::Payload {
+        program,
+        argv: v
+            .process
+            .args
+            .iter()
+            .map(|a| cstr(a))
+            .collect::<Result<_, _>>()?,
+        envp: v
+            .process
+            .env
+            .iter()
+            .map(|a| cstr(a))
+            .collect::<Result<_, _>>()?,
+        confine: Box::new(|| Ok(Default::default())),
+    })
+}
+
+/// The cloned child's whole life for an OCI view: set up, report `Ready`, wait
+/// for `start`, then become the container's process (PID 1 of its namespace: no
+/// maibox init stays in between, so the shim sees the process the spec asked for).
+pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) -> i32 {
+    let fail = |e: SetupError| {
+        let _ = chan.send(&Msg::Failed(e));
+        125
+    };
+    for (fd, target) in [(&stdio.stdin, 0), (&stdio.stdout, 1), (&stdio.stderr, 2)] {
+        if fd.as_raw_fd() != target {
+            if let Err(e) =
+                nix::unistd::dup2(fd.as_raw_fd(), target).step(Step::Pipes, "dup2 stdio")
+            {
+                return fail(e);
+            }
+        }
+    }
+    let gate = match setup(v, chan) {
+        Ok(g) => g,
+        Err(e) => return fail(e),
+    };
+    let payload = match resolve_program(v).and_then(|p| payload(v, p)) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    if chan
+        .send(&Msg::Ready {
+            timings_us: Vec::new(),
+        })
+        .is_err()
+    {
+        return 125;
+    }
+    if let Err(e) = wait_start(gate, chan) {
+        eprintln!("maibox: {e}");
+        return 125;
+    }
+    exec(&payload)
+}
+
+/// Signal dispositions and mask back to defaults, then execve. Returns only on failure.
+fn exec(p: &super::init::Payload) -> i32 {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    for sig in Signal::iterator() {
+        if sig == Signal::SIGKILL || sig == Signal::SIGSTOP {
+            continue;
+        }
+        // SAFETY: resetting dispositions to their defaults before exec.
+        let _ = unsafe {
+            sigaction(
+                sig,
+                &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty()),
+            )
+        };
+    }
+    let _ = SigSet::empty().thread_set_mask();
+    let e = nix::unistd::execve(&p.program, &p.argv, &p.envp)
+        .map(|_| nix::errno::Errno::UnknownErrno)
+        .unwrap_or_else(|e| e);
+    eprintln!("maibox: exec {:?}: {e}", p.program);
+    if e == nix::errno::Errno::ENOENT {
+        127
+    } else {
+        126
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secure_join_stays_in_root() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("a/abs")).unwrap();
+        std::os::unix::fs::symlink("../../../../..", root.join("a/up")).unwrap();
+        assert_eq!(secure_join(root, "/a/b").unwrap(), root.join("a/b"));
+        assert_eq!(secure_join(root, "/a/abs/x").unwrap(), root.join("etc/x"));
+        assert_eq!(secure_join(root, "/a/up/etc").unwrap(), root.join("etc"));
+        assert_eq!(secure_join(root, "/../../x").unwrap(), root.join("x"));
+    }
+}
