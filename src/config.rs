@@ -89,6 +89,9 @@ pub struct Config {
     /// Static assessment settings (rule severities, thresholds, size limit).
     #[serde(default)]
     pub assessment: crate::assess::AssessConfig,
+    /// Where per-run cgroups go and what to do when they cannot be made.
+    #[serde(default)]
+    pub cgroup: crate::cgroup::CgroupConfig,
     /// Tamper-evident audit log of every run.
     #[serde(default)]
     pub audit: crate::audit::AuditConfig,
@@ -211,6 +214,9 @@ impl Config {
             setting,
             message,
         };
+        self.cgroup
+            .validate()
+            .map_err(|m| bad("cgroup".into(), m))?;
         let unknown = self.assessment.unknown_rule_ids();
         if !unknown.is_empty() {
             return Err(bad(

@@ -25,6 +25,15 @@ pub enum Violation {
     Seccomp {
         signal: String,
     },
+    /// The kernel's OOM killer acted inside the run's cgroup.
+    Memory {
+        limit_bytes: u64,
+        peak_bytes: u64,
+    },
+    /// A fork or thread creation failed at the run's pids limit.
+    Pids {
+        limit: u64,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +52,12 @@ pub struct Usage {
     pub cpu_system_s: f64,
     /// Largest resident set of any single process of the sandbox (getrusage).
     pub peak_rss_bytes: u64,
+    /// Peak memory of the whole sandbox, from its cgroup (tmpfs pages included).
+    pub peak_memory_bytes: Option<u64>,
+    /// Most processes and threads seen at once (sampled from the cgroup).
+    pub max_pids: Option<u64>,
+    /// CPU time of the whole sandbox from its cgroup, in seconds.
+    pub cgroup_cpu_s: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +79,12 @@ pub struct Limits {
     pub output_bytes: u64,
 }
 
+/// The run's cgroup, sampled while it runs.
+pub struct Cgroup<'a> {
+    pub group: &'a crate::cgroup::RunCgroup,
+    pub sample: Duration,
+}
+
 struct StdinPump {
     to_child: Option<OwnedFd>,
     buf: Vec<u8>,
@@ -71,7 +92,7 @@ struct StdinPump {
 }
 
 /// Starts the payload and supervises it until the sandbox is gone.
-pub fn run(p: Prepared, limits: &Limits) -> Outcome {
+pub fn run(p: Prepared, limits: &Limits, cg: Option<Cgroup>) -> Outcome {
     let started = Instant::now();
     let deadline = started + limits.timeout;
     let mut out = CappedOutput::new(limits.output_bytes);
@@ -81,6 +102,8 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
     let mut killed = false;
     let mut interrupted_by = None;
     let mut confined = None;
+    let mut usage_cg = crate::cgroup::Usage::default();
+    let mut max_pids = 0u64;
     let (mut out_open, mut err_open, mut chan_open) = (true, true, true);
 
     let sigfd = SignalFd::with_flags(
@@ -130,12 +153,29 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
         } else if killed {
             50
         } else {
-            deadline
-                .saturating_duration_since(now)
-                .as_millis()
-                .min(60_000) as i32
-                + 1
+            let until = deadline.saturating_duration_since(now);
+            let until = cg.as_ref().map(|c| until.min(c.sample)).unwrap_or(until);
+            until.as_millis().min(60_000) as i32 + 1
         };
+        if let Some(c) = &cg {
+            let u = c.group.stats();
+            max_pids = max_pids.max(u.pids_current);
+            if reaped.is_none() && !killed {
+                if u.oom_kills > usage_cg.oom_kills {
+                    violations.push(Violation::Memory {
+                        limit_bytes: c.group.limits.memory_bytes,
+                        peak_bytes: u.memory_peak_bytes,
+                    });
+                    kill_sandbox(&mut killed);
+                } else if u.pids_limit_hits > usage_cg.pids_limit_hits {
+                    violations.push(Violation::Pids {
+                        limit: c.group.limits.pids,
+                    });
+                    kill_sandbox(&mut killed);
+                }
+            }
+            usage_cg = u;
+        }
 
         let stdin0 = std::io::stdin();
         let mut fds: Vec<(Src, PollFd)> = Vec::with_capacity(6);
@@ -318,6 +358,31 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
         elapsed_us = started.elapsed().as_micros() as u64,
         "sandbox gone"
     );
+    if let Some(c) = &cg {
+        let u = c.group.stats();
+        // An OOM kill that ended the run before the next sample is still a violation.
+        if u.oom_kills > 0
+            && !violations
+                .iter()
+                .any(|v| matches!(v, Violation::Memory { .. }))
+        {
+            violations.push(Violation::Memory {
+                limit_bytes: c.group.limits.memory_bytes,
+                peak_bytes: u.memory_peak_bytes,
+            });
+        }
+        if u.pids_limit_hits > 0
+            && !violations
+                .iter()
+                .any(|v| matches!(v, Violation::Pids { .. }))
+        {
+            violations.push(Violation::Pids {
+                limit: c.group.limits.pids,
+            });
+        }
+        usage_cg = u;
+    }
+
     let _ = p.old_sigmask.thread_set_mask();
     let (status, ru) = reaped.unwrap_or((0, zero_rusage()));
     let ending = ending.unwrap_or_else(|| from_wait_status(status));
@@ -337,6 +402,9 @@ pub fn run(p: Prepared, limits: &Limits) -> Outcome {
             cpu_user_s: tv(ru.ru_utime),
             cpu_system_s: tv(ru.ru_stime),
             peak_rss_bytes: (ru.ru_maxrss.max(0) as u64) * 1024,
+            peak_memory_bytes: cg.as_ref().map(|_| usage_cg.memory_peak_bytes),
+            max_pids: cg.as_ref().map(|_| max_pids),
+            cgroup_cpu_s: cg.as_ref().map(|_| usage_cg.cpu_usage_usec as f64 / 1e6),
         },
         stdout_bytes: out.stdout.bytes,
         stderr_bytes: out.stderr.bytes,

@@ -53,6 +53,8 @@ pub struct Policy {
     pub seccomp: crate::confine::SeccompProfile,
     /// Landlock rules, with paths as seen inside the sandbox.
     pub landlock: crate::confine::LandlockSpec,
+    /// Where the run's cgroup goes (limits are in `limits`).
+    pub cgroup: crate::cgroup::CgroupConfig,
     /// The complete environment of the code, in order.
     pub env: Vec<(String, String)>,
     pub hostname: String,
@@ -218,6 +220,7 @@ impl Policy {
             },
             network: level.network,
             seccomp: level.seccomp.clone(),
+            cgroup: cfg.cgroup.clone(),
             landlock,
             env: cfg
                 .env

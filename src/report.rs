@@ -30,6 +30,8 @@ pub struct Report {
     pub usage: Usage,
     pub output: OutputReport,
     pub limits: crate::policy::Limits,
+    /// Whether the memory, CPU and pids limits were enforced by a cgroup.
+    pub cgroup: CgroupReport,
     pub layers: Layers,
     pub interpreter: String,
     /// The static assessment of the code, and what it decided for the run.
@@ -39,6 +41,15 @@ pub struct Report {
     pub landlock: Option<crate::confine::LandlockOutcome>,
     pub setup_ms: f64,
     pub setup_steps_us: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CgroupReport {
+    pub enforced: bool,
+    /// "v1" or "v2" when enforced.
+    pub layout: Option<String>,
+    /// Why limits are not enforced by a cgroup, when they are not.
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

@@ -121,7 +121,21 @@ pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx:
         args,
         stdin,
     };
-    let mut attach = |_pid: nix::unistd::Pid| -> Result<(), SetupError> { Ok(()) };
+    let (group, cgroup_note) = match make_cgroup(policy, &run_id) {
+        Ok(g) => g,
+        Err(e) => {
+            let outcome = setup_failed(e);
+            return finish(policy, outcome, ctx, 0.0, Vec::new(), None, None);
+        }
+    };
+    let mut attach = |pid: nix::unistd::Pid| -> Result<(), SetupError> {
+        match &group {
+            Some(g) => g
+                .attach(pid.as_raw())
+                .map_err(|e| SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())),
+            None => Ok(()),
+        }
+    };
     let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut attach) {
         Ok(prepared) => {
             let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
@@ -130,10 +144,70 @@ pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx:
                 timeout: policy.limits.timeout,
                 output_bytes: policy.limits.output_bytes,
             };
-            (monitor::run(prepared, &limits), setup_ms, steps)
+            let cg = group.as_ref().map(|g| monitor::Cgroup {
+                group: g,
+                sample: std::time::Duration::from_millis(policy.cgroup.sample_ms),
+            });
+            (monitor::run(prepared, &limits, cg), setup_ms, steps)
         }
         Err(e) => (setup_failed(e), 0.0, Vec::new()),
     };
+    let layout = group
+        .as_ref()
+        .map(|_| crate::cgroup::detect().name().to_string());
+    if let Some(g) = group {
+        if let Err(e) = g.remove() {
+            eprintln!("maibox: warning: {e}");
+        }
+    }
+    finish(policy, outcome, ctx, setup_ms, steps, layout, cgroup_note)
+}
+
+/// The run's cgroup, or why there is none. As root a cgroup that cannot be made is
+/// a refusal; a rootless caller without a delegated subtree runs with rlimits only
+/// when `cgroup.allow_degraded` says so, and the report says it.
+fn make_cgroup(
+    policy: &Policy,
+    run_id: &str,
+) -> Result<(Option<crate::cgroup::RunCgroup>, Option<String>), SetupError> {
+    use crate::cgroup::{self, Layout, RunCgroup};
+    if !policy.has(crate::policy::Layer::CgroupLimits) {
+        return Ok((None, Some("switched off".into())));
+    }
+    let layout = cgroup::detect();
+    if layout != Layout::None {
+        cgroup::cleanup_stale(&layout, &policy.cgroup);
+    }
+    let limits = cgroup::Limits {
+        memory_bytes: policy.limits.memory_bytes,
+        cpus: policy.limits.cpus,
+        pids: policy.limits.pids,
+    };
+    let rootless = matches!(
+        policy.identity.mapping,
+        crate::policy::IdMapping::Rootless { .. }
+    );
+    match RunCgroup::create(&layout, &policy.cgroup, run_id, limits) {
+        Ok(g) => Ok((Some(g), None)),
+        Err(e) if rootless && policy.cgroup.allow_degraded => {
+            let note = format!("degraded to rlimits (no writable cgroup for this user: {e})");
+            eprintln!("maibox: warning: memory and CPU limits are not enforced: {note}");
+            Ok((None, Some(note)))
+        }
+        Err(e) => Err(SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())),
+    }
+}
+
+fn finish(
+    policy: &Policy,
+    outcome: Outcome,
+    ctx: Context,
+    setup_ms: f64,
+    steps: Vec<(String, u64)>,
+    cgroup_layout: Option<String>,
+    cgroup_note: Option<String>,
+) -> Run {
+    let run_id = ctx.run_id.clone();
     let report = Report {
         maibox_version: env!("CARGO_PKG_VERSION"),
         run_id,
@@ -149,7 +223,15 @@ pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx:
             limit_bytes: policy.limits.output_bytes,
         },
         limits: policy.limits.clone(),
-        layers: Layers::for_policy(policy).confined(outcome.confined.as_ref()),
+        cgroup: crate::report::CgroupReport {
+            enforced: cgroup_layout.is_some(),
+            layout: cgroup_layout.clone(),
+            note: cgroup_note,
+        },
+        layers: Layers {
+            cgroup_limits: cgroup_layout.is_some(),
+            ..Layers::for_policy(policy).confined(outcome.confined.as_ref())
+        },
         interpreter: policy.interpreter.path.display().to_string(),
         seccomp: crate::report::SeccompReport {
             enforced: outcome

@@ -142,8 +142,20 @@ fn process_count_is_capped() {
     let s = Scratch::new();
     let script = s.file("forks.py", FORKS.as_bytes());
     for who in identities("process_count_is_capped") {
-        // untrusted: pids 64 (NPROC, counted per user in the sandbox's namespace).
-        let o = run(who, &["exec", script.to_str().unwrap(), "--", "100"]);
+        // untrusted: pids 64. NPROC alone (counted per user in the sandbox's own user
+        // namespace, so it works rootless too) stops it; the pids cgroup is tested
+        // in limits.rs.
+        let o = run(
+            who,
+            &[
+                "exec",
+                "--unsafe-disable-layer",
+                "cgroup-limits",
+                script.to_str().unwrap(),
+                "--",
+                "100",
+            ],
+        );
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim())
             .unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
         assert_eq!(v["errno"], libc::EAGAIN, "{who:?}: {v}");
@@ -154,6 +166,8 @@ fn process_count_is_capped() {
                 "exec",
                 "--unsafe-disable-layer",
                 "rlimits",
+                "--unsafe-disable-layer",
+                "cgroup-limits",
                 script.to_str().unwrap(),
                 "--",
                 "100",

@@ -322,6 +322,7 @@ pub fn policy_for(
         // waived, see `unenforced`) and applies no Landlock of maibox's own.
         seccomp: Default::default(),
         landlock: Default::default(),
+        cgroup: Default::default(),
         identity: Identity {
             uid: user.uid(),
             gid: user.gid(),

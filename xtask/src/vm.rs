@@ -15,6 +15,7 @@ const VM_TESTS: &[&str] = &[
     "commands",
     "escapes",
     "confine",
+    "limits",
 ];
 
 fn in_ci() -> bool {

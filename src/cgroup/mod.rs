@@ -1,0 +1,371 @@
+//! Per-run cgroups, one interface over cgroup v2 and v1/hybrid hosts.
+//!
+//! The files are written directly rather than through cgroups-rs: that crate places
+//! new groups relative to the caller's own cgroup by default (on a managed host that
+//! is someone else's subtree) and a run needs only a dozen plain text files. Every
+//! path here is absolute, under a configurable parent (default `/maibox`) at the root
+//! of each hierarchy; nothing relative to maibox's own cgroup is ever touched.
+
+mod v1;
+mod v2;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("cgroup: {step}: {path}: {source}")]
+    Io {
+        step: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cgroup: {0}")]
+    Invalid(String),
+}
+
+fn io(step: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError {
+    let path = path.to_path_buf();
+    move |source| CgroupError::Io { step, path, source }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupConfig {
+    /// Absolute parent of the per-run groups in every hierarchy.
+    pub parent: String,
+    /// When the caller cannot create cgroups (rootless without a delegated
+    /// subtree), run with rlimits only and say so in the report (true), or refuse.
+    pub allow_degraded: bool,
+    /// How often the supervisor samples usage, in milliseconds.
+    pub sample_ms: u64,
+}
+
+impl Default for CgroupConfig {
+    fn default() -> Self {
+        CgroupConfig {
+            parent: "/maibox".into(),
+            allow_degraded: true,
+            sample_ms: 100,
+        }
+    }
+}
+
+impl CgroupConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        let p = Path::new(&self.parent);
+        if !p.is_absolute() {
+            return Err(format!(
+                "cgroup.parent {:?} must be absolute (e.g. /maibox)",
+                self.parent
+            ));
+        }
+        if p.components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+            || p == Path::new("/")
+        {
+            return Err(format!(
+                "cgroup.parent {:?} must not contain .. or be the root",
+                self.parent
+            ));
+        }
+        if !(10..=10_000).contains(&self.sample_ms) {
+            return Err("cgroup.sample_ms must be between 10 and 10000".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layout {
+    V2 {
+        root: PathBuf,
+    },
+    /// v1 (or hybrid with controllers on v1): controller name → mount point.
+    V1 {
+        controllers: BTreeMap<String, PathBuf>,
+    },
+    None,
+}
+
+impl Layout {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Layout::V2 { .. } => "v2",
+            Layout::V1 { .. } => "v1",
+            Layout::None => "none",
+        }
+    }
+}
+
+/// Reads /proc/self/mountinfo: cgroup2 with controllers wins, else the v1 hierarchies.
+pub fn detect() -> Layout {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Layout::None;
+    };
+    let mut v2 = None;
+    let mut v1 = BTreeMap::new();
+    for line in info.lines() {
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mount_point = pre.split_whitespace().nth(4).unwrap_or_default();
+        let mut post = post.split_whitespace();
+        let fstype = post.next().unwrap_or_default();
+        let super_opts = post.nth(1).unwrap_or_default();
+        match fstype {
+            "cgroup2" => {
+                let ctl = Path::new(mount_point).join("cgroup.controllers");
+                let has = std::fs::read_to_string(&ctl)
+                    .map(|c| c.contains("memory"))
+                    .unwrap_or(false);
+                if has {
+                    v2 = Some(PathBuf::from(mount_point));
+                }
+            }
+            "cgroup" => {
+                for opt in super_opts.split(',') {
+                    if ["memory", "pids", "cpu", "cpuacct", "freezer"].contains(&opt) {
+                        v1.entry(opt.to_string())
+                            .or_insert_with(|| PathBuf::from(mount_point));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    match (v2, v1.contains_key("memory")) {
+        (Some(root), _) => Layout::V2 { root },
+        (None, true) => Layout::V1 { controllers: v1 },
+        _ => Layout::None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Limits {
+    pub memory_bytes: u64,
+    pub cpus: f64,
+    pub pids: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Usage {
+    pub memory_current_bytes: u64,
+    pub memory_peak_bytes: u64,
+    pub oom_kills: u64,
+    pub pids_current: u64,
+    /// How often a fork failed at pids.max.
+    pub pids_limit_hits: u64,
+    pub cpu_usage_usec: u64,
+}
+
+/// The cgroup(s) of one run.
+pub struct RunCgroup {
+    layout: Layout,
+    /// One directory per hierarchy (one on v2).
+    dirs: BTreeMap<String, PathBuf>,
+    pub limits: Limits,
+    removed: bool,
+}
+
+/// Name of a run's group: the owner's pid and start time let the next maibox tell a
+/// group whose supervisor died (and clean it up) from one still in use.
+fn group_name(run_id: &str) -> String {
+    let pid = std::process::id();
+    format!(
+        "run-{pid}-{}-{run_id}",
+        process_start_time(pid).unwrap_or(0)
+    )
+}
+
+fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22, counted after the ")" that ends the command name.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+fn owner_alive(name: &str) -> bool {
+    let mut parts = name.splitn(4, '-');
+    let (Some("run"), Some(pid), Some(start)) = (parts.next(), parts.next(), parts.next()) else {
+        return true; // not ours: never touch it
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return true;
+    };
+    process_start_time(pid) == Some(start)
+}
+
+impl RunCgroup {
+    pub fn create(
+        layout: &Layout,
+        cfg: &CgroupConfig,
+        run_id: &str,
+        limits: Limits,
+    ) -> Result<RunCgroup, CgroupError> {
+        let name = group_name(run_id);
+        let rel = Path::new(cfg.parent.trim_start_matches('/')).join(&name);
+        let dirs = match layout {
+            Layout::V2 { root } => v2::create(
+                root,
+                Path::new(cfg.parent.trim_start_matches('/')),
+                &rel,
+                &limits,
+            )?,
+            Layout::V1 { controllers } => v1::create(controllers, &rel, &limits)?,
+            Layout::None => {
+                return Err(CgroupError::Invalid(
+                    "no cgroup hierarchy with a memory controller is mounted".into(),
+                ))
+            }
+        };
+        Ok(RunCgroup {
+            layout: layout.clone(),
+            dirs,
+            limits,
+            removed: false,
+        })
+    }
+
+    pub fn attach(&self, pid: i32) -> Result<(), CgroupError> {
+        for dir in self.dirs.values() {
+            let f = dir.join("cgroup.procs");
+            std::fs::write(&f, pid.to_string()).map_err(io("attach the sandbox", &f))?;
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> Usage {
+        match &self.layout {
+            Layout::V2 { .. } => v2::stats(&self.dirs),
+            _ => v1::stats(&self.dirs),
+        }
+    }
+
+    /// Kills every process in the group, however it got there.
+    pub fn kill_all(&self) {
+        match &self.layout {
+            Layout::V2 { .. } => v2::kill_all(&self.dirs),
+            _ => v1::kill_all(&self.dirs),
+        }
+    }
+
+    /// Kills what is left and removes the group from every hierarchy.
+    pub fn remove(mut self) -> Result<(), CgroupError> {
+        self.remove_inner()
+    }
+
+    fn remove_inner(&mut self) -> Result<(), CgroupError> {
+        if self.removed {
+            return Ok(());
+        }
+        self.kill_all();
+        let mut last = Ok(());
+        for dir in self.dirs.values() {
+            last = last.and(rmdir_retry(dir));
+        }
+        self.removed = true;
+        last
+    }
+
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.dirs.values().cloned().collect()
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        let _ = self.remove_inner();
+    }
+}
+
+/// rmdir fails with EBUSY until the last task has really exited: retry briefly.
+fn rmdir_retry(dir: &Path) -> Result<(), CgroupError> {
+    for _ in 0..200 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            Err(e) => {
+                return Err(CgroupError::Io {
+                    step: "remove the run's cgroup",
+                    path: dir.to_path_buf(),
+                    source: e,
+                })
+            }
+        }
+    }
+    std::fs::remove_dir(dir).map_err(io("remove the run's cgroup", dir))
+}
+
+/// Removes per-run groups under the parent whose supervisor is gone (killed with
+/// SIGKILL, say). Never touches anything that is not named like ours.
+pub fn cleanup_stale(layout: &Layout, cfg: &CgroupConfig) -> usize {
+    let parents: Vec<PathBuf> = match layout {
+        Layout::V2 { root } => vec![root.join(cfg.parent.trim_start_matches('/'))],
+        Layout::V1 { controllers } => controllers
+            .values()
+            .map(|m| m.join(cfg.parent.trim_start_matches('/')))
+            .collect(),
+        Layout::None => vec![],
+    };
+    let mut removed = 0;
+    for parent in parents {
+        let Ok(rd) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("run-") && e.path().is_dir() && !owner_alive(&name) {
+                let dirs = BTreeMap::from([("stale".to_string(), e.path())]);
+                match layout {
+                    Layout::V2 { .. } => v2::kill_all(&dirs),
+                    _ => v1::kill_all_one(&e.path(), None),
+                }
+                if rmdir_retry(&e.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+    }
+    removed
+}
+
+pub(crate) fn read_u64(p: &Path) -> u64 {
+    std::fs::read_to_string(p)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A `key value` line of a flat keyed file (memory.events, cpu.stat…).
+pub(crate) fn keyed(p: &Path, key: &str) -> u64 {
+    std::fs::read_to_string(p)
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == key).then(|| v.trim().parse().ok()).flatten()
+            })
+        })
+        .unwrap_or(0)
+}
+
+pub(crate) fn write(step: &'static str, p: &Path, v: &str) -> Result<(), CgroupError> {
+    std::fs::write(p, v).map_err(io(step, p))
+}
+
+pub(crate) fn procs(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}

@@ -1,0 +1,139 @@
+//! cgroup v1 and hybrid hosts: memory, pids, cpu (CFS quota), cpuacct, freezer.
+
+use super::{keyed, procs, read_u64, write, CgroupError, Limits, Usage};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const PERIOD_US: u64 = 100_000;
+
+pub fn create(
+    controllers: &BTreeMap<String, PathBuf>,
+    rel: &Path,
+    l: &Limits,
+) -> Result<BTreeMap<String, PathBuf>, CgroupError> {
+    let mut dirs = BTreeMap::new();
+    // cpu and cpuacct are often co-mounted: one directory serves both.
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, mount) in controllers {
+        if !seen.insert(mount.clone()) {
+            continue;
+        }
+        let dir = mount.join(rel);
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(super::io("create the parent cgroup", parent))?;
+        }
+        std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
+        dirs.insert(name.clone(), dir);
+    }
+    let set = |ctl: &str, file: &str, v: String, step: &'static str| -> Result<(), CgroupError> {
+        match dirs.get(ctl) {
+            Some(d) if d.join(file).exists() => write(step, &d.join(file), &v),
+            _ => Ok(()),
+        }
+    };
+    let result = (|| {
+        set(
+            "memory",
+            "memory.limit_in_bytes",
+            l.memory_bytes.to_string(),
+            "set memory.limit_in_bytes",
+        )?;
+        // No swap: memsw equal to the memory limit (only where swap accounting exists).
+        set(
+            "memory",
+            "memory.memsw.limit_in_bytes",
+            l.memory_bytes.to_string(),
+            "set memory.memsw.limit_in_bytes",
+        )?;
+        set("pids", "pids.max", l.pids.to_string(), "set pids.max")?;
+        let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
+        let cpu = if dirs.contains_key("cpu") {
+            "cpu"
+        } else {
+            "cpuacct"
+        };
+        set(
+            cpu,
+            "cpu.cfs_period_us",
+            PERIOD_US.to_string(),
+            "set cpu.cfs_period_us",
+        )?;
+        set(
+            cpu,
+            "cpu.cfs_quota_us",
+            quota.to_string(),
+            "set cpu.cfs_quota_us",
+        )
+    })();
+    if let Err(e) = result {
+        for d in dirs.values() {
+            let _ = std::fs::remove_dir(d);
+        }
+        return Err(e);
+    }
+    if !dirs.contains_key("memory") {
+        return Err(CgroupError::Invalid(
+            "the v1 memory controller is not mounted".into(),
+        ));
+    }
+    Ok(dirs)
+}
+
+fn dir_of<'a>(dirs: &'a BTreeMap<String, PathBuf>, ctl: &str) -> Option<&'a PathBuf> {
+    dirs.get(ctl)
+}
+
+pub fn stats(dirs: &BTreeMap<String, PathBuf>) -> Usage {
+    let mem = dir_of(dirs, "memory");
+    let pids = dir_of(dirs, "pids");
+    let acct = dir_of(dirs, "cpuacct").or_else(|| dir_of(dirs, "cpu"));
+    Usage {
+        memory_current_bytes: mem
+            .map(|d| read_u64(&d.join("memory.usage_in_bytes")))
+            .unwrap_or(0),
+        memory_peak_bytes: mem
+            .map(|d| read_u64(&d.join("memory.max_usage_in_bytes")))
+            .unwrap_or(0),
+        oom_kills: mem
+            .map(|d| keyed(&d.join("memory.oom_control"), "oom_kill"))
+            .unwrap_or(0),
+        pids_current: pids.map(|d| read_u64(&d.join("pids.current"))).unwrap_or(0),
+        pids_limit_hits: pids
+            .map(|d| keyed(&d.join("pids.events"), "max"))
+            .unwrap_or(0),
+        cpu_usage_usec: acct
+            .map(|d| read_u64(&d.join("cpuacct.usage")) / 1000)
+            .unwrap_or(0),
+    }
+}
+
+pub fn kill_all(dirs: &BTreeMap<String, PathBuf>) {
+    let freezer = dir_of(dirs, "freezer");
+    let Some(mem) = dir_of(dirs, "memory") else {
+        return;
+    };
+    kill_all_one(mem, freezer.map(PathBuf::as_path));
+}
+
+/// Freezes the group so nothing can fork while we kill, SIGKILLs every task, thaws.
+pub fn kill_all_one(dir: &Path, freezer: Option<&Path>) {
+    for _ in 0..50 {
+        let pids = procs(dir);
+        if pids.is_empty() {
+            break;
+        }
+        if let Some(f) = freezer {
+            let _ = std::fs::write(f.join("freezer.state"), "FROZEN");
+        }
+        for p in pids {
+            let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+        }
+        if let Some(f) = freezer {
+            let _ = std::fs::write(f.join("freezer.state"), "THAWED");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}

@@ -1,0 +1,97 @@
+//! cgroup v2 (unified hierarchy).
+
+use super::{keyed, read_u64, write, CgroupError, Limits, Usage};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const PERIOD_US: u64 = 100_000;
+
+pub fn create(
+    root: &Path,
+    parent_rel: &Path,
+    rel: &Path,
+    l: &Limits,
+) -> Result<BTreeMap<String, PathBuf>, CgroupError> {
+    // Controllers must be enabled in every ancestor's subtree_control, from the root down.
+    let mut cur = root.to_path_buf();
+    enable_controllers(&cur)?;
+    for comp in parent_rel.components() {
+        cur.push(comp);
+        if !cur.exists() {
+            std::fs::create_dir(&cur).map_err(super::io("create the parent cgroup", &cur))?;
+        }
+        enable_controllers(&cur)?;
+    }
+    let dir = root.join(rel);
+    std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
+    let guard = RemoveOnError(Some(dir.clone()));
+    write(
+        "set memory.max",
+        &dir.join("memory.max"),
+        &l.memory_bytes.to_string(),
+    )?;
+    if dir.join("memory.swap.max").exists() {
+        write("set memory.swap.max", &dir.join("memory.swap.max"), "0")?;
+    }
+    write("set pids.max", &dir.join("pids.max"), &l.pids.to_string())?;
+    let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
+    write(
+        "set cpu.max",
+        &dir.join("cpu.max"),
+        &format!("{quota} {PERIOD_US}"),
+    )?;
+    std::mem::forget(guard);
+    Ok(BTreeMap::from([("unified".to_string(), dir)]))
+}
+
+struct RemoveOnError(Option<PathBuf>);
+impl Drop for RemoveOnError {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.take() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+fn enable_controllers(dir: &Path) -> Result<(), CgroupError> {
+    let sub = dir.join("cgroup.subtree_control");
+    let have = std::fs::read_to_string(&sub).unwrap_or_default();
+    let want: Vec<&str> = ["memory", "pids", "cpu"]
+        .into_iter()
+        .filter(|c| !have.split_whitespace().any(|h| h == *c))
+        .collect();
+    if want.is_empty() {
+        return Ok(());
+    }
+    let line = want
+        .iter()
+        .map(|c| format!("+{c}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    write("enable controllers", &sub, &line)
+}
+
+pub fn stats(dirs: &BTreeMap<String, PathBuf>) -> Usage {
+    let Some(d) = dirs.values().next() else {
+        return Usage::default();
+    };
+    let current = read_u64(&d.join("memory.current"));
+    let peak = read_u64(&d.join("memory.peak")).max(current);
+    Usage {
+        memory_current_bytes: current,
+        memory_peak_bytes: peak,
+        oom_kills: keyed(&d.join("memory.events"), "oom_kill"),
+        pids_current: read_u64(&d.join("pids.current")),
+        pids_limit_hits: keyed(&d.join("pids.events"), "max"),
+        cpu_usage_usec: keyed(&d.join("cpu.stat"), "usage_usec"),
+    }
+}
+
+pub fn kill_all(dirs: &BTreeMap<String, PathBuf>) {
+    for d in dirs.values() {
+        // cgroup.kill (Linux 5.14) kills every process atomically, forks included.
+        if std::fs::write(d.join("cgroup.kill"), "1").is_err() {
+            super::v1::kill_all_one(d, None);
+        }
+    }
+}
