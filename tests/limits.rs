@@ -84,7 +84,10 @@ fn fork_bomb_is_stopped_at_pids_max_and_reported() {
         ],
     );
     let r = report(&o);
-    assert!(stdout(&o).contains("stopped"), "{}", stdout(&o));
+    // The supervisor ends the sandbox at the first refused fork; the code may or may
+    // not have printed "stopped" by then (a slow VM rarely gets that far).
+    assert!(!stdout(&o).contains("forked 150"), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(137));
     assert!(
         r["violations"]
             .as_array()
