@@ -129,6 +129,9 @@ pub struct LevelConfig {
     pub cpus: f64,
     pub memory: ByteSize,
     pub pids: u64,
+    /// CPU time for the whole run (all processes); none = only the wall clock.
+    #[serde(default)]
+    pub cpu_time: Option<Seconds>,
     pub nofile: u64,
     pub output: ByteSize,
     pub tmp_size: ByteSize,

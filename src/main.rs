@@ -134,6 +134,21 @@ struct ExecArgs {
     /// Wall-clock limit, e.g. 10s or 2m (at most the trust level's limit unless raised in the config).
     #[arg(long, value_parser = parse_timeout, allow_hyphen_values = true)]
     timeout: Option<Seconds>,
+    /// CPU cores, e.g. 0.5 (at most the trust level's, unless --allow-raise).
+    #[arg(long, value_parser = parse_cpus, allow_hyphen_values = true)]
+    cpus: Option<f64>,
+    /// Memory, e.g. 128MiB (at most the trust level's, unless --allow-raise).
+    #[arg(long, value_parser = parse_size)]
+    memory: Option<ByteSize>,
+    /// Processes and threads (at most the trust level's, unless --allow-raise).
+    #[arg(long, value_parser = parse_pids, allow_hyphen_values = true)]
+    pids: Option<u64>,
+    /// Let --timeout/--cpus/--memory/--pids exceed the trust level's quota (recorded).
+    #[arg(long)]
+    allow_raise: bool,
+    /// Stream usage samples as JSON lines to FILE (or - for stderr) while the code runs.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
     /// Root image directory: run on an overlay of it instead of the host's /usr.
     #[arg(long)]
     rootfs: Option<PathBuf>,
@@ -179,6 +194,26 @@ fn parse_trust(s: &str) -> Result<TrustLevel, String> {
 
 fn parse_timeout(s: &str) -> Result<Seconds, String> {
     s.parse()
+}
+
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of CPUs (e.g. 0.5 or 2)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err("must be a positive number of CPUs".into());
+    }
+    Ok(v)
+}
+
+fn parse_pids(s: &str) -> Result<u64, String> {
+    let v: u64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    if v == 0 {
+        return Err("must be at least 1".into());
+    }
+    Ok(v)
 }
 
 fn parse_size(s: &str) -> Result<ByteSize, String> {
@@ -329,6 +364,10 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
     };
     let ov = Overrides {
         timeout: a.timeout,
+        cpus: a.cpus,
+        memory: a.memory,
+        pids: a.pids,
+        allow_raise: a.allow_raise,
         rootfs: a.rootfs,
         output: a.output_limit,
         interpreter: a.python,
@@ -340,7 +379,10 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
             a.unsafe_disable_layer
         );
     }
-    let policy = Policy::build(&cfg, trust, &ov).context("building the sandbox policy")?;
+    let policy = Policy::build(&cfg, trust, &ov)?;
+    for note in &policy.adjustments {
+        eprintln!("maibox: note: {note}");
+    }
     let summary = gate::AssessmentSummary::of(&assessment);
     let run_id = run::new_run_id();
     let mut audit_log = maibox::run_audit::open(&cfg.audit).context("opening the audit log")?;
@@ -348,7 +390,15 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         maibox::run_audit::start(log, &run_id, &policy, &code, &summary, &decision)
             .context("recording the run in the audit log (nothing ran)")?;
     }
+    let stats = match &a.stats {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(run::StatsSink::Stderr),
+        Some(p) => Some(run::StatsSink::File(
+            std::fs::File::create(p).with_context(|| format!("--stats {}", p.display()))?,
+        )),
+    };
     let ctx = run::Context {
+        stats,
         run_id,
         assessment: Some(summary),
         decision: Some(decision),

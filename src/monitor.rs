@@ -34,6 +34,11 @@ pub enum Violation {
     Pids {
         limit: u64,
     },
+    /// The run used up its CPU time.
+    Cpu {
+        limit_s: f64,
+        used_s: f64,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -83,6 +88,8 @@ pub struct Limits {
 pub struct Cgroup<'a> {
     pub group: &'a crate::cgroup::RunCgroup,
     pub sample: Duration,
+    pub cpu_time: Option<Duration>,
+    pub stats: Option<crate::run::StatsSink>,
 }
 
 struct StdinPump {
@@ -92,7 +99,7 @@ struct StdinPump {
 }
 
 /// Starts the payload and supervises it until the sandbox is gone.
-pub fn run(p: Prepared, limits: &Limits, cg: Option<Cgroup>) -> Outcome {
+pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
     let started = Instant::now();
     let deadline = started + limits.timeout;
     let mut out = CappedOutput::new(limits.output_bytes);
@@ -157,9 +164,10 @@ pub fn run(p: Prepared, limits: &Limits, cg: Option<Cgroup>) -> Outcome {
             let until = cg.as_ref().map(|c| until.min(c.sample)).unwrap_or(until);
             until.as_millis().min(60_000) as i32 + 1
         };
-        if let Some(c) = &cg {
+        if let Some(c) = cg.as_mut() {
             let u = c.group.stats();
             max_pids = max_pids.max(u.pids_current);
+            write_sample(&mut c.stats, started.elapsed(), &u);
             if reaped.is_none() && !killed {
                 if u.oom_kills > usage_cg.oom_kills {
                     violations.push(Violation::Memory {
@@ -170,6 +178,15 @@ pub fn run(p: Prepared, limits: &Limits, cg: Option<Cgroup>) -> Outcome {
                 } else if u.pids_limit_hits > usage_cg.pids_limit_hits {
                     violations.push(Violation::Pids {
                         limit: c.group.limits.pids,
+                    });
+                    kill_sandbox(&mut killed);
+                } else if let Some(limit) = c
+                    .cpu_time
+                    .filter(|l| u.cpu_usage_usec as u128 > l.as_micros())
+                {
+                    violations.push(Violation::Cpu {
+                        limit_s: limit.as_secs_f64(),
+                        used_s: u.cpu_usage_usec as f64 / 1e6,
                     });
                     kill_sandbox(&mut killed);
                 }
@@ -387,6 +404,21 @@ pub fn run(p: Prepared, limits: &Limits, cg: Option<Cgroup>) -> Outcome {
     let (status, ru) = reaped.unwrap_or((0, zero_rusage()));
     let ending = ending.unwrap_or_else(|| from_wait_status(status));
     if let Ending::Signaled { signal, name } = &ending {
+        // RLIMIT_CPU, the per-process fallback when there is no cgroup.
+        if *signal == libc::SIGXCPU
+            && !violations
+                .iter()
+                .any(|v| matches!(v, Violation::Cpu { .. }))
+        {
+            violations.push(Violation::Cpu {
+                limit_s: cg
+                    .as_ref()
+                    .and_then(|c| c.cpu_time)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0),
+                used_s: usage_cg.cpu_usage_usec as f64 / 1e6,
+            });
+        }
         if *signal == libc::SIGSYS {
             violations.push(Violation::Seccomp {
                 signal: name.clone(),
@@ -463,4 +495,15 @@ pub fn signal_name(s: i32) -> String {
     Signal::try_from(s)
         .map(|x| x.as_str().to_string())
         .unwrap_or_else(|_| format!("SIG{s}"))
+}
+
+/// One `--stats` line: a sample of the run's cgroup.
+fn write_sample(sink: &mut Option<crate::run::StatsSink>, t: Duration, u: &crate::cgroup::Usage) {
+    use std::io::Write;
+    let Some(sink) = sink.as_mut() else { return };
+    let line = serde_json::json!({"t_s": t.as_secs_f64(), "usage": u}).to_string() + "\n";
+    let _ = match sink {
+        crate::run::StatsSink::Stderr => std::io::stderr().write_all(line.as_bytes()),
+        crate::run::StatsSink::File(f) => f.write_all(line.as_bytes()),
+    };
 }

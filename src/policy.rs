@@ -49,6 +49,8 @@ pub struct Policy {
     pub interpreter: Interpreter,
     pub fs: FsPolicy,
     pub limits: Limits,
+    /// Where the limits differ from the trust level's, and why.
+    pub adjustments: Vec<String>,
     pub network: NetworkMode,
     pub seccomp: crate::confine::SeccompProfile,
     /// Landlock rules, with paths as seen inside the sandbox.
@@ -108,6 +110,9 @@ pub struct Limits {
     pub memory_bytes: u64,
     pub pids: u64,
     pub nofile: u64,
+    /// CPU time of the whole sandbox (cgroup) and of each process (RLIMIT_CPU).
+    #[serde(serialize_with = "opt_secs")]
+    pub cpu_time: Option<Duration>,
     /// Largest file the code may write (RLIMIT_FSIZE).
     pub fsize_bytes: u64,
     pub output_bytes: u64,
@@ -142,6 +147,55 @@ fn landlock_spec(
     spec
 }
 
+fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// A caller's override of a quota: lowering is always fine, raising needs `allow_raise`.
+fn pick<T: PartialOrd + Copy + std::fmt::Debug>(
+    name: &str,
+    wanted: Option<T>,
+    level: T,
+    allow_raise: bool,
+    notes: &mut Vec<String>,
+) -> Result<T, PolicyError> {
+    match wanted {
+        None => Ok(level),
+        Some(w) if w <= level => Ok(w),
+        Some(w) if allow_raise => {
+            notes.push(format!("{name} raised above the trust level's {level:?} to {w:?} (--allow-raise)"));
+            Ok(w)
+        }
+        Some(w) => Err(PolicyError::Invalid {
+            setting: format!("--{name}"),
+            message: format!(
+                "{w:?} is above this trust level's {level:?}; lower it, pick another --trust, or add --allow-raise (recorded in the report)"
+            ),
+        }),
+    }
+}
+
+fn host_cpus() -> f64 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as f64)
+        .unwrap_or(1.0)
+}
+
+fn host_memory_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = info
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -150,6 +204,11 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub timeout: Option<Seconds>,
+    pub cpus: Option<f64>,
+    pub memory: Option<ByteSize>,
+    pub pids: Option<u64>,
+    /// Let the overrides above exceed the trust level's quota (recorded in the report).
+    pub allow_raise: bool,
     pub rootfs: Option<PathBuf>,
     pub output: Option<ByteSize>,
     pub interpreter: Option<PathBuf>,
@@ -181,7 +240,54 @@ impl Policy {
             Some(img) => interpreter::resolve_in_image(img, &interp_setting)?,
             None => interpreter::resolve(&interp_setting)?,
         };
-        let timeout = ov.timeout.unwrap_or(level.timeout).0;
+        let mut adjustments = Vec::new();
+        let timeout = pick(
+            "timeout",
+            ov.timeout.map(|t| t.0),
+            level.timeout.0,
+            ov.allow_raise,
+            &mut adjustments,
+        )?;
+        let mut cpus = pick(
+            "cpus",
+            ov.cpus,
+            level.cpus,
+            ov.allow_raise,
+            &mut adjustments,
+        )?;
+        let mut memory_bytes = pick(
+            "memory",
+            ov.memory.map(|m| m.0),
+            level.memory.0,
+            ov.allow_raise,
+            &mut adjustments,
+        )?;
+        let pids = pick(
+            "pids",
+            ov.pids,
+            level.pids,
+            ov.allow_raise,
+            &mut adjustments,
+        )?;
+        // Never grant more than the host has: a quota above it is no quota at all.
+        let host_cpus = host_cpus();
+        if cpus > host_cpus {
+            adjustments.push(format!(
+                "cpus reduced from {cpus} to the host's {host_cpus}"
+            ));
+            cpus = host_cpus;
+        }
+        if let Some(avail) = host_memory_available() {
+            if memory_bytes > avail {
+                adjustments.push(format!(
+                    "memory reduced from {} to the {} the host has available",
+                    ByteSize(memory_bytes),
+                    ByteSize(avail)
+                ));
+                memory_bytes = avail;
+            }
+        }
+        let cpu_time = level.cpu_time.map(|c| c.0);
         let mapping = if nix::unistd::geteuid().is_root() {
             IdMapping::Range {
                 base: cfg.identity.host_id_base,
@@ -194,6 +300,7 @@ impl Policy {
         };
         let landlock = landlock_spec(level, &interpreter);
         Ok(Policy {
+            adjustments,
             trust,
             disabled: ov.disable.iter().copied().collect(),
             identity: Identity {
@@ -211,9 +318,10 @@ impl Policy {
             },
             limits: Limits {
                 timeout,
-                cpus: level.cpus,
-                memory_bytes: level.memory.0,
-                pids: level.pids,
+                cpus,
+                memory_bytes,
+                pids,
+                cpu_time,
                 nofile: level.nofile,
                 fsize_bytes: level.tmp_size.0,
                 output_bytes: ov.output.unwrap_or(level.output).0,

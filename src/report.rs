@@ -30,6 +30,8 @@ pub struct Report {
     pub usage: Usage,
     pub output: OutputReport,
     pub limits: crate::policy::Limits,
+    /// Where the limits differ from the trust level's (host too small, overrides).
+    pub adjustments: Vec<String>,
     /// Whether the memory, CPU and pids limits were enforced by a cgroup.
     pub cgroup: CgroupReport,
     pub layers: Layers,

@@ -107,13 +107,26 @@ pub struct Run {
 /// Runs `code` under `policy`. Setup failures come back as an outcome with
 /// [`Ending::SetupFailed`], so that they are reported like any other ending.
 /// What the caller knows about the run before it starts, carried into the report.
+/// Where `--stats` samples go.
+pub enum StatsSink {
+    Stderr,
+    File(std::fs::File),
+}
+
 pub struct Context {
+    pub stats: Option<StatsSink>,
     pub run_id: String,
     pub assessment: Option<crate::gate::AssessmentSummary>,
     pub decision: Option<crate::gate::Decision>,
 }
 
-pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx: Context) -> Run {
+pub fn run(
+    policy: &Policy,
+    code: &Code,
+    args: &[String],
+    stdin: StdinMode,
+    mut ctx: Context,
+) -> Run {
     let run_id = ctx.run_id.clone();
     let job = Job {
         policy,
@@ -147,6 +160,8 @@ pub fn run(policy: &Policy, code: &Code, args: &[String], stdin: StdinMode, ctx:
             let cg = group.as_ref().map(|g| monitor::Cgroup {
                 group: g,
                 sample: std::time::Duration::from_millis(policy.cgroup.sample_ms),
+                cpu_time: policy.limits.cpu_time,
+                stats: ctx.stats.take(),
             });
             (monitor::run(prepared, &limits, cg), setup_ms, steps)
         }
@@ -223,6 +238,7 @@ fn finish(
             limit_bytes: policy.limits.output_bytes,
         },
         limits: policy.limits.clone(),
+        adjustments: policy.adjustments.clone(),
         cgroup: crate::report::CgroupReport {
             enforced: cgroup_layout.is_some(),
             layout: cgroup_layout.clone(),

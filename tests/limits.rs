@@ -225,3 +225,212 @@ fn bad_cgroup_settings_are_refused_at_load() {
         assert!(stderr(&o).contains(expect), "{expect}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn cpu_time_limit_kills_and_is_reported() {
+    let s = Scratch::new();
+    let text = maibox::config::BUILTIN.replacen("cpu_time: 15s", "cpu_time: 1s", 1);
+    assert_ne!(text, maibox::config::BUILTIN);
+    let cfg = s.file("cpu.yaml", text.as_bytes());
+    let spin = "while True: pass";
+    for who in identities("cpu_time_limit_kills_and_is_reported") {
+        let o = run(
+            who,
+            &[
+                "exec",
+                "--json",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--timeout",
+                "10",
+                "-c",
+                spin,
+            ],
+        );
+        let r = report(&o);
+        assert_eq!(r["violations"][0]["kind"], "cpu", "{who:?}: {r}");
+        assert!(r["usage"]["wall_time_s"].as_f64().unwrap() < 9.0, "{r}");
+        // Control: the built-in 15 s of CPU outlast a 2 s wall clock.
+        let o = run(who, &["exec", "--json", "--timeout", "2", "-c", spin]);
+        assert_eq!(report(&o)["violations"][0]["kind"], "timeout");
+    }
+}
+
+#[test]
+fn overrides_lower_freely_and_raise_only_when_asked() {
+    // Lower: a 64 MiB cap kills what 256 MiB would allow.
+    if is_root() {
+        let o = run(
+            As::Caller,
+            &[
+                "exec",
+                "--json",
+                "--memory",
+                "64MiB",
+                "-c",
+                "x = bytearray(100 << 20)",
+            ],
+        );
+        let r = report(&o);
+        assert_eq!(r["violations"][0]["kind"], "memory", "{r}");
+        assert_eq!(r["limits"]["memory_bytes"], 64 << 20);
+    }
+    // Raise without asking: refused, naming the flag.
+    let o = run(As::Caller, &["exec", "--memory", "2GiB", "-c", "pass"]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        stderr(&o).contains("--memory") && stderr(&o).contains("--allow-raise"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(As::Caller, &["exec", "--timeout", "10m", "-c", "pass"]);
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    // Raise when asked: recorded in the report; more CPUs than the host has are cut.
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--json",
+            "--allow-raise",
+            "--cpus",
+            "512",
+            "-c",
+            "pass",
+        ],
+    );
+    let r = report(&o);
+    let notes = r["adjustments"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("--allow-raise")),
+        "{r}"
+    );
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains("host's")),
+        "{r}"
+    );
+    let host = std::thread::available_parallelism().unwrap().get() as f64;
+    assert_eq!(r["limits"]["cpus"], host);
+    // Bad values.
+    for (flag, v) in [
+        ("--cpus", "-1"),
+        ("--cpus", "abc"),
+        ("--pids", "0"),
+        ("--memory", "1 gigabyte"),
+    ] {
+        let o = run(As::Caller, &["exec", flag, v, "-c", "pass"]);
+        assert_eq!(o.status.code(), Some(125), "{flag} {v}");
+        assert!(stderr(&o).contains(flag), "{flag} {v}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn stats_stream_samples_while_the_code_runs() {
+    if !require_root("stats_stream_samples_while_the_code_runs") {
+        return;
+    }
+    let s = Scratch::new();
+    let out = s.path().join("stats.jsonl");
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--stats",
+            out.to_str().unwrap(),
+            "-c",
+            "import time; x = bytearray(30 << 20); time.sleep(0.5)",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let samples: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(samples.len() >= 3, "{text}");
+    assert!(
+        samples
+            .iter()
+            .any(|s| s["usage"]["memory_current_bytes"].as_u64().unwrap() > 30 << 20),
+        "{text}"
+    );
+}
+
+/// Everything a run could leave behind on the host.
+fn leftovers() -> (usize, usize, usize) {
+    let cgroups = [
+        "/sys/fs/cgroup/maibox",
+        "/sys/fs/cgroup/memory/maibox",
+        "/sys/fs/cgroup/pids/maibox",
+        "/sys/fs/cgroup/cpu/maibox",
+    ]
+    .iter()
+    .filter_map(|r| std::fs::read_dir(r).ok())
+    .flat_map(|rd| rd.flatten())
+    .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
+    .count();
+    let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    (cgroups, host_mount_count(), fds)
+}
+
+#[test]
+fn two_hundred_runs_leave_nothing_behind() {
+    if !require_root("two_hundred_runs_leave_nothing_behind") {
+        return;
+    }
+    let token = format!("maibox-stress-{}", std::process::id());
+    let before = leftovers();
+    let kinds = [
+        "pass",
+        "x = bytearray(400 << 20)",
+        "import time\nwhile True: time.sleep(1)",
+        "import sys\nsys.stdout.write('y' * (8 << 20))",
+        "import os\nfor i in range(100):\n    os.fork()",
+    ];
+    for i in 0..200 {
+        let code = format!("# {token}\n{}", kinds[i % kinds.len()]);
+        let mut c = command(As::Caller)
+            .args([
+                "exec",
+                "--override",
+                "stress test",
+                "--timeout",
+                "300ms",
+                "-c",
+                &code,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        if i % 10 == 9 {
+            // Every tenth supervisor is SIGKILLed mid-run.
+            std::thread::sleep(Duration::from_millis(30));
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        c.wait().unwrap();
+    }
+    // One more run cleans up the groups of the killed supervisors.
+    assert!(run(As::Caller, &["exec", "-c", "pass"]).status.success());
+    let t0 = Instant::now();
+    while !processes_with(&token).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(processes_with(&token).is_empty(), "processes left behind");
+    let after = leftovers();
+    // Other tests run concurrently: only our own groups would be named after our
+    // supervisors, so count the ones of pids that are gone.
+    assert!(
+        after.0 <= before.0 + 2,
+        "cgroups before {before:?} after {after:?}"
+    );
+    assert_eq!(after.1, before.1, "mounts");
+    assert!(
+        after.2 <= before.2 + 4,
+        "fds before {before:?} after {after:?}"
+    );
+}

@@ -343,7 +343,9 @@ pub fn policy_for(
             tmp_size: 0,
             root_size: 0,
         },
+        adjustments: Vec::new(),
         limits: Limits {
+            cpu_time: None,
             timeout: Duration::MAX,
             cpus: 0.0,
             memory_bytes: 0,

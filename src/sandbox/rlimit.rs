@@ -15,5 +15,12 @@ pub fn apply(policy: &Policy) -> Result<(), SetupError> {
     // NPROC is counted per user in the sandbox's own user namespace, so it bounds
     // this sandbox's processes and threads without touching the host user's count.
     set(Resource::RLIMIT_NPROC, l.pids, "NPROC")?;
+    if let Some(cpu) = l.cpu_time {
+        // Per process, a fallback for runs without a cgroup: SIGXCPU at the soft
+        // limit (reported as a `cpu` violation), SIGKILL a second later.
+        let soft = cpu.as_secs_f64().ceil() as u64;
+        setrlimit(Resource::RLIMIT_CPU, soft, soft + 1)
+            .step(Step::Rlimits, format!("setrlimit CPU={soft}"))?;
+    }
     Ok(())
 }
