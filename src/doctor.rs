@@ -145,36 +145,47 @@ fn container() -> Check {
 }
 
 fn cgroups() -> Check {
-    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
-    if v2 {
-        let c = read("/sys/fs/cgroup/cgroup.controllers").unwrap_or_default();
-        return check(
-            "cgroups",
+    let layout = crate::cgroup::detect();
+    let cfg = crate::cgroup::CgroupConfig::default();
+    let (state, detail) = match &layout {
+        crate::cgroup::Layout::V2 { root } => (State::Ok, format!("v2 at {}", root.display())),
+        crate::cgroup::Layout::V1 { controllers } => (
             State::Ok,
-            format!("v2 (unified), controllers: {c}"),
-            "",
-        );
-    }
-    let v1: Vec<&str> = ["memory", "pids", "cpu", "freezer"]
-        .into_iter()
-        .filter(|c| std::path::Path::new("/sys/fs/cgroup").join(c).is_dir())
-        .collect();
-    let unified = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists();
-    if v1.is_empty() {
-        check(
+            format!(
+                "v1/hybrid: controllers {}",
+                controllers.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        crate::cgroup::Layout::None => {
+            return check(
+                "cgroups",
+                State::Warn,
+                "no cgroup hierarchy with a memory controller",
+                "mount cgroup2 on /sys/fs/cgroup: without it memory, CPU and pids limits fall back to rlimits",
+            )
+        }
+    };
+    // The real test: can this caller create (and remove) a run group?
+    match crate::cgroup::RunCgroup::create(
+        &layout,
+        &cfg,
+        "doctor",
+        crate::cgroup::Limits {
+            memory_bytes: 64 << 20,
+            cpus: 1.0,
+            pids: 16,
+        },
+    ) {
+        Ok(g) => {
+            let _ = g.remove();
+            check("cgroups", state, format!("{detail}; run groups under {}", cfg.parent), "")
+        }
+        Err(e) => check(
             "cgroups",
             State::Warn,
-            "no cgroup hierarchy found",
-            "mount cgroup2 on /sys/fs/cgroup to enforce memory, CPU and process limits",
-        )
-    } else {
-        let layout = if unified { "hybrid" } else { "v1" };
-        check(
-            "cgroups",
-            State::Ok,
-            format!("{layout}: v1 controllers {}", v1.join(", ")),
-            "",
-        )
+            format!("{detail}; this user cannot create run groups ({e}): limits degrade to rlimits"),
+            "run maibox as root, or delegate a cgroup v2 subtree to this user (systemd: a user slice with Delegate=yes) and point cgroup.parent at it",
+        ),
     }
 }
 
