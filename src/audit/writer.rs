@@ -609,6 +609,37 @@ mod tests {
     use std::time::Instant;
 
     #[test]
+    fn a_new_day_starts_a_new_segment_and_the_chain_holds() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = cfg(d.path());
+        c.rotate_bytes = 0;
+        c.rotate_daily = true;
+        let mut log = AuditLog::open(&c).unwrap();
+        log.append_run_start(&sample_start("a")).unwrap();
+        // Pretend the active segment was started yesterday.
+        let yesterday = time::OffsetDateTime::now_utc()
+            .date()
+            .previous_day()
+            .unwrap();
+        log.active.as_mut().unwrap().first_day = Some(yesterday);
+        log.append_run_start(&sample_start("b")).unwrap();
+        let segs = super::super::segments::list(&log.dir).unwrap();
+        assert_eq!(segs.len(), 2, "{segs:?}");
+        let r = verify(&log.dir).unwrap();
+        assert!(r.ok, "{r}");
+        // Control: without daily rotation the same day change keeps one segment.
+        let d2 = tempfile::tempdir().unwrap();
+        let mut c2 = cfg(d2.path());
+        c2.rotate_bytes = 0;
+        c2.rotate_daily = false;
+        let mut log2 = AuditLog::open(&c2).unwrap();
+        log2.append_run_start(&sample_start("a")).unwrap();
+        log2.active.as_mut().unwrap().first_day = Some(yesterday);
+        log2.append_run_start(&sample_start("b")).unwrap();
+        assert_eq!(super::super::segments::list(&log2.dir).unwrap().len(), 1);
+    }
+
+    #[test]
     fn creates_dir_and_key_with_tight_modes() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("state/maibox/audit");
