@@ -15,7 +15,7 @@ fn main() -> Result<()> {
         Some("rootfs") => rootfs(&args[1..]),
         Some("test-vm") => vm::test_vm(root()),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask bench [--rounds N] | cargo xtask rootfs DIR [PYTHON]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
             std::process::exit(2)
         }
     }
@@ -79,7 +79,7 @@ fn rootfs(args: &[String]) -> Result<()> {
 }
 
 struct Row {
-    name: &'static str,
+    name: String,
     cmd: Vec<String>,
     samples: Vec<Duration>,
 }
@@ -88,6 +88,7 @@ struct Row {
 /// machine noise hits all rows alike; reports medians and the ratio to bare python.
 fn bench(args: &[String]) -> Result<()> {
     let mut rounds = 200usize;
+    let mut layers = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -98,8 +99,12 @@ fn bench(args: &[String]) -> Result<()> {
                     .parse()
                     .context("--rounds needs a number")?
             }
-            other => bail!("unknown bench option {other}"),
+            "--layers" => layers = true,
+            other => bail!("unknown bench option {other} (options: --rounds N, --layers)"),
         }
+    }
+    if rounds == 0 {
+        bail!("--rounds must be at least 1");
     }
     cargo(&["build", "--release", "--bin", "maibox"])?;
     let maibox = root().join("target/release/maibox");
@@ -111,27 +116,41 @@ fn bench(args: &[String]) -> Result<()> {
     let m = maibox.display().to_string();
     let mut rows = vec![
         Row {
-            name: "python3 (bare)",
+            name: "python3 (bare)".into(),
             cmd: vec!["/usr/bin/python3".into(), e.clone()],
             samples: vec![],
         },
         Row {
-            name: "maibox exec --trust untrusted",
-            cmd: vec![
-                m.clone(),
-                "exec".into(),
-                "--trust".into(),
-                "untrusted".into(),
-                e.clone(),
-            ],
+            name: "maibox exec --trust untrusted".into(),
+            cmd: maibox_cmd(&m, &["--trust", "untrusted"], &e),
             samples: vec![],
         },
         Row {
-            name: "maibox exec --trust trusted",
-            cmd: vec![m, "exec".into(), "--trust".into(), "trusted".into(), e],
+            name: "maibox exec --trust trusted".into(),
+            cmd: maibox_cmd(&m, &["--trust", "trusted"], &e),
             samples: vec![],
         },
     ];
+    if layers {
+        // What each layer costs: untrusted with that one layer switched off.
+        for layer in [
+            "cgroup-limits",
+            "seccomp",
+            "landlock",
+            "net-ns",
+            "proc-masks",
+        ] {
+            rows.push(Row {
+                name: format!("untrusted without {layer}"),
+                cmd: maibox_cmd(
+                    &m,
+                    &["--trust", "untrusted", "--unsafe-disable-layer", layer],
+                    &e,
+                ),
+                samples: vec![],
+            });
+        }
+    }
     // Warm-up: page cache, dynamic loader.
     for r in &rows {
         run_once(&r.cmd)?;
@@ -168,6 +187,13 @@ fn bench(args: &[String]) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+fn maibox_cmd(m: &str, flags: &[&str], script: &str) -> Vec<String> {
+    let mut c = vec![m.to_string(), "exec".to_string()];
+    c.extend(flags.iter().map(|f| f.to_string()));
+    c.push(script.to_string());
+    c
 }
 
 fn run_once(cmd: &[String]) -> Result<Duration> {
