@@ -131,6 +131,36 @@ fn bench(args: &[String]) -> Result<()> {
             samples: vec![],
         },
     ];
+    // Peers found on this machine, with command lines as close to maibox's layers as
+    // each allows; absent ones are skipped with a note.
+    let mut notes = Vec::new();
+    match which("bwrap") {
+        Some(bwrap) => rows.push(Row {
+            name: "bubblewrap (unshare-all, ro /usr, caps dropped)".into(),
+            cmd: bwrap_cmd(&bwrap, &e),
+            samples: vec![],
+        }),
+        None => notes.push("bubblewrap: not installed, skipped".to_string()),
+    }
+    match which("crun") {
+        Some(crun) => {
+            let bundle = dir.join("crun-bundle");
+            crun_bundle(&bundle, &empty)?;
+            rows.push(Row {
+                name: "crun run (OCI bundle, no cgroups)".into(),
+                cmd: vec![
+                    crun,
+                    "--cgroup-manager=disabled".into(),
+                    "run".into(),
+                    "--bundle".into(),
+                    bundle.display().to_string(),
+                    "@ID@".into(),
+                ],
+                samples: vec![],
+            });
+        }
+        None => notes.push("crun: not installed, skipped".to_string()),
+    }
     if layers {
         // What each layer costs: untrusted with that one layer switched off.
         for layer in [
@@ -151,9 +181,22 @@ fn bench(args: &[String]) -> Result<()> {
             });
         }
     }
-    // Warm-up: page cache, dynamic loader.
-    for r in &rows {
-        run_once(&r.cmd)?;
+    // Warm-up (page cache, dynamic loader), which also finds rows that fail: those
+    // are reported as failed, never timed. The baseline must work.
+    let mut failed = Vec::new();
+    rows.retain(|r| match run_once(&r.cmd) {
+        Ok(_) => true,
+        Err(e) => {
+            failed.push(format!("| {} | failed: {e:#} | | |", r.name));
+            false
+        }
+    });
+    if rows
+        .first()
+        .map(|r| !r.name.starts_with("python3"))
+        .unwrap_or(true)
+    {
+        bail!("the baseline (bare python3) failed to run");
     }
     let mut order: Vec<usize> = (0..rows.len()).collect();
     let mut seed = 0x9e3779b97f4a7c15u64;
@@ -170,6 +213,9 @@ fn bench(args: &[String]) -> Result<()> {
             rows[i].samples.push(d);
         }
     }
+    for n in &notes {
+        println!("note: {n}");
+    }
     let base = median(&mut rows[0].samples.clone());
     println!("\nStartup of an empty script, {rounds} interleaved rounds:\n");
     println!("| command | median ms | p90 ms | ratio to bare python |");
@@ -185,6 +231,9 @@ fn bench(args: &[String]) -> Result<()> {
             med.as_secs_f64() / base.as_secs_f64()
         );
     }
+    for f in &failed {
+        println!("{f}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -196,15 +245,119 @@ fn maibox_cmd(m: &str, flags: &[&str], script: &str) -> Vec<String> {
     c
 }
 
+fn which(name: &str) -> Option<String> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+            .map(|f| f.display().to_string())
+    })
+}
+
+/// bubblewrap with the closest equivalent of maibox's view and privileges (it has no
+/// seccomp profile or Landlock of its own, and no cgroups).
+fn bwrap_cmd(bwrap: &str, script: &str) -> Vec<String> {
+    let mut c: Vec<String> = vec![bwrap.into()];
+    for a in [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--uid",
+        "1000",
+        "--gid",
+        "1000",
+        "--ro-bind",
+        script,
+        "/sandbox/main.py",
+        "--chdir",
+        "/sandbox",
+        "/usr/bin/python3",
+        "-s",
+        "/sandbox/main.py",
+    ] {
+        c.push(a.into());
+    }
+    c
+}
+
+/// An OCI bundle on maibox's minimal Python image running the same script.
+fn crun_bundle(bundle: &Path, script: &Path) -> Result<()> {
+    let rootfs = bundle.join("rootfs");
+    maibox::image::build(&rootfs, Path::new("/usr/bin/python3"))?;
+    std::fs::copy(script, rootfs.join("sandbox/main.py"))?;
+    let config = serde_json::json!({
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": false,
+            "user": {"uid": 1000, "gid": 1000},
+            "args": ["/usr/bin/python3", "-s", "/sandbox/main.py"],
+            "env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
+            "cwd": "/sandbox",
+            "capabilities": {"bounding": [], "effective": [], "permitted": [], "inheritable": [], "ambient": []},
+            "noNewPrivileges": true
+        },
+        "root": {"path": "rootfs", "readonly": true},
+        "hostname": "bench",
+        "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755", "size=65536k"]},
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=64m"]}
+        ],
+        "linux": {
+            "namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "cgroup"}],
+            "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list"],
+            "readonlyPaths": ["/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"]
+        }
+    });
+    std::fs::write(
+        bundle.join("config.json"),
+        serde_json::to_vec_pretty(&config)?,
+    )?;
+    Ok(())
+}
+
 fn run_once(cmd: &[String]) -> Result<Duration> {
+    // Container runtimes need a fresh id per run.
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cmd: Vec<String> = cmd
+        .iter()
+        .map(|a| a.replace("@ID@", &format!("maibox-bench-{}-{n}", std::process::id())))
+        .collect();
     let t = Instant::now();
     let st = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .status()
+        .stderr(std::process::Stdio::piped())
+        .output()
         .with_context(|| format!("running {}", cmd.join(" ")))?;
     let d = t.elapsed();
+    let err = String::from_utf8_lossy(&st.stderr);
+    let st = st.status;
+    if !st.success() {
+        bail!("exit {st}: {}", err.lines().next().unwrap_or_default());
+    }
     if !st.success() {
         bail!("{} failed: {st}", cmd.join(" "));
     }
