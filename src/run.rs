@@ -141,15 +141,31 @@ pub fn run(
             return finish(policy, outcome, ctx, 0.0, Vec::new(), None, None);
         }
     };
-    let mut attach = |pid: nix::unistd::Pid| -> Result<(), SetupError> {
-        match &group {
-            Some(g) => g
-                .attach(pid.as_raw())
-                .map_err(|e| SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())),
-            None => Ok(()),
+    let cg_err = |e: crate::cgroup::CgroupError| {
+        SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())
+    };
+    let self_attach = match group.as_ref().map(|g| g.self_attach_files()).transpose() {
+        Ok(f) => f.unwrap_or_default(),
+        Err(e) => {
+            return finish(
+                policy,
+                setup_failed(cg_err(e)),
+                ctx,
+                0.0,
+                Vec::new(),
+                None,
+                None,
+            )
         }
     };
-    let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut attach) {
+    let supervisor_attaches = self_attach.is_empty();
+    let mut attach = |pid: nix::unistd::Pid| -> Result<(), SetupError> {
+        match &group {
+            Some(g) if supervisor_attaches => g.attach(pid.as_raw()).map_err(cg_err),
+            _ => Ok(()),
+        }
+    };
+    let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut attach, self_attach) {
         Ok(prepared) => {
             let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
             let steps = prepared.timings_us.clone();

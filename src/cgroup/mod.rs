@@ -126,7 +126,12 @@ pub fn detect() -> Layout {
             }
             "cgroup" => {
                 for opt in super_opts.split(',') {
-                    if ["memory", "pids", "cpu", "cpuacct", "freezer"].contains(&opt) {
+                    // Only controllers that enforce something: every hierarchy a run
+                    // joins costs an RCU grace period when the sandbox is attached.
+                    // CPU usage comes from cpuacct only where it shares cpu's mount.
+                    if ["memory", "pids", "cpu"].contains(&opt)
+                        || (opt == "cpuacct" && super_opts.split(',').any(|o| o == "cpu"))
+                    {
                         v1.entry(opt.to_string())
                             .or_insert_with(|| PathBuf::from(mount_point));
                     }
@@ -238,6 +243,26 @@ impl RunCgroup {
             std::fs::write(&f, pid.to_string()).map_err(io("attach the sandbox", &f))?;
         }
         Ok(())
+    }
+
+    /// On v1, the `tasks` files through which the sandbox joins its groups itself
+    /// (see `ChildStdio::cgroup_self_attach`); empty on v2, where the supervisor
+    /// attaches it with [`RunCgroup::attach`].
+    pub fn self_attach_files(&self) -> Result<Vec<std::os::fd::OwnedFd>, CgroupError> {
+        if let Layout::V2 { .. } = self.layout {
+            return Ok(Vec::new());
+        }
+        self.dirs
+            .values()
+            .map(|d| {
+                let f = d.join("tasks");
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&f)
+                    .map(std::os::fd::OwnedFd::from)
+                    .map_err(io("open the run's tasks file", &f))
+            })
+            .collect()
     }
 
     pub fn stats(&self) -> Usage {

@@ -72,10 +72,11 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn prepare(
     job: &Job,
     attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
+    cgroup_self_attach: Vec<OwnedFd>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
     let old_sigmask = init::block_handled()?;
-    let r = prepare_inner(job, attach, created_at, old_sigmask);
+    let r = prepare_inner(job, attach, cgroup_self_attach, created_at, old_sigmask);
     if r.is_err() {
         let _ = old_sigmask.thread_set_mask();
     }
@@ -85,6 +86,7 @@ pub fn prepare(
 fn prepare_inner(
     job: &Job,
     attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
+    cgroup_self_attach: Vec<OwnedFd>,
     created_at: Instant,
     old_sigmask: SigSet,
 ) -> Result<Prepared, SetupError> {
@@ -112,6 +114,7 @@ fn prepare_inner(
             stdin: in_r,
             stdout: out_w,
             stderr: err_w,
+            cgroup_self_attach,
         },
         attach,
     )?;
