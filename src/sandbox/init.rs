@@ -182,19 +182,7 @@ fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
         // SAFETY: _exit is always safe; no destructors may run in this child.
         unsafe { libc::_exit(127) }
     };
-    for sig in Signal::iterator() {
-        if sig == Signal::SIGKILL || sig == Signal::SIGSTOP {
-            continue;
-        }
-        // SAFETY: resetting dispositions to their defaults before exec.
-        let _ = unsafe {
-            sigaction(
-                sig,
-                &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty()),
-            )
-        };
-    }
-    if SigSet::empty().thread_set_mask().is_err() {
+    if reset_signals().is_err() {
         report(libc::EINVAL);
     }
     match (p.confine)() {
@@ -207,6 +195,24 @@ fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
     }
     let e = nix::unistd::execve(&p.program, &p.argv, &p.envp);
     report(e.map(|_| 0).unwrap_or_else(|e| e as i32))
+}
+
+/// Signal dispositions and mask back to their defaults, as a program expects them at
+/// exec (SIG_IGN would otherwise be inherited, e.g. Rust's SIGPIPE).
+pub(crate) fn reset_signals() -> nix::Result<()> {
+    for sig in Signal::iterator() {
+        if sig == Signal::SIGKILL || sig == Signal::SIGSTOP {
+            continue;
+        }
+        // SAFETY: resetting dispositions to their defaults before exec.
+        let _ = unsafe {
+            sigaction(
+                sig,
+                &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty()),
+            )
+        };
+    }
+    SigSet::empty().thread_set_mask()
 }
 
 /// Blocks the handled signals in the calling (supervisor) thread. Returns the old mask.

@@ -110,7 +110,7 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
     if let Some(g) = &gate {
         keep.push(g.as_raw_fd());
     }
-    close_except(&keep)?;
+    super::privs::close_fds_except(&keep)?;
     if v.namespaces.cgroup {
         nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
             .step(Step::Cgroup, "unshare the cgroup namespace")?;
@@ -180,34 +180,6 @@ pub fn wait_start(gate: Option<OwnedFd>, chan: &Channel) -> Result<(), SetupErro
             )),
         },
     }
-}
-
-fn close_except(keep: &[i32]) -> Result<(), SetupError> {
-    let mut keep: Vec<i32> = keep.to_vec();
-    keep.sort_unstable();
-    let mut lo = 3u32;
-    for k in keep
-        .iter()
-        .map(|k| *k as u32)
-        .chain(std::iter::once(u32::MAX))
-    {
-        if k > lo {
-            let hi = if k == u32::MAX { u32::MAX } else { k - 1 };
-            // SAFETY: plain syscall on integers; closing unknown fds is its purpose.
-            let rc = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
-            if rc != 0 {
-                return Err(SetupError::new(
-                    Step::CloseFds,
-                    format!(
-                        "close_range({lo}, {hi}): {}",
-                        std::io::Error::last_os_error()
-                    ),
-                ));
-            }
-        }
-        lo = lo.max(k.saturating_add(1));
-    }
-    Ok(())
 }
 
 /// Resolves `dest` under `root` the way the container will see it: symlinks in the
@@ -648,20 +620,7 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
 
 /// Signal dispositions and mask back to defaults, then execve. Returns only on failure.
 fn exec(p: &super::init::Payload) -> i32 {
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    for sig in Signal::iterator() {
-        if sig == Signal::SIGKILL || sig == Signal::SIGSTOP {
-            continue;
-        }
-        // SAFETY: resetting dispositions to their defaults before exec.
-        let _ = unsafe {
-            sigaction(
-                sig,
-                &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty()),
-            )
-        };
-    }
-    let _ = SigSet::empty().thread_set_mask();
+    let _ = super::init::reset_signals();
     let e = nix::unistd::execve(&p.program, &p.argv, &p.envp)
         .map(|_| nix::errno::Errno::UnknownErrno)
         .unwrap_or_else(|e| e);

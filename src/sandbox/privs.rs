@@ -62,24 +62,31 @@ pub fn new_session() -> Result<(), SetupError> {
         .step(Step::Session, "setsid")
 }
 
-/// Closes every descriptor except stdio and `keep`.
-pub fn close_fds(keep: i32) -> Result<(), SetupError> {
-    let ranges: [(u32, u32); 2] = [(3, (keep - 1).max(3) as u32), ((keep + 1) as u32, u32::MAX)];
-    for (lo, hi) in ranges {
-        if lo > hi || (lo as i32 == keep) {
-            continue;
+/// Closes every descriptor except stdio and those in `keep`.
+pub fn close_fds_except(keep: &[i32]) -> Result<(), SetupError> {
+    let mut keep: Vec<i32> = keep.to_vec();
+    keep.sort_unstable();
+    let mut lo = 3u32;
+    for k in keep
+        .iter()
+        .map(|k| *k as u32)
+        .chain(std::iter::once(u32::MAX))
+    {
+        if k > lo {
+            let hi = if k == u32::MAX { u32::MAX } else { k - 1 };
+            // SAFETY: plain syscall on integers; closing unknown fds is its purpose.
+            let rc = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
+            if rc != 0 {
+                return Err(SetupError::new(
+                    Step::CloseFds,
+                    format!(
+                        "close_range({lo}, {hi}): {}",
+                        std::io::Error::last_os_error()
+                    ),
+                ));
+            }
         }
-        // SAFETY: plain syscall on integers; closing unknown fds is its purpose.
-        let rc = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
-        if rc != 0 {
-            return Err(SetupError::new(
-                Step::CloseFds,
-                format!(
-                    "close_range({lo}, {hi}): {}",
-                    std::io::Error::last_os_error()
-                ),
-            ));
-        }
+        lo = lo.max(k.saturating_add(1));
     }
     Ok(())
 }

@@ -203,7 +203,7 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
         rlimit::apply(ctx.policy)?;
     }
     privs::new_session()?;
-    privs::close_fds(ctx.chan.raw_fd())?;
+    privs::close_fds_except(&[ctx.chan.raw_fd()])?;
     privs::drop_privileges(ctx.policy)?;
     // Changing credentials cleared the parent-death signal: set it again. Should the
     // supervisor already be gone, the wait for `Start` below ends at end-of-file.
