@@ -189,33 +189,21 @@ fn cgroups() -> Check {
     }
 }
 
-/// Landlock ABI version supported by the running kernel (0 when unavailable).
-pub fn landlock_abi() -> i64 {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: the documented version query: NULL attr, size 0.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    r.max(0)
-}
-
 fn landlock() -> Check {
-    let abi = landlock_abi();
-    if abi > 0 {
-        check("landlock", State::Ok, format!("ABI {abi}"), "")
-    } else {
-        let lsm = read("/sys/kernel/security/lsm").unwrap_or_else(|| "unknown".into());
-        check(
-            "landlock",
-            State::Warn,
-            format!("not available (active LSMs: {lsm})"),
-            "add landlock to the kernel's lsm= boot parameter (e.g. lsm=landlock,lockdown,yama,apparmor,bpf) on a kernel built with CONFIG_SECURITY_LANDLOCK",
-        )
+    match crate::confine::landlock::landlock_support() {
+        (abi, _) if abi > 0 => check("landlock", State::Ok, format!("ABI {abi}"), ""),
+        (_, why) => {
+            let lsm = read("/sys/kernel/security/lsm").unwrap_or_else(|| "unknown".into());
+            check(
+                "landlock",
+                State::Warn,
+                format!(
+                    "not available: {} (active LSMs: {lsm})",
+                    why.unwrap_or_else(|| "no Landlock in this kernel".into())
+                ),
+                "add landlock to the kernel's lsm= boot parameter (e.g. lsm=landlock,lockdown,yama,apparmor,bpf) on a kernel built with CONFIG_SECURITY_LANDLOCK; untrusted runs refuse to start without it",
+            )
+        }
     }
 }
 

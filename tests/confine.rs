@@ -142,7 +142,7 @@ print(json.dumps({"exec_tmp": r}))
 
 #[test]
 fn landlock_scopes_signals_to_the_sandboxed_code() {
-    if maibox::doctor::landlock_abi() < 6 {
+    if maibox::confine::landlock_abi() < 6 {
         eprintln!("note: Landlock ABI < 6 here: signal scoping is not available, nothing to test");
         return;
     }

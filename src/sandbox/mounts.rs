@@ -74,6 +74,18 @@ pub fn fd_path(fd: &OwnedFd) -> String {
     format!("/proc/self/fd/{}", fd.as_raw_fd())
 }
 
+/// Nothing mounted from here on propagates back to the host, nor receives host mounts.
+pub fn make_private() -> Result<(), SetupError> {
+    nix::mount::mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .step(Step::MountPropagation, "make / recursively private")
+}
+
 pub fn bind(step: Step, src: &str, target: &Path, recursive: bool) -> Result<(), SetupError> {
     let mut flags = MsFlags::MS_BIND;
     if recursive {

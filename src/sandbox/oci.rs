@@ -237,14 +237,7 @@ fn ms(bits: libc::c_ulong) -> MsFlags {
 }
 
 fn build_root(v: &OciView) -> Result<(), SetupError> {
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .step(Step::MountPropagation, "make / recursively private")?;
+    super::mounts::make_private()?;
     let root = &v.root;
     // pivot_root needs the new root to be a mount point.
     bind(Step::RootTmpfs, &root.display().to_string(), root, true)?;

@@ -117,15 +117,7 @@ pub fn open_sources(policy: &Policy) -> Result<Sources, SetupError> {
 /// Builds the new root and pivots into it. On return the process sees only the
 /// sandbox view, with `/` as its root and `/sandbox` as its working directory.
 pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupError> {
-    // Nothing we mount may propagate back to the host (or receive host mounts).
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .step(Step::MountPropagation, "make / recursively private")?;
+    mounts::make_private()?;
 
     let base = Path::new(BASE);
     tmpfs(
