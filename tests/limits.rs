@@ -6,6 +6,14 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 
+/// Tests that measure CPU shares or time, or load the machine, run one at a time:
+/// on a 2-core machine they would otherwise skew each other's figures.
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn cgroup_dirs_of(pid: u32) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     for root in [
@@ -68,6 +76,7 @@ except OSError as e:
 
 #[test]
 fn fork_bomb_is_stopped_at_pids_max_and_reported() {
+    let _serial = heavy();
     if !require_root("fork_bomb_is_stopped_at_pids_max_and_reported") {
         return;
     }
@@ -124,6 +133,7 @@ print(json.dumps({"ratio": (time.process_time() - c0) / (time.time() - t0)}))
 
 #[test]
 fn cpu_quota_gives_about_half_a_core() {
+    let _serial = heavy();
     if !require_root("cpu_quota_gives_about_half_a_core") {
         return;
     }
@@ -228,6 +238,7 @@ fn bad_cgroup_settings_are_refused_at_load() {
 
 #[test]
 fn cpu_time_limit_kills_and_is_reported() {
+    let _serial = heavy();
     let s = Scratch::new();
     let text = maibox::config::BUILTIN.replacen("cpu_time: 15s", "cpu_time: 1s", 1);
     assert_ne!(text, maibox::config::BUILTIN);
@@ -376,6 +387,7 @@ fn leftovers() -> (usize, usize, usize) {
 
 #[test]
 fn two_hundred_runs_leave_nothing_behind() {
+    let _serial = heavy();
     if !require_root("two_hundred_runs_leave_nothing_behind") {
         return;
     }
