@@ -225,7 +225,13 @@ fn make_cgroup(
             eprintln!("maibox: warning: memory and CPU limits are not enforced: {note}");
             Ok((None, Some(note)))
         }
-        Err(e) => Err(SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())),
+        Err(e) => Err(SetupError::new(
+            crate::sandbox::Step::Cgroup,
+            format!(
+                "cannot create the run's cgroup under cgroup.parent {:?}: {e} (run as root, delegate that subtree to this user, or set cgroup.allow_degraded: true)",
+                policy.cgroup.parent
+            ),
+        )),
     }
 }
 

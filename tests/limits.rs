@@ -446,3 +446,31 @@ fn two_hundred_runs_leave_nothing_behind() {
         "fds before {before:?} after {after:?}"
     );
 }
+
+#[test]
+fn unwritable_parent_is_refused_when_degrading_is_not_allowed() {
+    if !require_root("unwritable_parent_is_refused_when_degrading_is_not_allowed") {
+        return;
+    }
+    let s = Scratch::new();
+    let text = maibox::config::BUILTIN.replacen("allow_degraded: true", "allow_degraded: false", 1);
+    assert_ne!(text, maibox::config::BUILTIN);
+    let cfg = s.file("strict.yaml", text.as_bytes());
+    // The unprivileged user cannot write under /sys/fs/cgroup/*/maibox.
+    let o = run(
+        As::User,
+        &[
+            "exec",
+            "--config",
+            cfg.to_str().unwrap(),
+            "-c",
+            "print('ran')",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("ran"));
+    assert!(stderr(&o).contains("cgroup.parent"), "{}", stderr(&o));
+    // Control: the shipped config degrades instead, and the code runs.
+    let o = run(As::User, &["exec", "-c", "print('ran')"]);
+    assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
+}
