@@ -76,6 +76,9 @@ impl FromStr for TrustLevel {
 pub enum NetworkMode {
     /// A network namespace with only `lo`: nothing leaves the sandbox.
     None,
+    /// Still only `lo`; the one way out is the supervisor's filtering proxy (see
+    /// `network:` in the config), reached through a bridge on 127.0.0.1:3128.
+    Allowlist,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -89,6 +92,9 @@ pub struct Config {
     /// Static assessment settings (rule severities, thresholds, size limit).
     #[serde(default)]
     pub assessment: crate::assess::AssessConfig,
+    /// The allowlist proxy's settings (used by levels or runs with `network: allowlist`).
+    #[serde(default)]
+    pub network: crate::net::NetConfig,
     /// Where per-run cgroups go and what to do when they cannot be made.
     #[serde(default)]
     pub cgroup: crate::cgroup::CgroupConfig,
@@ -217,6 +223,7 @@ impl Config {
             setting,
             message,
         };
+        crate::net::validate(&self.network).map_err(|e| bad("network".into(), e.to_string()))?;
         self.cgroup
             .validate()
             .map_err(|m| bad("cgroup".into(), m))?;

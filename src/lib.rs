@@ -13,6 +13,7 @@ pub mod gate;
 pub mod image;
 pub mod interpreter;
 pub mod monitor;
+pub mod net;
 pub mod oci;
 pub mod output;
 pub mod policy;

@@ -143,6 +143,9 @@ struct ExecArgs {
     /// Processes and threads (at most the trust level's, unless --allow-raise).
     #[arg(long, value_parser = parse_pids, allow_hyphen_values = true)]
     pids: Option<u64>,
+    /// Network: none (only lo) or allowlist (only the filtering proxy; see `network:` in the config).
+    #[arg(long, value_parser = parse_network)]
+    network: Option<maibox::config::NetworkMode>,
     /// Let --timeout/--cpus/--memory/--pids exceed the trust level's quota (recorded).
     #[arg(long)]
     allow_raise: bool,
@@ -194,6 +197,16 @@ fn parse_trust(s: &str) -> Result<TrustLevel, String> {
 
 fn parse_timeout(s: &str) -> Result<Seconds, String> {
     s.parse()
+}
+
+fn parse_network(s: &str) -> Result<maibox::config::NetworkMode, String> {
+    match s {
+        "none" => Ok(maibox::config::NetworkMode::None),
+        "allowlist" => Ok(maibox::config::NetworkMode::Allowlist),
+        other => Err(format!(
+            "unknown network mode {other:?} (use none or allowlist)"
+        )),
+    }
 }
 
 fn parse_cpus(s: &str) -> Result<f64, String> {
@@ -368,6 +381,7 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         memory: a.memory,
         pids: a.pids,
         allow_raise: a.allow_raise,
+        network: a.network,
         rootfs: a.rootfs,
         output: a.output_limit,
         interpreter: a.python,
@@ -398,12 +412,13 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         )),
     };
     let ctx = run::Context {
+        proxy: None,
         stats,
         run_id,
         assessment: Some(summary),
         decision: Some(decision),
     };
-    let r = run::run(&policy, &code, &a.args, stdin, ctx);
+    let r = run::run(&policy, &code, &a.args, stdin, ctx, &cfg.network);
     if let Some(log) = audit_log.as_mut() {
         if let Err(e) = maibox::run_audit::end(log, &r.report) {
             eprintln!(

@@ -55,6 +55,10 @@ pub struct Policy {
     pub seccomp: crate::confine::SeccompProfile,
     /// Landlock rules, with paths as seen inside the sandbox.
     pub landlock: crate::confine::LandlockSpec,
+    /// The host path of the allowlist proxy's socket, bound into the sandbox at
+    /// `net::SANDBOX_SOCKET_PATH` (set by the supervisor once the proxy is bound).
+    #[serde(skip)]
+    pub proxy_socket: Option<PathBuf>,
     /// Where the run's cgroup goes (limits are in `limits`).
     pub cgroup: crate::cgroup::CgroupConfig,
     /// The complete environment of the code, in order.
@@ -129,7 +133,7 @@ fn landlock_spec(
     // Network `none` keeps `lo`, and local TCP servers and clients must work there;
     // the network namespace is what stops anything from leaving.
     spec.restrict_tcp = match level.network {
-        crate::config::NetworkMode::None => false,
+        crate::config::NetworkMode::None | crate::config::NetworkMode::Allowlist => false,
     };
     for link in ["/bin", "/lib", "/lib64", "/sbin"] {
         spec.read_only.retain(|p| p != std::path::Path::new(link));
@@ -209,6 +213,7 @@ pub struct Overrides {
     pub pids: Option<u64>,
     /// Let the overrides above exceed the trust level's quota (recorded in the report).
     pub allow_raise: bool,
+    pub network: Option<NetworkMode>,
     pub rootfs: Option<PathBuf>,
     pub output: Option<ByteSize>,
     pub interpreter: Option<PathBuf>,
@@ -299,6 +304,15 @@ impl Policy {
             }
         };
         let landlock = landlock_spec(level, &interpreter);
+        let network = ov.network.unwrap_or(level.network);
+        let mut env: Vec<(String, String)> = cfg
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if network == NetworkMode::Allowlist {
+            env.extend(crate::net::proxy_env(crate::net::DEFAULT_BRIDGE_PORT));
+        }
         Ok(Policy {
             adjustments,
             trust,
@@ -326,15 +340,12 @@ impl Policy {
                 fsize_bytes: level.tmp_size.0,
                 output_bytes: ov.output.unwrap_or(level.output).0,
             },
-            network: level.network,
+            network,
+            proxy_socket: None,
             seccomp: level.seccomp.clone(),
             cgroup: cfg.cgroup.clone(),
             landlock,
-            env: cfg
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            env,
             hostname: "maibox".into(),
             view: View::default(),
         })

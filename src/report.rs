@@ -32,6 +32,7 @@ pub struct Report {
     pub limits: crate::policy::Limits,
     /// Where the limits differ from the trust level's (host too small, overrides).
     pub adjustments: Vec<String>,
+    pub network: NetworkReport,
     /// Whether the memory, CPU and pids limits were enforced by a cgroup.
     pub cgroup: CgroupReport,
     pub layers: Layers,
@@ -43,6 +44,13 @@ pub struct Report {
     pub landlock: Option<crate::confine::LandlockOutcome>,
     pub setup_ms: f64,
     pub setup_steps_us: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NetworkReport {
+    pub mode: crate::config::NetworkMode,
+    /// Allowlist mode: every request the proxy saw, allowed or refused, and why.
+    pub proxy: Option<crate::net::ProxyReport>,
 }
 
 #[derive(Debug, Serialize)]

@@ -114,6 +114,8 @@ pub enum StatsSink {
 }
 
 pub struct Context {
+    /// The allowlist proxy of this run, stopped (and reported) at the end.
+    pub proxy: Option<crate::net::RunningProxy>,
     pub stats: Option<StatsSink>,
     pub run_id: String,
     pub assessment: Option<crate::gate::AssessmentSummary>,
@@ -126,8 +128,35 @@ pub fn run(
     args: &[String],
     stdin: StdinMode,
     mut ctx: Context,
+    net: &crate::net::NetConfig,
 ) -> Run {
     let run_id = ctx.run_id.clone();
+    // Allowlist mode: the proxy's socket is bound before the sandbox is cloned (the
+    // supervisor must still be single-threaded then); its thread starts after.
+    let mut with_proxy;
+    let mut proxy = None;
+    let policy = if policy.network == crate::config::NetworkMode::Allowlist {
+        match crate::net::prepare(net, &std::env::temp_dir()) {
+            Ok(p) => {
+                // The sandbox binds the socket as its namespace's root, an unprivileged
+                // host id: it must be able to traverse (not list) the private directory.
+                if let Some(dir) = p.socket_path().parent() {
+                    use std::os::unix::fs::PermissionsExt;
+                    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711));
+                }
+                with_proxy = policy.clone();
+                with_proxy.proxy_socket = Some(p.socket_path().to_path_buf());
+                proxy = Some(p);
+                &with_proxy
+            }
+            Err(e) => {
+                let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
+                return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
+            }
+        }
+    } else {
+        policy
+    };
     let job = Job {
         policy,
         script: &code.bytes,
@@ -167,6 +196,16 @@ pub fn run(
     };
     let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut attach, self_attach) {
         Ok(prepared) => {
+            let running = match proxy.take().map(|p| p.start()).transpose() {
+                Ok(r) => r,
+                Err(e) => {
+                    // Fail closed: dropping `prepared` ends the waiting init.
+                    drop(prepared);
+                    let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
+                    return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
+                }
+            };
+            ctx.proxy = running;
             let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
             let steps = prepared.timings_us.clone();
             let limits = monitor::Limits {
@@ -238,13 +277,14 @@ fn make_cgroup(
 fn finish(
     policy: &Policy,
     outcome: Outcome,
-    ctx: Context,
+    mut ctx: Context,
     setup_ms: f64,
     steps: Vec<(String, u64)>,
     cgroup_layout: Option<String>,
     cgroup_note: Option<String>,
 ) -> Run {
     let run_id = ctx.run_id.clone();
+    let proxy_report = ctx.proxy.take().map(|p| p.stop());
     let report = Report {
         maibox_version: env!("CARGO_PKG_VERSION"),
         run_id,
@@ -261,6 +301,10 @@ fn finish(
         },
         limits: policy.limits.clone(),
         adjustments: policy.adjustments.clone(),
+        network: crate::report::NetworkReport {
+            mode: policy.network,
+            proxy: proxy_report,
+        },
         cgroup: crate::report::CgroupReport {
             enforced: cgroup_layout.is_some(),
             layout: cgroup_layout.clone(),

@@ -323,6 +323,7 @@ pub fn policy_for(
         seccomp: Default::default(),
         landlock: Default::default(),
         cgroup: Default::default(),
+        proxy_socket: None,
         identity: Identity {
             uid: user.uid(),
             gid: user.gid(),

@@ -329,6 +329,7 @@ fn create_in(
         argv: Vec::new(),
         envp: Vec::new(),
         confine: Box::new(|| Ok(Default::default())),
+        bridge: None,
     };
     let mut attach = |_pid: Pid| -> Result<(), SetupError> { Ok(()) };
     let spawned = spawn::spawn(&loaded.policy, &[], payload, stdio, &mut attach)?;

@@ -36,6 +36,9 @@ pub struct Payload {
     pub envp: Vec<CString>,
     /// Applied in the payload right before execve (Landlock, then seccomp last).
     pub confine: Box<dyn Fn() -> Result<Confined, SetupError>>,
+    /// Allowlist mode: a bridge from 127.0.0.1:PORT to the proxy's socket, forked
+    /// by init before the payload and confined like it.
+    pub bridge: Option<(u16, std::path::PathBuf)>,
 }
 
 /// What the confinement step enforced, reported to the supervisor.
@@ -69,6 +72,19 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
         // SAFETY: installing a trivial async-signal-safe handler.
         if unsafe { sigaction(*sig, &sa) }.is_err() {
             return fail(chan, SetupError::new(Step::Exec, "install signal handlers"));
+        }
+    }
+    if let Some((port, sock)) = &payload.bridge {
+        // SAFETY: init is single-threaded; the child never returns here.
+        match unsafe { fork() } {
+            Ok(ForkResult::Child) => run_bridge(payload, *port, sock),
+            Ok(ForkResult::Parent { .. }) => {}
+            Err(e) => {
+                return fail(
+                    chan,
+                    SetupError::new(Step::Network, format!("fork the network bridge: {e}")),
+                )
+            }
         }
     }
     let (err_r, err_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
@@ -195,6 +211,17 @@ fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
     }
     let e = nix::unistd::execve(&p.program, &p.argv, &p.envp);
     report(e.map(|_| 0).unwrap_or_else(|e| e as i32))
+}
+
+fn run_bridge(p: &Payload, port: u16, sock: &std::path::Path) -> ! {
+    // Nothing of init's: not the sync channel, not its pipes.
+    let _ = super::privs::close_fds_except(&[]);
+    let _ = reset_signals();
+    if (p.confine)().is_err() {
+        // SAFETY: _exit in a forked child.
+        unsafe { libc::_exit(125) }
+    }
+    crate::net::run_bridge(port, sock)
 }
 
 /// Signal dispositions and mask back to their defaults, as a program expects them at

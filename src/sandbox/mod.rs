@@ -208,7 +208,9 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
         // `none` still has `lo`, and local TCP/UDP sockets must work there: the
         // network namespace is what keeps them from leaving.
         let net = match p.network {
-            crate::config::NetworkMode::None => confine::NetAccess::Loopback,
+            crate::config::NetworkMode::None | crate::config::NetworkMode::Allowlist => {
+                confine::NetAccess::Loopback
+            }
         };
         Some(
             confine::build_filter(&p.seccomp, net)
@@ -222,6 +224,12 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
         program,
         argv,
         envp,
+        bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
+            (
+                crate::net::DEFAULT_BRIDGE_PORT,
+                std::path::PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
+            )
+        }),
         confine: Box::new(move || {
             // Landlock first: the seccomp allowlist has no landlock syscalls.
             let landlock = match &landlock {

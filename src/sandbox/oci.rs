@@ -568,6 +568,7 @@ pub fn payload(v: &OciView, program: CString) -> Result<super::init::Payload, Se
             .map(|a| cstr(a))
             .collect::<Result<_, _>>()?,
         confine: Box::new(|| Ok(Default::default())),
+        bridge: None,
     })
 }
 

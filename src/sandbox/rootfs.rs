@@ -102,6 +102,12 @@ pub fn open_sources(policy: &Policy) -> Result<Sources, SetupError> {
             None
         }
     };
+    if let Some(sock) = &policy.proxy_socket {
+        binds.push(Source::File {
+            at: PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
+            fd: open_path(step, sock)?,
+        });
+    }
     let mut devices = Vec::new();
     for name in dev::DEVICES {
         let host = Path::new("/dev").join(name);

@@ -16,6 +16,7 @@ const VM_TESTS: &[&str] = &[
     "escapes",
     "confine",
     "limits",
+    "network",
 ];
 
 fn in_ci() -> bool {
