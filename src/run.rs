@@ -136,6 +136,7 @@ pub fn run(
     let mut with_proxy;
     let mut proxy = None;
     let policy = if policy.network == crate::config::NetworkMode::Allowlist {
+        crate::net::cleanup_stale(&std::env::temp_dir());
         match crate::net::prepare(net, &std::env::temp_dir()) {
             Ok(p) => {
                 // The sandbox binds the socket as its namespace's root, an unprivileged

@@ -5,25 +5,52 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 
-/// A tiny HTTP server on the host's loopback standing in for a package index.
+/// A package index on the host's loopback: `/simple/` (a plain page), a pip "simple"
+/// index for `tinypkg` with its wheel, and `/slow`, a download that never finishes.
 fn index_server() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
+    let wheel = std::sync::Arc::new(tiny_wheel());
     std::thread::spawn(move || {
         for mut s in l.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf);
-            let body = b"simple index";
-            let _ = write!(
-                s,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = s.write_all(body);
+            let wheel = wheel.clone();
+            std::thread::spawn(move || serve(&mut s, &wheel));
         }
     });
     port
 }
+
+fn serve(s: &mut std::net::TcpStream, wheel: &[u8]) {
+    let mut buf = [0u8; 4096];
+    let n = s.read(&mut buf).unwrap_or(0);
+    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+    let (ctype, body): (&str, Vec<u8>) = match path.as_str() {
+        "/simple/" => ("text/html", b"simple index".to_vec()),
+        "/simple/tinypkg/" => (
+            "text/html",
+            b"<html><body><a href=\"/files/tinypkg-0.1-py3-none-any.whl\">tinypkg-0.1-py3-none-any.whl</a></body></html>".to_vec(),
+        ),
+        "/files/tinypkg-0.1-py3-none-any.whl" => ("application/octet-stream", wheel.to_vec()),
+        "/slow" => {
+            let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\nConnection: close\r\n\r\n");
+            while s.write_all(&[b'x'; 1024]).is_ok() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            return;
+        }
+        _ => ("text/plain", b"not found".to_vec()),
+    };
+    let _ = write!(
+        s,
+        "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(&body);
+}
+
+/// The tests that count proxy directories in /tmp must not see each other's.
+static DIRS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn config(s: &Scratch, port: u16) -> std::path::PathBuf {
     let text = maibox::config::BUILTIN.replacen(
@@ -57,6 +84,7 @@ print(json.dumps(res))
 
 #[test]
 fn allowlist_mode_lets_only_allowed_requests_out() {
+    let _serial = DIRS.lock().unwrap_or_else(|e| e.into_inner());
     let port = index_server();
     let s = Scratch::new();
     let cfg = config(&s, port);
@@ -148,4 +176,125 @@ fn bad_allowlist_entries_are_refused_at_load() {
         assert_eq!(o.status.code(), Some(125), "{entry}");
         assert!(stderr(&o).contains("network"), "{entry}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn pip_installs_a_wheel_from_an_allowlisted_index_inside_the_sandbox() {
+    let port = index_server();
+    let s = Scratch::new();
+    let cfg = config(&s, port);
+    let code = format!(
+        "import subprocess, sys\nr = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-cache-dir', '--target', '/tmp/site', '--index-url', 'http://pypi.test:{port}/simple/', '--trusted-host', 'pypi.test', 'tinypkg'], capture_output=True, text=True)\nprint(r.returncode, r.stderr[-400:], file=sys.stderr)\nsys.path.insert(0, '/tmp/site')\nimport tinypkg\nprint('VALUE', tinypkg.VALUE)\n"
+    );
+    for who in identities("pip_installs_a_wheel_from_an_allowlisted_index_inside_the_sandbox") {
+        let o = run(
+            who,
+            &[
+                "exec",
+                "--trust",
+                "unknown",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--network",
+                "allowlist",
+                "-c",
+                &code,
+            ],
+        );
+        assert!(
+            stdout(&o).contains("VALUE 42"),
+            "{who:?}: {} {}",
+            stdout(&o),
+            stderr(&o)
+        );
+        // Control: without the allowlist mode pip reaches nothing.
+        let o = run(
+            who,
+            &[
+                "exec",
+                "--trust",
+                "unknown",
+                "--config",
+                cfg.to_str().unwrap(),
+                "-c",
+                &code,
+            ],
+        );
+        assert!(
+            !stdout(&o).contains("VALUE 42"),
+            "{who:?}: control: {}",
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn fifty_allowlist_runs_killed_mid_download_leave_nothing_behind() {
+    let _serial = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    let port = index_server();
+    let s = Scratch::new();
+    let cfg = config(&s, port);
+    let token = format!("maibox-net-stress-{}", std::process::id());
+    let code = format!("# {token}\nimport urllib.request\nurllib.request.urlopen('http://pypi.test:{port}/slow', timeout=30).read()\n");
+    for i in 0..50 {
+        let mut c = command(As::Caller)
+            .args([
+                "exec",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--network",
+                "allowlist",
+                "--timeout",
+                "300ms",
+                "-c",
+                &code,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        if i % 2 == 0 {
+            // Half the supervisors are SIGKILLed mid-download, the rest time out.
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        c.wait().unwrap();
+    }
+    // The next allowlist run removes what killed supervisors could not.
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--network",
+            "allowlist",
+            "-c",
+            "pass",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t0 = std::time::Instant::now();
+    while !processes_with(&token).is_empty() && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(processes_with(&token).is_empty(), "processes left behind");
+    let mine = "maibox-proxy-";
+    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&mine))
+        .filter(|n| {
+            // Only directories of supervisors that are gone count as leftovers
+            // (other tests may be running allowlist sandboxes right now).
+            let rest = &n[mine.len()..];
+            let pid: u32 = rest.split('-').next().unwrap_or("0").parse().unwrap_or(0);
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -177,11 +177,28 @@ pub struct RunCgroup {
 /// Name of a run's group: the owner's pid and start time let the next maibox tell a
 /// group whose supervisor died (and clean it up) from one still in use.
 fn group_name(run_id: &str) -> String {
+    format!("run-{}-{run_id}", owner_tag())
+}
+
+/// `<pid>-<start time>` of this process: names that carry it let a later maibox tell
+/// leftovers of a dead supervisor from things still in use (pids get reused, start
+/// times with them do not).
+pub fn owner_tag() -> String {
     let pid = std::process::id();
-    format!(
-        "run-{pid}-{}-{run_id}",
-        process_start_time(pid).unwrap_or(0)
-    )
+    format!("{pid}-{}", process_start_time(pid).unwrap_or(0))
+}
+
+/// Whether the owner named by an `owner_tag()` at the start of `rest` still runs.
+/// Anything that does not parse counts as alive: never remove what is not ours.
+pub fn tag_owner_alive(rest: &str) -> bool {
+    let mut parts = rest.splitn(3, '-');
+    let (Some(pid), Some(start)) = (parts.next(), parts.next()) else {
+        return true;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return true;
+    };
+    process_start_time(pid) == Some(start)
 }
 
 fn process_start_time(pid: u32) -> Option<u64> {
@@ -196,14 +213,10 @@ fn process_start_time(pid: u32) -> Option<u64> {
 }
 
 fn owner_alive(name: &str) -> bool {
-    let mut parts = name.splitn(4, '-');
-    let (Some("run"), Some(pid), Some(start)) = (parts.next(), parts.next(), parts.next()) else {
-        return true; // not ours: never touch it
-    };
-    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
-        return true;
-    };
-    process_start_time(pid) == Some(start)
+    match name.strip_prefix("run-") {
+        Some(rest) => tag_owner_alive(rest),
+        None => true, // not ours: never touch it
+    }
 }
 
 impl RunCgroup {

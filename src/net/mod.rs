@@ -168,12 +168,32 @@ pub struct PreparedProxy {
     dir: tempfile::TempDir,
 }
 
+/// Socket directories are named `maibox-proxy-<owner pid>-<start time>-XXXX`.
+const DIR_PREFIX: &str = "maibox-proxy-";
+
+/// Removes socket directories under `dir` left by supervisors that were killed
+/// before they could clean up (SIGKILL skips destructors). Returns how many.
+pub fn cleanup_stale(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(DIR_PREFIX)
+                .is_some_and(|rest| !crate::cgroup::tag_owner_alive(rest))
+        })
+        .filter(|e| std::fs::remove_dir_all(e.path()).is_ok())
+        .count()
+}
+
 /// Validates `cfg`, creates a fresh private directory under `dir` and binds
 /// `proxy.sock` in it. Spawns nothing.
 pub fn prepare(cfg: &NetConfig, dir: &Path) -> Result<PreparedProxy, NetError> {
     validate(cfg)?;
+    let prefix = format!("{DIR_PREFIX}{}-", crate::cgroup::owner_tag());
     let sock_dir = tempfile::Builder::new()
-        .prefix("maibox-proxy-")
+        .prefix(&prefix)
         .tempdir_in(dir)
         .map_err(|source| NetError::SocketDir {
             dir: dir.to_path_buf(),

@@ -215,3 +215,33 @@ pub fn processes_with(token: &str) -> Vec<i32> {
     }
     found
 }
+
+/// A minimal wheel (package `tinypkg`, `VALUE = 42`) that pip really accepts.
+pub fn tiny_wheel() -> Vec<u8> {
+    // Built with Python's zipfile so it is a wheel pip really accepts.
+    let script = r#"
+import io, sys, zipfile, hashlib, base64
+files = {
+  "tinypkg/__init__.py": b"VALUE = 42\n",
+  "tinypkg-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinypkg\nVersion: 0.1\n",
+  "tinypkg-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: maibox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = ""
+for n, d in files.items():
+    h = base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
+    record += f"{n},sha256={h},{len(d)}\n"
+record += "tinypkg-0.1.dist-info/RECORD,,\n"
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w") as z:
+    for n, d in files.items():
+        z.writestr(n, d)
+    z.writestr("tinypkg-0.1.dist-info/RECORD", record)
+sys.stdout.buffer.write(buf.getvalue())
+"#;
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}

@@ -163,6 +163,11 @@ fn bench(args: &[String]) -> Result<()> {
     }
     if layers {
         // What each layer costs: untrusted with that one layer switched off.
+        rows.push(Row {
+            name: "untrusted with --network allowlist (proxy and bridge)".into(),
+            cmd: maibox_cmd(&m, &["--trust", "untrusted", "--network", "allowlist"], &e),
+            samples: vec![],
+        });
         for layer in [
             "cgroup-limits",
             "seccomp",
