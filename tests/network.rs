@@ -287,7 +287,7 @@ fn fifty_allowlist_runs_killed_mid_download_leave_nothing_behind() {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&mine))
+        .filter(|n| n.starts_with(mine))
         .filter(|n| {
             // Only directories of supervisors that are gone count as leftovers
             // (other tests may be running allowlist sandboxes right now).
