@@ -298,3 +298,23 @@ fn fifty_allowlist_runs_killed_mid_download_leave_nothing_behind() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_proxy_that_cannot_start_refuses_the_run() {
+    // No usable directory for the proxy's socket: the run must not happen at all,
+    // and never with more network than asked.
+    let o = command(As::Caller)
+        .env("TMPDIR", "/nonexistent/maibox-tmp")
+        .args(["exec", "--network", "allowlist", "-c", "print('ran')"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("ran"));
+    assert!(stderr(&o).contains("network"), "{}", stderr(&o));
+    // Control: with a usable directory the same run goes ahead.
+    let o = run(
+        As::Caller,
+        &["exec", "--network", "allowlist", "-c", "print('ran')"],
+    );
+    assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
+}
