@@ -49,6 +49,27 @@ fn serve(s: &mut std::net::TcpStream, wheel: &[u8]) {
     let _ = s.write_all(&body);
 }
 
+/// Proxy socket directories whose supervisor is gone: leftovers. Directories of
+/// supervisors still running (other tests, right now) are not counted.
+fn stale_proxy_dirs() -> Vec<String> {
+    let prefix = "maibox-proxy-";
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .filter(|n| {
+            let pid: u32 = n[prefix.len()..]
+                .split('-')
+                .next()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        })
+        .collect()
+}
+
 /// The tests that count proxy directories in /tmp must not see each other's.
 static DIRS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -137,20 +158,8 @@ fn allowlist_mode_lets_only_allowed_requests_out() {
         assert_eq!(v["proxy_env"], serde_json::Value::Null);
     }
     // No proxy socket directory is left behind.
-    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("maibox-proxy-"))
-        .filter(|e| {
-            std::fs::metadata(e.path())
-                .map(|m| {
-                    m.modified()
-                        .map(|t| t.elapsed().map(|d| d.as_secs() < 60).unwrap_or(false))
-                        .unwrap_or(false)
-                })
-                .unwrap_or(false)
-        })
-        .collect();
+    // No proxy socket directory of a finished supervisor is left behind.
+    let left = stale_proxy_dirs();
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -282,20 +291,7 @@ fn fifty_allowlist_runs_killed_mid_download_leave_nothing_behind() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(processes_with(&token).is_empty(), "processes left behind");
-    let mine = "maibox-proxy-";
-    let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(mine))
-        .filter(|n| {
-            // Only directories of supervisors that are gone count as leftovers
-            // (other tests may be running allowlist sandboxes right now).
-            let rest = &n[mine.len()..];
-            let pid: u32 = rest.split('-').next().unwrap_or("0").parse().unwrap_or(0);
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-        })
-        .collect();
+    let left = stale_proxy_dirs();
     assert!(left.is_empty(), "{left:?}");
 }
 
