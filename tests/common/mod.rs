@@ -2,6 +2,8 @@
 //! and as an unprivileged user, on probe scripts.
 #![allow(dead_code)]
 
+pub mod docker;
+
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

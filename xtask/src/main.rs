@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod docker;
 mod vm;
 
 fn main() -> Result<()> {
@@ -14,8 +15,9 @@ fn main() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         Some("rootfs") => rootfs(&args[1..]),
         Some("test-vm") => vm::test_vm(root()),
+        Some("test-docker") => docker::test_docker(root()),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
             std::process::exit(2)
         }
     }
@@ -41,8 +43,8 @@ fn cargo(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// The project's test command: formatting, lints, every test on this host, then the
-/// engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
+/// The project's test command: formatting, lints, every test on this host (with a local
+/// Docker engine for the Docker lane), then the engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
 fn test() -> Result<()> {
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
@@ -53,7 +55,12 @@ fn test() -> Result<()> {
         "-D",
         "warnings",
     ])?;
+    // The Docker lane's tests (tests/docker_*.rs) run inside the workspace's tests, against
+    // an engine started here and stopped afterwards if this run started it.
+    cargo(&["build", "-p", "maibox"])?;
+    let engine = docker::up(&root())?;
     cargo(&["test", "--workspace"])?;
+    drop(engine);
     vm::test_vm(root())
 }
 

@@ -19,11 +19,11 @@ const VM_TESTS: &[&str] = &[
     "network",
 ];
 
-fn in_ci() -> bool {
+pub fn in_ci() -> bool {
     std::env::var("CI").map(|v| v == "true").unwrap_or(false)
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid() == 0)
         .unwrap_or(false)
