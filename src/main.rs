@@ -161,6 +161,11 @@ struct ExecArgs {
     /// Cap on stdout+stderr, e.g. 1MiB.
     #[arg(long, value_parser = parse_size)]
     output_limit: Option<ByteSize>,
+    /// Diagnostic: route every syscall the seccomp filter denies through the supervisor,
+    /// which answers EPERM as usual and lists the calls (name and count) in the report
+    /// and on stderr. Shows why code fails under the sandbox; each denial costs a round trip.
+    #[arg(long)]
+    audit_syscalls: bool,
     /// Switch off one layer (repeatable). For controls in tests and the per-layer
     /// benchmark only: the run is weaker than its trust level says, and the report shows it.
     #[arg(long = "unsafe-disable-layer", value_enum, hide = true)]
@@ -393,7 +398,10 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
             a.unsafe_disable_layer
         );
     }
-    let policy = Policy::build(&cfg, trust, &ov)?;
+    let mut policy = Policy::build(&cfg, trust, &ov)?;
+    if a.audit_syscalls {
+        policy.seccomp.audit_denials = true;
+    }
     for note in &policy.adjustments {
         eprintln!("maibox: note: {note}");
     }
@@ -434,6 +442,23 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         eprintln!(
             "maibox: error: cannot execute {} in the sandbox: {message}",
             policy.interpreter.path.display()
+        );
+    }
+    if policy.seccomp.audit_denials {
+        let denied: Vec<String> = r
+            .report
+            .seccomp
+            .denied
+            .iter()
+            .map(|d| format!("{} x{}", d.syscall, d.count))
+            .collect();
+        eprintln!(
+            "maibox: seccomp denied (EPERM): {}",
+            if denied.is_empty() {
+                "nothing".to_string()
+            } else {
+                denied.join(", ")
+            }
         );
     }
     for v in &r.report.violations {

@@ -1,6 +1,8 @@
 //! The supervisor's loop: streams output within its cap, pumps stdin, enforces the
 //! wall-clock timeout, forwards the caller's signals, and collects the exit status.
 
+use crate::confine::notify::{self, Classifier, Decision};
+use crate::confine::syscalls;
 use crate::output::{CappedOutput, Stream};
 use crate::sandbox::sync::Msg;
 use crate::sandbox::{Prepared, SetupError, Step};
@@ -20,10 +22,15 @@ pub enum Violation {
     Output {
         limit_bytes: u64,
     },
-    /// Killed by the seccomp filter (SIGSYS) for a syscall on the kill list or
-    /// outside the allowlist.
+    /// A syscall the seccomp filter ends the run for: the kill list, or anything
+    /// outside the allowlist under `default_action: kill`. The supervisor names the
+    /// call (from the filter's user notification) and kills the sandbox; a kill in
+    /// the kernel itself (a foreign architecture or x32 call) shows as SIGSYS with
+    /// no name.
     Seccomp {
-        signal: String,
+        syscall: Option<String>,
+        nr: Option<i64>,
+        signal: Option<String>,
     },
     /// The kernel's OOM killer acted inside the run's cgroup.
     Memory {
@@ -77,11 +84,79 @@ pub struct Outcome {
     pub interrupted_by: Option<i32>,
     /// What the payload was confined with, as init reported it.
     pub confined: Option<crate::sandbox::init::Confined>,
+    /// Calls the filter denied with EPERM, when they were routed to the supervisor
+    /// (`--audit-syscalls`).
+    pub denied_syscalls: Vec<DeniedCall>,
+}
+
+/// A syscall denied (EPERM) during the run, and how often.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DeniedCall {
+    pub syscall: String,
+    pub nr: i64,
+    pub count: u64,
 }
 
 pub struct Limits {
     pub timeout: Duration,
     pub output_bytes: u64,
+    /// How to answer the seccomp filter's notifications (the run's profile).
+    pub seccomp: Option<Classifier>,
+}
+
+/// The seccomp filter's notifications, once the payload has handed over the listener.
+#[derive(Default)]
+struct SeccompWatch {
+    listener: Option<OwnedFd>,
+    denied: std::collections::BTreeMap<i64, u64>,
+}
+
+impl SeccompWatch {
+    /// Answers every pending notification. Returns the violation when a call ends
+    /// the run; the caller then kills the sandbox.
+    fn serve(&mut self, classifier: Option<&Classifier>) -> Option<Violation> {
+        let listener = self.listener.as_ref()?;
+        let n = match notify::receive(listener.as_fd()) {
+            Ok(Some(n)) => n,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::debug!(%e, "seccomp listener gone");
+                self.listener = None;
+                return None;
+            }
+        };
+        let decision = classifier.map(|c| c.decide(n.nr)).unwrap_or(Decision::Kill);
+        match decision {
+            // Never answered: the caller stays blocked in the call until the sandbox's
+            // SIGKILL ends it, so the code never runs another instruction (an answer
+            // would race with the kill).
+            Decision::Kill => Some(Violation::Seccomp {
+                syscall: Some(n.name()),
+                nr: Some(n.nr),
+                signal: None,
+            }),
+            Decision::Deny => {
+                *self.denied.entry(n.nr).or_default() += 1;
+                if let Err(e) = notify::fail_call(listener.as_fd(), n.id, libc::EPERM) {
+                    tracing::debug!(%e, "answering a seccomp notification");
+                }
+                None
+            }
+        }
+    }
+
+    fn denied(&self) -> Vec<DeniedCall> {
+        self.denied
+            .iter()
+            .map(|(nr, count)| DeniedCall {
+                syscall: syscalls::name(*nr)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("syscall_{nr}")),
+                nr: *nr,
+                count: *count,
+            })
+            .collect()
+    }
 }
 
 /// The run's cgroup, sampled while it runs.
@@ -109,6 +184,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
     let mut killed = false;
     let mut interrupted_by = None;
     let mut confined = None;
+    let mut watch = SeccompWatch::default();
     let mut usage_cg = crate::cgroup::Usage::default();
     let mut max_pids = 0u64;
     let (mut out_open, mut err_open, mut chan_open) = (true, true, true);
@@ -208,6 +284,9 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         if let Some(sfd) = &sigfd {
             fds.push((Src::Sig, PollFd::new(sfd.as_fd(), PollFlags::POLLIN)));
         }
+        if let Some(l) = &watch.listener {
+            fds.push((Src::Notify, PollFd::new(l.as_fd(), PollFlags::POLLIN)));
+        }
         if !pump.eof && pump.buf.is_empty() && pump.to_child.is_some() {
             fds.push((Src::In, PollFd::new(stdin0.as_fd(), PollFlags::POLLIN)));
         }
@@ -260,7 +339,22 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
                         }
                     }
                 }
-                Src::Chan => match p.chan.recv() {
+                Src::Notify => {
+                    if let Some(v) = watch.serve(limits.seccomp.as_ref()) {
+                        if reaped.is_none() && !killed {
+                            violations.push(v);
+                        }
+                        kill_sandbox(&mut killed);
+                    }
+                }
+                Src::Chan => match p.chan.recv_with_fd().map(|m| {
+                    m.map(|(m, fd)| {
+                        if let (Msg::SeccompListener, Some(fd)) = (&m, fd) {
+                            watch.listener = Some(fd);
+                        }
+                        m
+                    })
+                }) {
                     Ok(Some(Msg::PayloadExit { code, signal })) => {
                         tracing::debug!(
                             elapsed_us = started.elapsed().as_micros() as u64,
@@ -421,7 +515,9 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         }
         if *signal == libc::SIGSYS {
             violations.push(Violation::Seccomp {
-                signal: name.clone(),
+                syscall: None,
+                nr: None,
+                signal: Some(name.clone()),
             });
         }
     }
@@ -444,6 +540,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         stdout_ended_with_newline: out.stdout.ended_with_newline,
         interrupted_by,
         confined,
+        denied_syscalls: watch.denied(),
     }
 }
 
@@ -453,6 +550,7 @@ enum Src {
     Err,
     Chan,
     Sig,
+    Notify,
     In,
     InW,
 }

@@ -70,6 +70,10 @@ pub struct SeccompReport {
     pub default_action: crate::confine::DenyAction,
     pub kill_on: Vec<String>,
     pub syscalls_allowed: usize,
+    /// `--audit-syscalls`: denied calls went through the supervisor and are listed.
+    pub audit_denials: bool,
+    /// The calls denied with EPERM and how often (only with `audit_denials`).
+    pub denied: Vec<crate::monitor::DeniedCall>,
 }
 
 #[derive(Debug, Serialize)]
@@ -176,6 +180,7 @@ mod tests {
             stdout_ended_with_newline: true,
             interrupted_by: None,
             confined: None,
+            denied_syscalls: Vec::new(),
         }
     }
 

@@ -212,6 +212,7 @@ pub fn run(
             let limits = monitor::Limits {
                 timeout: policy.limits.timeout,
                 output_bytes: policy.limits.output_bytes,
+                seccomp: Some(crate::confine::notify::Classifier::new(&policy.seccomp)),
             };
             let cg = group.as_ref().map(|g| monitor::Cgroup {
                 group: g,
@@ -330,6 +331,8 @@ fn finish(
                 crate::confine::NetAccess::Loopback,
             )
             .len(),
+            audit_denials: policy.seccomp.audit_denials,
+            denied: outcome.denied_syscalls.clone(),
         },
         landlock: outcome.confined.as_ref().and_then(|c| c.landlock.clone()),
         assessment: ctx.assessment,
@@ -351,5 +354,6 @@ fn setup_failed(e: SetupError) -> Outcome {
         stdout_ended_with_newline: true,
         interrupted_by: None,
         confined: None,
+        denied_syscalls: Vec::new(),
     }
 }

@@ -32,21 +32,26 @@ fn syscall_probe(nr_and_args: &str) -> String {
 }
 
 #[test]
-fn kill_listed_syscalls_are_killed_and_reported() {
+fn kill_listed_syscalls_are_killed_and_reported_by_name() {
     // ptrace(PTRACE_TRACEME), io_uring_setup(1, NULL), bpf(0, NULL, 0), keyctl(0)
-    for call in [
-        "101, 0, 0, 0, 0",
-        "425, 1, 0",
-        "321, 0, 0, 0",
-        "250, 0, 0, 0, 0",
+    for (call, name) in [
+        ("101, 0, 0, 0, 0", "ptrace"),
+        ("425, 1, 0", "io_uring_setup"),
+        ("321, 0, 0, 0", "bpf"),
+        ("250, 0, 0, 0, 0", "keyctl"),
     ] {
-        for who in identities("kill_listed_syscalls_are_killed_and_reported") {
+        for who in identities("kill_listed_syscalls_are_killed_and_reported_by_name") {
             let v = inside(who, &[], &syscall_probe(call));
+            // The supervisor ends the sandbox; the call never returned to the code.
             assert_eq!(
-                v["ending"]["signaled"]["name"], "SIGSYS",
+                v["ending"]["signaled"]["name"], "SIGKILL",
                 "{who:?} syscall({call}): {v}"
             );
+            // with no probe line, `inside` parses the report as the probe
+            assert!(v["probe"]["rc"].is_null(), "the call returned: {v}");
             assert_eq!(v["violations"][0]["kind"], "seccomp", "{v}");
+            assert_eq!(v["violations"][0]["syscall"], name, "{v}");
+            assert_eq!(v["violations"].as_array().unwrap().len(), 1, "{v}");
             let c = inside(
                 who,
                 &["--unsafe-disable-layer", "seccomp"],
@@ -55,6 +60,146 @@ fn kill_listed_syscalls_are_killed_and_reported() {
             assert!(
                 c["ending"]["exited"].is_object(),
                 "{who:?} control syscall({call}): {c}"
+            );
+        }
+    }
+}
+
+/// Writes the built-in config with the first `from` replaced by `to` for each pair
+/// (each must occur).
+fn config_with(s: &Scratch, name: &str, edits: &[(&str, &str)]) -> String {
+    let mut text = maibox::config::BUILTIN.to_string();
+    for (from, to) in edits {
+        let next = text.replacen(from, to, 1);
+        assert_ne!(next, text, "{from}");
+        text = next;
+    }
+    s.file(name, text.as_bytes()).to_str().unwrap().to_string()
+}
+
+#[test]
+fn default_kill_profile_names_the_call_outside_the_allowlist() {
+    let s = Scratch::new();
+    let kill = (
+        "      default_action: errno  # errno",
+        "      default_action: kill  # errno",
+    );
+    let cfg = config_with(&s, "kill.yaml", &[kill]);
+    // memfd_create("x", 0) is outside the allowlist.
+    for who in identities("default_kill_profile_names_the_call") {
+        let v = inside(who, &["--config", &cfg], &syscall_probe("319, b'x', 0"));
+        assert_eq!(v["violations"][0]["syscall"], "memfd_create", "{v}");
+        assert_eq!(v["violations"][0]["nr"], 319, "{v}");
+        assert!(v["probe"]["rc"].is_null(), "the call returned: {v}");
+        // Calls in `deny` still only fail, even under default kill.
+        let cfg_deny = config_with(
+            &s,
+            "deny.yaml",
+            &[kill, ("deny: []", "deny: [memfd_create]")],
+        );
+        let d = inside(
+            who,
+            &["--config", &cfg_deny],
+            &syscall_probe("319, b'x', 0"),
+        );
+        assert_eq!(d["probe"]["errno"], libc::EPERM, "{d}");
+        assert_eq!(d["violations"], serde_json::json!([]), "{d}");
+        // Control: the default errno profile lets the code go on.
+        let c = inside(who, &[], &syscall_probe("319, b'x', 0"));
+        assert_eq!(c["probe"]["errno"], libc::EPERM, "{c}");
+        assert_eq!(c["violations"], serde_json::json!([]), "{c}");
+    }
+}
+
+const AUDIT_PROBE: &str = r#"
+import json, os, socket
+errs = []
+for _ in range(3):
+    try:
+        os.close(os.memfd_create("x")); errs.append(0)
+    except OSError as e:
+        errs.append(e.errno)
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close(); errs.append(0)
+except OSError as e:
+    errs.append(e.errno)
+print(json.dumps({"errs": errs}), flush=True)
+"#;
+
+fn audit_run(who: As, extra: &[&str]) -> (serde_json::Value, serde_json::Value, String) {
+    let mut args = vec!["exec", "--json", "--trust", "unknown"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-c", AUDIT_PROBE]);
+    let o = run(who, &args);
+    let out = stdout(&o);
+    let probe = serde_json::from_str(out.lines().next().unwrap_or_default())
+        .unwrap_or(serde_json::Value::Null);
+    (probe, report(&o)["seccomp"].clone(), stderr(&o))
+}
+
+#[test]
+fn audit_syscalls_lists_denied_calls_by_name_and_count() {
+    for who in identities("audit_syscalls_lists_denied_calls_by_name_and_count") {
+        let (probe, sec, err) = audit_run(who, &["--audit-syscalls"]);
+        // Same answers as without auditing: the calls fail with EPERM and the code goes on.
+        let eperm = libc::EPERM;
+        assert_eq!(
+            probe["errs"],
+            serde_json::json!([eperm, eperm, eperm, eperm]),
+            "{who:?}: {probe} {err}"
+        );
+        assert_eq!(sec["audit_denials"], true);
+        let denied = sec["denied"].as_array().unwrap();
+        let count = |name: &str| {
+            denied
+                .iter()
+                .find(|d| d["syscall"] == name)
+                .map(|d| d["count"].as_u64().unwrap())
+        };
+        assert_eq!(count("memfd_create"), Some(3), "{sec}");
+        assert_eq!(count("socket"), Some(1), "{sec}");
+        assert!(err.contains("memfd_create x3"), "{err}");
+        // Without the flag, nothing is routed or listed.
+        let (probe, sec, _) = audit_run(who, &[]);
+        assert_eq!(
+            probe["errs"],
+            serde_json::json!([eperm, eperm, eperm, eperm])
+        );
+        assert_eq!(sec["denied"], serde_json::json!([]), "{sec}");
+        // Control: without seccomp the calls succeed and nothing is denied.
+        let (probe, sec, _) = audit_run(
+            who,
+            &["--audit-syscalls", "--unsafe-disable-layer", "seccomp"],
+        );
+        assert_eq!(probe["errs"], serde_json::json!([0, 0, 0, 0]), "{probe}");
+        assert_eq!(sec["denied"], serde_json::json!([]), "{sec}");
+    }
+}
+
+#[test]
+fn the_code_never_holds_the_seccomp_listener() {
+    // A listener in the code's hands would let it answer its own denied calls.
+    let code = r#"
+import json, os
+fds = {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in map(int, os.listdir("/proc/self/fd"))
+       if os.path.exists(f"/proc/self/fd/{fd}")}
+print(json.dumps({"fds": fds}), flush=True)
+"#;
+    for who in identities("the_code_never_holds_the_seccomp_listener") {
+        for extra in [&[][..], &["--audit-syscalls"][..]] {
+            let v = inside(who, extra, code);
+            let fds = v["probe"]["fds"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{v}"));
+            assert!(
+                fds.keys().all(|k| ["0", "1", "2"].contains(&k.as_str())
+                    || fds[k].as_str().unwrap().starts_with("/proc/")),
+                "{who:?}: {v}"
+            );
+            assert!(
+                !fds.values()
+                    .any(|t| t.as_str().unwrap().contains("seccomp")),
+                "{v}"
             );
         }
     }

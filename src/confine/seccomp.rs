@@ -32,6 +32,9 @@ use seccompiler::{
 };
 use serde::{Deserialize, Serialize};
 
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use super::notify::Notify;
 use super::syscalls;
 use super::ConfineError;
 
@@ -67,6 +70,11 @@ pub struct SeccompProfile {
     /// `default_action` is `kill`.
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Route every denied call through the supervisor, which answers EPERM and lists
+    /// the calls in the report (`maibox exec --audit-syscalls`). A diagnostic: each
+    /// denied call then costs a round trip to the supervisor.
+    #[serde(default)]
+    pub audit_denials: bool,
 }
 
 impl SeccompProfile {
@@ -102,6 +110,7 @@ impl SeccompProfile {
             .collect(),
             extra_allow: Vec::new(),
             deny: Vec::new(),
+            audit_denials: false,
         }
     }
 
@@ -710,6 +719,15 @@ fn arg_rules(name: &str, net: NetAccess) -> Result<Vec<SeccompRule>, ConfineErro
     }
 }
 
+/// Instructions at the head of [`prefix`] that check the architecture and x32.
+fn arch_check_len() -> usize {
+    if cfg!(target_arch = "x86_64") {
+        6
+    } else {
+        4
+    }
+}
+
 /// Our raw BPF that runs before seccompiler's program (see the module doc).
 fn prefix(p: &SeccompProfile) -> Vec<sock_filter> {
     let mut out = vec![
@@ -748,6 +766,17 @@ fn prefix(p: &SeccompProfile) -> Vec<sock_filter> {
 /// Builds the whole program. Call it in the supervisor before fork: installing
 /// it afterwards only copies it into the kernel.
 pub fn build_filter(p: &SeccompProfile, net: NetAccess) -> Result<BpfProgram, ConfineError> {
+    build_filter_notify(p, net, Notify::default())
+}
+
+/// Like [`build_filter`], with the chosen denials routed to the supervisor as user
+/// notifications (see [`super::notify`]). The architecture and x32 checks always
+/// kill in the kernel: their numbers belong to other syscall tables.
+pub fn build_filter_notify(
+    p: &SeccompProfile,
+    net: NetAccess,
+    notify: Notify,
+) -> Result<BpfProgram, ConfineError> {
     validate_profile(p)?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for name in allowed_syscalls(p, net) {
@@ -765,6 +794,7 @@ pub fn build_filter(p: &SeccompProfile, net: NetAccess) -> Result<BpfProgram, Co
     let compiled: BpfProgram = filter.try_into()?;
     let mut prog = prefix(p);
     prog.extend(compiled);
+    super::notify::route(&mut prog, arch_check_len(), notify);
     if prog.len() > BPF_MAXINSNS {
         return Err(ConfineError::FilterTooLarge(prog.len()));
     }
@@ -782,6 +812,19 @@ fn mismatch_action(action: DenyAction) -> SeccompAction {
 /// before execve: it does not allocate, and it sets no_new_privs itself (the
 /// kernel refuses an unprivileged filter without it; setting it twice is harmless).
 pub fn install_filter(prog: &BpfProgram) -> Result<(), ConfineError> {
+    install(prog, 0).map(|_| ())
+}
+
+/// Installs `prog` and returns the listener for its user notifications. The fd is
+/// not close-on-exec: the caller must hand it on and close it before execve, or the
+/// code would hold the power to answer its own denied calls.
+pub fn install_filter_listening(prog: &BpfProgram) -> Result<OwnedFd, ConfineError> {
+    let fd = install(prog, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)?;
+    // SAFETY: with NEW_LISTENER, seccomp() returns a fresh fd that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn install(prog: &BpfProgram, flags: libc::c_ulong) -> Result<libc::c_long, ConfineError> {
     // SAFETY: plain prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(ConfineError::NoNewPrivs(std::io::Error::last_os_error()));
@@ -797,12 +840,12 @@ pub fn install_filter(prog: &BpfProgram) -> Result<(), ConfineError> {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            0,
+            flags,
             &fprog as *const libc::sock_fprog,
         )
     };
-    if rc != 0 {
+    if rc < 0 {
         return Err(ConfineError::Install(std::io::Error::last_os_error()));
     }
-    Ok(())
+    Ok(rc)
 }

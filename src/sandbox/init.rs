@@ -8,7 +8,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// Signals the supervisor blocks before clone and init waits for synchronously.
 pub const HANDLED: &[Signal] = &[
@@ -46,6 +46,10 @@ pub struct Payload {
 pub struct Confined {
     pub landlock: Option<crate::confine::LandlockOutcome>,
     pub seccomp: bool,
+    /// The seccomp filter's notification listener, which the payload hands to the
+    /// supervisor (never across exec: see `install_filter_listening`).
+    #[serde(skip)]
+    pub listener: Option<std::sync::Arc<OwnedFd>>,
 }
 
 /// Messages from the payload to init over a close-on-exec pipe, one JSON line each.
@@ -95,7 +99,7 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     let child = match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             drop(err_r);
-            exec_payload(payload, err_w)
+            exec_payload(payload, err_w, chan)
         }
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => return fail(chan, SetupError::new(Step::Exec, format!("fork: {e}"))),
@@ -192,7 +196,7 @@ fn send_payload_msg(w: &OwnedFd, m: &PayloadMsg) {
 }
 
 /// In the forked payload process: restore signals, confine, execve.
-fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
+fn exec_payload(p: &Payload, err_w: OwnedFd, chan: &Channel) -> ! {
     let report = |errno: i32| -> ! {
         send_payload_msg(&err_w, &PayloadMsg::ExecErrno(errno));
         // SAFETY: _exit is always safe; no destructors may run in this child.
@@ -202,7 +206,18 @@ fn exec_payload(p: &Payload, err_w: OwnedFd) -> ! {
         report(libc::EINVAL);
     }
     match (p.confine)() {
-        Ok(c) => send_payload_msg(&err_w, &PayloadMsg::Confined(c)),
+        Ok(mut c) => {
+            // Straight to the supervisor (the channel is close-on-exec); then our
+            // copy is closed, so the code never holds the listener.
+            if let Some(l) = c.listener.take() {
+                if let Err(e) = chan.send_fd(&Msg::SeccompListener, l.as_fd()) {
+                    send_payload_msg(&err_w, &PayloadMsg::ConfineFailed(e));
+                    // SAFETY: as above.
+                    unsafe { libc::_exit(125) }
+                }
+            }
+            send_payload_msg(&err_w, &PayloadMsg::Confined(c))
+        }
         Err(e) => {
             send_payload_msg(&err_w, &PayloadMsg::ConfineFailed(e));
             // SAFETY: as above.

@@ -212,8 +212,13 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
                 confine::NetAccess::Loopback
             }
         };
+        // Kills go through the supervisor so that the report can name the call.
+        let notify = confine::Notify {
+            kills: true,
+            denials: p.seccomp.audit_denials,
+        };
         Some(
-            confine::build_filter(&p.seccomp, net)
+            confine::build_filter_notify(&p.seccomp, net, notify)
                 .step(Step::Seccomp, "build the seccomp filter")?,
         )
     } else {
@@ -239,12 +244,21 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
                 ),
                 None => None,
             };
+            let mut listener = None;
             if let Some(f) = &filter {
-                confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
+                if confine::notify::needs_listener(f) {
+                    listener = Some(std::sync::Arc::new(
+                        confine::install_filter_listening(f)
+                            .step(Step::Seccomp, "install the seccomp filter")?,
+                    ));
+                } else {
+                    confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
+                }
             }
             Ok(init::Confined {
                 landlock,
                 seccomp: filter.is_some(),
+                listener,
             })
         }),
     })

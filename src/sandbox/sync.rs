@@ -4,9 +4,12 @@
 //! no framing code, and a peer that dies shows up as end-of-file.
 
 use super::error::{SetupError, Step, StepContext};
-use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::sys::socket::{
+    recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
+    SockFlag, SockType,
+};
 use serde::{Deserialize, Serialize};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Msg {
@@ -22,6 +25,8 @@ pub enum Msg {
     Started(super::init::Confined),
     /// Init → supervisor: the payload could not be executed.
     ExecFailed { errno: i32, message: String },
+    /// Payload → supervisor, with the fd attached: the seccomp filter's listener.
+    SeccompListener,
     /// Init → supervisor: the payload ended.
     PayloadExit {
         code: Option<i32>,
@@ -57,21 +62,60 @@ impl Channel {
         }
     }
 
-    /// Blocks until a message arrives; `Ok(None)` when the peer is gone.
-    pub fn recv(&self) -> Result<Option<Msg>, SetupError> {
-        let mut buf = vec![0u8; MAX_MSG];
-        let n = loop {
-            match nix::unistd::read(self.fd.as_raw_fd(), &mut buf) {
+    /// Sends `msg` with `fd` attached (SCM_RIGHTS).
+    pub fn send_fd(&self, msg: &Msg, fd: BorrowedFd) -> Result<(), SetupError> {
+        let buf = serde_json::to_vec(msg).step(Step::Sync, "encode message")?;
+        let fds = [fd.as_raw_fd()];
+        let cmsg = [ControlMessage::ScmRights(&fds)];
+        let iov = [std::io::IoSlice::new(&buf)];
+        loop {
+            match sendmsg::<()>(self.fd.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None) {
                 Err(nix::errno::Errno::EINTR) => continue,
-                r => break r.step(Step::Sync, "receive from peer")?,
+                r => return r.map(|_| ()).step(Step::Sync, "send an fd to peer"),
+            }
+        }
+    }
+
+    /// Blocks until a message arrives; `Ok(None)` when the peer is gone. Any fd that
+    /// came with the message is closed: use [`Channel::recv_with_fd`] to keep it.
+    pub fn recv(&self) -> Result<Option<Msg>, SetupError> {
+        Ok(self.recv_with_fd()?.map(|(m, _)| m))
+    }
+
+    /// Like [`Channel::recv`], also returning the fd attached to the message, if any.
+    pub fn recv_with_fd(&self) -> Result<Option<(Msg, Option<OwnedFd>)>, SetupError> {
+        let mut buf = vec![0u8; MAX_MSG];
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+        let (n, fd) = loop {
+            let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+            match recvmsg::<()>(
+                self.fd.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e).step(Step::Sync, "receive from peer"),
+                Ok(m) => {
+                    let mut fd = None;
+                    for c in m.cmsgs().step(Step::Sync, "read an fd from peer")? {
+                        if let ControlMessageOwned::ScmRights(fds) = c {
+                            for raw in fds {
+                                // SAFETY: SCM_RIGHTS gave us a new fd that nothing else owns.
+                                let owned = unsafe { OwnedFd::from_raw_fd(raw) };
+                                fd.get_or_insert(owned);
+                            }
+                        }
+                    }
+                    break (m.bytes, fd);
+                }
             }
         };
         if n == 0 {
             return Ok(None);
         }
-        serde_json::from_slice(&buf[..n])
-            .map(Some)
-            .step(Step::Sync, "decode message")
+        let msg = serde_json::from_slice(&buf[..n]).step(Step::Sync, "decode message")?;
+        Ok(Some((msg, fd)))
     }
 
     pub fn raw_fd(&self) -> i32 {
