@@ -311,7 +311,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
             .filter_map(|((s, _), f)| f.revents().filter(|r| !r.is_empty()).map(|r| (*s, r)))
             .collect();
         drop(pfds);
-        for (src, _rev) in ready {
+        for (src, rev) in ready {
             match src {
                 Src::Out | Src::Err => {
                     let (fd, stream, target): (BorrowedFd, Stream, BorrowedFd) = if src == Src::Out
@@ -339,6 +339,9 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
                         }
                     }
                 }
+                // Receive only on POLLIN: once every task under the filter is gone the
+                // listener reports POLLHUP, and a receive would then block for good.
+                Src::Notify if !rev.contains(PollFlags::POLLIN) => watch.listener = None,
                 Src::Notify => {
                     if let Some(v) = watch.serve(limits.seccomp.as_ref()) {
                         if reaped.is_none() && !killed {
