@@ -318,7 +318,9 @@ fn ending_of(code: i64) -> Ending {
 fn start_failed(e: bollard::errors::Error) -> Outcome {
     let msg = engine_message(&e);
     let lower = msg.to_lowercase();
-    if lower.contains("executable file not found") || lower.contains("no such file or directory") {
+    // Only the runtime's exec of the program itself: a runtime binary or a mount
+    // that is missing also says "no such file", and is a setup failure.
+    if lower.contains("executable file not found") {
         let mut o = setup_failed(SetupError::new(Step::Exec, msg.clone()));
         o.ending = Ending::ExecFailed {
             errno: libc::ENOENT,
@@ -326,7 +328,7 @@ fn start_failed(e: bollard::errors::Error) -> Outcome {
         };
         return o;
     }
-    if lower.contains("permission denied") {
+    if lower.contains("exec: ") && lower.contains("permission denied") {
         let mut o = setup_failed(SetupError::new(Step::Exec, msg.clone()));
         o.ending = Ending::ExecFailed {
             errno: libc::EACCES,
