@@ -629,3 +629,41 @@ fn interrupted_run_removes_its_container() {
     assert!(t.elapsed() < Duration::from_secs(20));
     assert!(containers_of(&[pid]).is_empty());
 }
+
+#[test]
+fn a_level_can_choose_the_docker_backend_in_the_config() {
+    if !require_engine("a_level_can_choose_the_docker_backend_in_the_config") {
+        return;
+    }
+    let cfg = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/sandbox.yaml"))
+        .unwrap()
+        .replacen("backend: native", "backend: docker", 1)
+        .replace("image: python:3-slim", &format!("image: {IMAGE}"));
+    let scratch = Scratch::new();
+    let path = scratch.file("sandbox.yaml", cfg.as_bytes());
+    let path = path.to_str().unwrap();
+    let o = run(
+        As::Caller,
+        &["exec", "--config", path, "--json", "-c", "print(7)"],
+    );
+    let r = report(&o);
+    assert_eq!(r["backend"], "docker", "{r}");
+    assert_eq!(r["trust"], "untrusted");
+    assert_eq!(r["docker"]["image"], IMAGE);
+    assert!(stdout(&o).starts_with("7\n"));
+    // --backend overrides the level's choice.
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--config",
+            path,
+            "--backend",
+            "native",
+            "--json",
+            "-c",
+            "print(7)",
+        ],
+    );
+    assert_eq!(report(&o)["backend"], "native");
+}

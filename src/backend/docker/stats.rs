@@ -1,5 +1,4 @@
-//! Usage samples of a running container from the engine's stats endpoint (one-shot
-//! reads, so that the sampling interval is maibox's, not the engine's one second).
+//! Usage samples of a running container from the engine's stats endpoint.
 
 use bollard::query_parameters::StatsOptions;
 use futures_util::StreamExt;
@@ -42,23 +41,38 @@ impl Peaks {
     }
 }
 
-pub async fn sample(docker: &bollard::Docker, id: &str) -> Option<Sample> {
-    let opts = StatsOptions {
-        stream: false,
-        one_shot: true,
-    };
-    let s = docker.stats(id, Some(opts)).next().await?.ok()?;
+/// Streams the container's samples into a channel until the container stops. The
+/// engine publishes one a second (its collector's interval; a one-shot read waits for
+/// the next one just the same), so sampling runs beside the supervisor, never in its way.
+pub fn spawn_sampler(docker: bollard::Docker, id: String) -> tokio::sync::mpsc::Receiver<Sample> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        let opts = StatsOptions {
+            stream: true,
+            one_shot: false,
+        };
+        let mut stream = docker.stats(&id, Some(opts));
+        while let Some(Ok(s)) = stream.next().await {
+            if tx.send(convert(s)).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn convert(s: bollard::models::ContainerStatsResponse) -> Sample {
     let mem = s.memory_stats.unwrap_or_default();
     let cpu = s.cpu_stats.and_then(|c| c.cpu_usage).unwrap_or_default();
     let pids = s.pids_stats.and_then(|p| p.current).unwrap_or(0);
-    Some(Sample {
+    Sample {
         memory_bytes: mem.usage.unwrap_or(0),
         memory_max_bytes: mem.max_usage,
         pids,
         cpu_ns: cpu.total_usage.unwrap_or(0),
         cpu_user_ns: cpu.usage_in_usermode.unwrap_or(0),
         cpu_system_ns: cpu.usage_in_kernelmode.unwrap_or(0),
-    })
+    }
 }
 
 impl Sample {

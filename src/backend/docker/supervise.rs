@@ -143,6 +143,8 @@ pub async fn run(
     }
 
     let deadline = tokio::time::Instant::from_std(started + policy.limits.timeout);
+    let mut samples = stats::spawn_sampler(docker.clone(), id.to_string());
+    // How often to ask whether the container has stopped once its output ended.
     let mut tick = tokio::time::interval(Duration::from_millis(policy.cgroup.sample_ms.max(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut out = CappedOutput::new(policy.limits.output_bytes);
@@ -191,17 +193,7 @@ pub async fn run(
                     kill(engine, id, &signal_name(sig)).await;
                 }
             },
-            _ = tick.tick() => {
-                if output_done {
-                    // The streams close when the container ends; its state says so.
-                    if !running(engine, id).await
-                        || output_done_at.is_some_and(|t| t.elapsed() > EXIT_GRACE && killed)
-                    {
-                        break;
-                    }
-                    continue;
-                }
-                let Some(s) = stats::sample(docker, id).await else { continue };
+            Some(s) = samples.recv(), if !output_done => {
                 peaks.add(s);
                 write_sample(&mut sink, started.elapsed(), &s, peaks.memory_bytes);
                 if killed {
@@ -217,6 +209,14 @@ pub async fn run(
                     violations.push(Violation::Cpu { limit_s: limit.as_secs_f64(), used_s: s.cpu_ns as f64 / 1e9 });
                     kill(engine, id, "SIGKILL").await;
                     killed = true;
+                }
+            },
+            _ = tick.tick(), if output_done => {
+                // The streams close when the container ends; its state says so.
+                if !running(engine, id).await
+                    || output_done_at.is_some_and(|t| t.elapsed() > EXIT_GRACE && killed)
+                {
+                    break;
                 }
             },
         }
