@@ -19,8 +19,10 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, SignalKind};
 
-/// After the output ends, how long the container may take to be reported stopped.
-const EXIT_GRACE: Duration = Duration::from_secs(10);
+/// After the container stopped, how long its output streams may take to close.
+const DRAIN: Duration = Duration::from_secs(5);
+/// How often to ask whether the container stopped when the engine's wait failed.
+const POLL: Duration = Duration::from_millis(100);
 
 /// SIGINT and SIGTERM to maibox: caught for the whole run, so that the container is
 /// always removed. The first goes to the code; a second one kills the container.
@@ -84,6 +86,13 @@ pub async fn run(
     t0: Instant,
 ) -> Outcome {
     let docker = &engine.docker;
+    let mut t = Instant::now();
+    let mut step = |name: &str, applied: &mut super::Applied| {
+        applied
+            .steps
+            .push((name.to_string(), t.elapsed().as_micros() as u64));
+        t = Instant::now();
+    };
     let tar = match super::archive::script_tar(&code.bytes) {
         Ok(t) => t,
         Err(e) => return setup_failed(e),
@@ -100,6 +109,7 @@ pub async fn run(
             DockerError::api(Step::Script, "putting the script into the container", e).into(),
         );
     }
+    step("upload", applied);
     // What the engine will apply, read back rather than assumed.
     match docker.inspect_container(id, None).await {
         Ok(c) => {
@@ -131,9 +141,11 @@ pub async fn run(
         }
     };
     let mut output = attached.output;
+    step("attach", applied);
     if let Err(e) = docker.start_container(id, None).await {
         return start_failed(e);
     }
+    step("start", applied);
     applied.setup_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let started = Instant::now();
     if attach_stdin {
@@ -144,16 +156,17 @@ pub async fn run(
 
     let deadline = tokio::time::Instant::from_std(started + policy.limits.timeout);
     let mut samples = stats::spawn_sampler(docker.clone(), id.to_string());
-    // How often to ask whether the container has stopped once its output ended.
-    let mut tick = tokio::time::interval(Duration::from_millis(policy.cgroup.sample_ms.max(10)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stopped = spawn_wait(docker.clone(), id.to_string());
+    let mut exited = false;
+    let mut poll = tokio::time::interval(POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut wait_failed = false;
     let mut out = CappedOutput::new(policy.limits.output_bytes);
     let mut violations = Vec::new();
     let mut peaks = Peaks::default();
     let mut killed = false;
     let mut interrupted_by = None;
     let mut output_done = false;
-    let mut output_done_at: Option<Instant> = None;
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     loop {
@@ -176,7 +189,6 @@ pub async fn run(
                 Some(Ok(LogOutput::StdIn { .. })) => {}
                 Some(Err(_)) | None => {
                     output_done = true;
-                    output_done_at = Some(Instant::now());
                 }
             },
             _ = tokio::time::sleep_until(deadline), if !killed => {
@@ -211,14 +223,22 @@ pub async fn run(
                     killed = true;
                 }
             },
-            _ = tick.tick(), if output_done => {
-                // The streams close when the container ends; its state says so.
-                if !running(engine, id).await
-                    || output_done_at.is_some_and(|t| t.elapsed() > EXIT_GRACE && killed)
-                {
-                    break;
-                }
+            w = &mut stopped, if !exited && !wait_failed => match w {
+                Ok(true) => exited = true,
+                _ => wait_failed = true,
             },
+            _ = poll.tick(), if wait_failed && !exited => {
+                exited = !running(engine, id).await;
+            },
+            _ = tokio::time::sleep(DRAIN), if exited && !output_done => {
+                tracing::debug!("the container stopped but its output did not end");
+                break;
+            },
+        }
+        // The streams close when the container ends, possibly just after the engine
+        // says it stopped: both, so that no output is lost.
+        if exited && output_done {
+            break;
         }
     }
     let wall = started.elapsed();
@@ -286,6 +306,27 @@ pub async fn run(
         interrupted_by,
         confined: None,
     }
+}
+
+/// Resolves when the container is no longer running (`true`), or `false` when the
+/// engine's wait failed and the caller must poll instead. Asked after the start, so
+/// `not-running` cannot miss an exit that already happened.
+fn spawn_wait(docker: bollard::Docker, id: String) -> tokio::sync::oneshot::Receiver<bool> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let opts = bollard::query_parameters::WaitContainerOptions {
+            condition: "not-running".into(),
+        };
+        let ok = match docker.wait_container(&id, Some(opts)).next().await {
+            // bollard reports a non-zero exit code as an error: it stopped all the same.
+            Some(Ok(_)) | Some(Err(bollard::errors::Error::DockerContainerWaitError { .. })) => {
+                true
+            }
+            _ => false,
+        };
+        let _ = tx.send(ok);
+    });
+    rx
 }
 
 async fn running(engine: &Engine, id: &str) -> bool {
