@@ -486,8 +486,22 @@ fn missing_image_and_allowlist_are_clear_errors() {
     );
 }
 
-/// Containers carrying our owner label whose owner is one of `pids`.
-fn containers_of(pids: &[u32]) -> Vec<String> {
+/// The `<pid>-<start time>` owner tag maibox labels its containers with.
+fn owner_tag(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let start = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap();
+    format!("{pid}-{start}")
+}
+
+/// Containers carrying our owner label whose owner is one of `owners` (owner tags: a
+/// pid reused by another test's maibox does not count).
+fn containers_of(owners: &[String]) -> Vec<String> {
     let o = std::process::Command::new("docker")
         .args([
             "ps",
@@ -502,9 +516,9 @@ fn containers_of(pids: &[u32]) -> Vec<String> {
     stdout(&o)
         .lines()
         .filter(|l| {
-            let owner = l.split_whitespace().nth(1).unwrap_or("");
-            let pid: u32 = owner.split('-').next().unwrap_or("").parse().unwrap_or(0);
-            pids.contains(&pid)
+            owners
+                .iter()
+                .any(|t| l.split_whitespace().nth(1) == Some(t.as_str()))
         })
         .map(str::to_string)
         .collect()
@@ -518,7 +532,7 @@ fn hundred_runs_leave_no_container_behind() {
     const RUNS: usize = 100;
     const WORKERS: usize = 4;
     let docker = ["--backend", "docker", "--image", IMAGE];
-    let owners = std::sync::Mutex::new(Vec::<u32>::new());
+    let owners = std::sync::Mutex::new(Vec::<String>::new());
     let killed = std::sync::atomic::AtomicUsize::new(0);
     let timed_out = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -542,7 +556,7 @@ fn hundred_runs_leave_no_container_behind() {
                         .stderr(Stdio::piped())
                         .spawn()
                         .unwrap();
-                    owners.lock().unwrap().push(child.id());
+                    owners.lock().unwrap().push(owner_tag(child.id()));
                     if kind == 0 {
                         // Wait until the code runs (its container exists), then kill maibox.
                         use std::io::Read;
@@ -610,12 +624,13 @@ fn interrupted_run_removes_its_container() {
         .spawn()
         .unwrap();
     let pid = child.id();
+    let owner = [owner_tag(pid)];
     {
         use std::io::Read;
         let mut b = [0u8; 3];
         child.stdout.as_mut().unwrap().read_exact(&mut b).unwrap();
     }
-    assert_eq!(containers_of(&[pid]).len(), 1, "the run's container exists");
+    assert_eq!(containers_of(&owner).len(), 1, "the run's container exists");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -627,7 +642,7 @@ fn interrupted_run_removes_its_container() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("KeyboardInterrupt"), "{}", stderr(&o));
     assert!(t.elapsed() < Duration::from_secs(20));
-    assert!(containers_of(&[pid]).is_empty());
+    assert!(containers_of(&owner).is_empty());
 }
 
 #[test]
