@@ -462,6 +462,41 @@ mod tests {
     }
 
     #[test]
+    fn a_level_can_choose_the_docker_backend() {
+        let text = BUILTIN.replacen("backend: native", "backend: docker", 1);
+        let cfg = Config::parse(&text, "x.yaml").unwrap();
+        let p = Policy::build(&cfg, TrustLevel::Untrusted, &Overrides::default()).unwrap();
+        assert_eq!(p.backend, Backend::Docker);
+        // The interpreter is the image's, named as configured, never resolved on the host.
+        assert_eq!(p.interpreter.path, PathBuf::from("python3"));
+        assert_eq!(p.docker.image, "python:3-slim");
+        // The other levels keep the native engine; the flag overrides the level.
+        let t = Policy::build(&cfg, TrustLevel::Trusted, &Overrides::default()).unwrap();
+        assert_eq!(t.backend, Backend::Native);
+        let ov = Overrides {
+            backend: Some(Backend::Native),
+            ..Default::default()
+        };
+        let n = Policy::build(&cfg, TrustLevel::Untrusted, &ov).unwrap();
+        assert_eq!(n.backend, Backend::Native);
+    }
+
+    #[test]
+    fn docker_settings_are_checked() {
+        let text = BUILTIN.replace("image: python:3-slim", "image: \"bad image\"");
+        let e = Config::parse(&text, "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("docker.image"), "{e}");
+        let cfg = Config::parse(BUILTIN, "builtin").unwrap();
+        let ov = Overrides {
+            backend: Some(Backend::Docker),
+            disable: vec![Layer::Landlock],
+            ..Default::default()
+        };
+        let e = Policy::build(&cfg, TrustLevel::Untrusted, &ov).unwrap_err();
+        assert!(e.to_string().contains("docker backend"), "{e}");
+    }
+
+    #[test]
     fn missing_rootfs_is_an_error() {
         let cfg = Config::parse(BUILTIN, "builtin").unwrap();
         let ov = Overrides {
