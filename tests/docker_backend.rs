@@ -464,6 +464,26 @@ fn missing_image_and_allowlist_are_clear_errors() {
             && e.contains("docker pull"),
         "{e}"
     );
+    // --pull asks the image's registry, here one that refuses the connection at once.
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--backend",
+            "docker",
+            "--image",
+            "localhost:1/maibox-no-such-image:none",
+            "--pull",
+            "-c",
+            "print(1)",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        stderr(&o).contains("cannot pull image localhost:1/maibox-no-such-image:none"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(
         As::Caller,
         &[

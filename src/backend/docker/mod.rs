@@ -72,7 +72,7 @@ async fn session(
     };
     let mut t = t0;
     // Caught from here on, so that Ctrl-C can never leave a container behind.
-    let signals = match supervise::Signals::install() {
+    let mut signals = match supervise::Signals::install() {
         Ok(s) => s,
         Err(e) => return (supervise::setup_failed(e), applied),
     };
@@ -85,8 +85,16 @@ async fn session(
     step("engine", &mut applied, &mut t);
     labels::cleanup_stale(&engine.docker).await;
     step("cleanup-stale", &mut applied, &mut t);
-    if let Err(e) = image::ensure(&engine, &policy.docker.image, policy.docker.pull).await {
-        return (supervise::setup_failed(e.into()), applied);
+    // A pull can take long: Ctrl-C meanwhile ends the run before any container exists.
+    let ensured = tokio::select! {
+        r = image::ensure(&engine, &policy.docker.image, policy.docker.pull) => r.map_err(SetupError::from),
+        sig = signals.recv() => Err(SetupError::new(
+            Step::Image,
+            format!("interrupted by {} before the code ran", crate::monitor::signal_name(sig)),
+        )),
+    };
+    if let Err(e) = ensured {
+        return (supervise::setup_failed(e), applied);
     }
     step("image", &mut applied, &mut t);
     let req = spec::Request {

@@ -42,7 +42,7 @@ impl Signals {
         })
     }
 
-    async fn recv(&mut self) -> i32 {
+    pub async fn recv(&mut self) -> i32 {
         tokio::select! {
             _ = self.int.recv() => libc::SIGINT,
             _ = self.term.recv() => libc::SIGTERM,
