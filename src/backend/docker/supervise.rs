@@ -21,6 +21,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 /// After the container stopped, how long its output streams may take to close.
 const DRAIN: Duration = Duration::from_secs(5);
+/// How long after the timeout a container that was killed may take to stop.
+const GIVE_UP: Duration = Duration::from_secs(30);
 /// How often to ask whether the container stopped when the engine's wait failed.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -229,6 +231,12 @@ pub async fn run(
             },
             _ = poll.tick(), if wait_failed && !exited => {
                 exited = !running(engine, id).await;
+            },
+            // Last resort when the engine neither stops the container nor says so: the
+            // forced removal that follows kills it.
+            _ = tokio::time::sleep_until(deadline + GIVE_UP), if killed => {
+                eprintln!("maibox: warning: the engine did not report the killed container {id} stopped; removing it");
+                break;
             },
             _ = tokio::time::sleep(DRAIN), if exited && !output_done => {
                 tracing::debug!("the container stopped but its output did not end");
