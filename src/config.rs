@@ -81,6 +81,53 @@ pub enum NetworkMode {
     Allowlist,
 }
 
+/// Who isolates the code: maibox's own engine, or a Docker engine through its API.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    #[default]
+    Native,
+    Docker,
+}
+
+/// Settings of the Docker backend (`backend: docker` in a level, or `--backend docker`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DockerConfig {
+    /// The image the code runs in; it must have the interpreter on its PATH.
+    #[serde(default = "default_docker_image")]
+    pub image: String,
+    /// The interpreter inside the image: a name looked up on the image's PATH, or an
+    /// absolute path in the image.
+    #[serde(default = "default_docker_interpreter")]
+    pub interpreter: String,
+    /// The OCI runtime registered with the engine (e.g. `maibox`); none: the engine's default.
+    #[serde(default)]
+    pub runtime: Option<String>,
+    /// Pull a missing image from its registry (otherwise a missing image is an error).
+    #[serde(default)]
+    pub pull: bool,
+}
+
+fn default_docker_image() -> String {
+    "python:3-slim".into()
+}
+
+fn default_docker_interpreter() -> String {
+    "python3".into()
+}
+
+impl Default for DockerConfig {
+    fn default() -> Self {
+        DockerConfig {
+            image: default_docker_image(),
+            interpreter: default_docker_interpreter(),
+            runtime: None,
+            pull: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -101,6 +148,9 @@ pub struct Config {
     /// Tamper-evident audit log of every run.
     #[serde(default)]
     pub audit: crate::audit::AuditConfig,
+    /// The Docker backend's image, interpreter and runtime.
+    #[serde(default)]
+    pub docker: DockerConfig,
     pub levels: Levels,
 }
 
@@ -144,6 +194,9 @@ pub struct LevelConfig {
     pub root_size: ByteSize,
     pub read_only_root: bool,
     pub network: NetworkMode,
+    /// Who isolates runs at this level (`--backend` overrides it).
+    #[serde(default)]
+    pub backend: Backend,
     /// Root image directory: when set, the root is an overlay of it with a tmpfs upper layer.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
@@ -275,6 +328,7 @@ impl Config {
                 "must be a non-empty name of letters, digits, '_' or '-'".into(),
             ));
         }
+        validate_docker(&self.docker).map_err(|(k, m)| bad(format!("docker.{k}"), m))?;
         for key in self.env.keys() {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
                 return Err(bad(format!("env.{key}"), "invalid variable name".into()));
@@ -333,6 +387,39 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// An image reference or runtime name that cannot be right is caught at load, not by the engine.
+pub fn validate_docker(d: &DockerConfig) -> Result<(), (&'static str, String)> {
+    let ok_ref = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
+    };
+    if !ok_ref(&d.image) {
+        return Err((
+            "image",
+            format!(
+                "{:?} is not an image reference (e.g. python:3-slim)",
+                d.image
+            ),
+        ));
+    }
+    if d.interpreter.is_empty() || d.interpreter.contains(char::is_whitespace) {
+        return Err((
+            "interpreter",
+            format!(
+                "{:?} must be a program name or an absolute path in the image",
+                d.interpreter
+            ),
+        ));
+    }
+    if let Some(r) = &d.runtime {
+        if !ok_ref(r) || r.contains('/') {
+            return Err(("runtime", format!("{r:?} is not a runtime name")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 pub mod assess;
 pub mod audit;
+pub mod backend;
 pub mod cgroup;
 pub mod config;
 pub mod confine;

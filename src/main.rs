@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a Python script in a sandbox.
-    Exec(ExecArgs),
+    Exec(Box<ExecArgs>),
     /// Show what this host can enforce, and how to fix what it cannot.
     Doctor {
         #[arg(long)]
@@ -146,6 +146,19 @@ struct ExecArgs {
     /// Network: none (only lo) or allowlist (only the filtering proxy; see `network:` in the config).
     #[arg(long, value_parser = parse_network)]
     network: Option<maibox::config::NetworkMode>,
+    /// Who isolates the code: native (maibox's own engine) or docker (a Docker engine
+    /// at $DOCKER_HOST; see `docker:` in the config).
+    #[arg(long, value_enum)]
+    backend: Option<maibox::config::Backend>,
+    /// Docker backend: the image to run in (default from the config).
+    #[arg(long, value_parser = parse_image)]
+    image: Option<String>,
+    /// Docker backend: pull the image when the engine does not have it.
+    #[arg(long)]
+    pull: bool,
+    /// Docker backend: the OCI runtime registered with the engine (e.g. maibox).
+    #[arg(long, value_name = "NAME")]
+    docker_runtime: Option<String>,
     /// Let --timeout/--cpus/--memory/--pids exceed the trust level's quota (recorded).
     #[arg(long)]
     allow_raise: bool,
@@ -212,6 +225,13 @@ fn parse_network(s: &str) -> Result<maibox::config::NetworkMode, String> {
             "unknown network mode {other:?} (use none or allowlist)"
         )),
     }
+}
+
+fn parse_image(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.starts_with('-') {
+        return Err("give an image reference, e.g. python:3-slim".into());
+    }
+    Ok(s.to_string())
 }
 
 fn parse_cpus(s: &str) -> Result<f64, String> {
@@ -281,7 +301,7 @@ fn main() {
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
-        Cmd::Exec(a) => exec(a),
+        Cmd::Exec(a) => exec(*a),
         Cmd::Doctor { json } => doctor(json),
         Cmd::Audit { cmd } => audit_cmd(cmd),
         Cmd::Seccomp {
@@ -391,6 +411,10 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         output: a.output_limit,
         interpreter: a.python,
         disable: a.unsafe_disable_layer.clone(),
+        backend: a.backend,
+        image: a.image,
+        pull: a.pull,
+        docker_runtime: a.docker_runtime,
     };
     if !a.unsafe_disable_layer.is_empty() {
         eprintln!(

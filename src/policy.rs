@@ -3,7 +3,7 @@
 //! Built from the configuration, the trust level and the caller's overrides; the
 //! OCI front door (later) builds the same struct from a bundle's config.json.
 
-use crate::config::{Config, NetworkMode, TrustLevel};
+use crate::config::{Backend, Config, DockerConfig, NetworkMode, TrustLevel};
 use crate::interpreter::{self, Interpreter, InterpreterError};
 use crate::units::{ByteSize, Seconds};
 use serde::Serialize;
@@ -64,6 +64,10 @@ pub struct Policy {
     /// The complete environment of the code, in order.
     pub env: Vec<(String, String)>,
     pub hostname: String,
+    /// Who isolates the run: maibox's engine or a Docker engine.
+    pub backend: Backend,
+    /// The Docker backend's image, interpreter and runtime (used when `backend` is docker).
+    pub docker: DockerConfig,
     /// What the sandbox looks like inside: maibox's Python view, or an OCI bundle's.
     pub view: View,
 }
@@ -218,6 +222,11 @@ pub struct Overrides {
     pub output: Option<ByteSize>,
     pub interpreter: Option<PathBuf>,
     pub disable: Vec<Layer>,
+    pub backend: Option<Backend>,
+    /// Docker backend: image, `--pull`, runtime name.
+    pub image: Option<String>,
+    pub pull: bool,
+    pub docker_runtime: Option<String>,
 }
 
 impl Policy {
@@ -232,7 +241,17 @@ impl Policy {
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| cfg.python.interpreter.clone());
+        let backend = ov.backend.unwrap_or(level.backend);
         let rootfs = ov.rootfs.clone().or_else(|| level.rootfs.clone());
+        let docker = docker_settings(cfg, ov);
+        if backend == Backend::Docker {
+            check_docker(
+                rootfs.is_some(),
+                ov.network.unwrap_or(level.network),
+                &docker,
+                &ov.disable,
+            )?;
+        }
         if let Some(r) = &rootfs {
             if !r.is_dir() {
                 return Err(PolicyError::Invalid {
@@ -241,9 +260,15 @@ impl Policy {
                 });
             }
         }
-        let interpreter = match &rootfs {
-            Some(img) => interpreter::resolve_in_image(img, &interp_setting)?,
-            None => interpreter::resolve(&interp_setting)?,
+        let interpreter = match (backend, &rootfs) {
+            // The image's interpreter runs; nothing about it can be checked from here.
+            (Backend::Docker, _) => Interpreter {
+                path: PathBuf::from(&docker.interpreter),
+                prefix: PathBuf::new(),
+                extra_bind: None,
+            },
+            (Backend::Native, Some(img)) => interpreter::resolve_in_image(img, &interp_setting)?,
+            (Backend::Native, None) => interpreter::resolve(&interp_setting)?,
         };
         let mut adjustments = Vec::new();
         let timeout = pick(
@@ -347,9 +372,62 @@ impl Policy {
             landlock,
             env,
             hostname: "maibox".into(),
+            backend,
+            docker,
             view: View::default(),
         })
     }
+}
+
+/// The Docker backend takes the same limits; what only maibox's engine can do is refused
+/// here, before anything runs.
+fn check_docker(
+    backend_has_rootfs: bool,
+    network: NetworkMode,
+    d: &DockerConfig,
+    disable: &[Layer],
+) -> Result<(), PolicyError> {
+    let invalid = |setting: &str, message: String| PolicyError::Invalid {
+        setting: setting.into(),
+        message,
+    };
+    if backend_has_rootfs {
+        return Err(invalid(
+            "--rootfs",
+            "a root image directory is for the native backend; with --backend docker give an image with --image".into(),
+        ));
+    }
+    if network == NetworkMode::Allowlist {
+        return Err(invalid(
+            "--network allowlist",
+            "the docker backend cannot provide the filtering proxy, so it runs with --network none only; use --backend native for the allowlist".into(),
+        ));
+    }
+    if let Some(l) = disable
+        .iter()
+        .find(|l| !crate::backend::docker::spec::SWITCHABLE.contains(l))
+    {
+        return Err(invalid(
+            "--unsafe-disable-layer",
+            format!("{l:?} is not a layer the docker backend applies or can switch off"),
+        ));
+    }
+    crate::config::validate_docker(d).map_err(|(k, m)| invalid(&format!("docker.{k}"), m))
+}
+
+fn docker_settings(cfg: &Config, ov: &Overrides) -> DockerConfig {
+    let mut d = cfg.docker.clone();
+    if let Some(i) = &ov.image {
+        d.image = i.clone();
+    }
+    if let Some(r) = &ov.docker_runtime {
+        d.runtime = Some(r.clone());
+    }
+    if let Some(p) = &ov.interpreter {
+        d.interpreter = p.display().to_string();
+    }
+    d.pull |= ov.pull;
+    d
 }
 
 #[cfg(test)]
@@ -381,6 +459,41 @@ mod tests {
         let p = Policy::build(&cfg, TrustLevel::Trusted, &ov).unwrap();
         assert_eq!(p.limits.timeout, Duration::from_secs(2));
         assert_eq!(p.limits.output_bytes, 1024);
+    }
+
+    #[test]
+    fn a_level_can_choose_the_docker_backend() {
+        let text = BUILTIN.replacen("backend: native", "backend: docker", 1);
+        let cfg = Config::parse(&text, "x.yaml").unwrap();
+        let p = Policy::build(&cfg, TrustLevel::Untrusted, &Overrides::default()).unwrap();
+        assert_eq!(p.backend, Backend::Docker);
+        // The interpreter is the image's, named as configured, never resolved on the host.
+        assert_eq!(p.interpreter.path, PathBuf::from("python3"));
+        assert_eq!(p.docker.image, "python:3-slim");
+        // The other levels keep the native engine; the flag overrides the level.
+        let t = Policy::build(&cfg, TrustLevel::Trusted, &Overrides::default()).unwrap();
+        assert_eq!(t.backend, Backend::Native);
+        let ov = Overrides {
+            backend: Some(Backend::Native),
+            ..Default::default()
+        };
+        let n = Policy::build(&cfg, TrustLevel::Untrusted, &ov).unwrap();
+        assert_eq!(n.backend, Backend::Native);
+    }
+
+    #[test]
+    fn docker_settings_are_checked() {
+        let text = BUILTIN.replace("image: python:3-slim", "image: \"bad image\"");
+        let e = Config::parse(&text, "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("docker.image"), "{e}");
+        let cfg = Config::parse(BUILTIN, "builtin").unwrap();
+        let ov = Overrides {
+            backend: Some(Backend::Docker),
+            disable: vec![Layer::Landlock],
+            ..Default::default()
+        };
+        let e = Policy::build(&cfg, TrustLevel::Untrusted, &ov).unwrap_err();
+        assert!(e.to_string().contains("docker backend"), "{e}");
     }
 
     #[test]

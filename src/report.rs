@@ -21,6 +21,8 @@ pub mod exit {
 pub struct Report {
     pub maibox_version: &'static str,
     pub run_id: String,
+    /// Who isolated the run: `native` or `docker`.
+    pub backend: crate::config::Backend,
     pub trust: TrustLevel,
     /// The exit code maibox itself returns.
     pub exit_code: i32,
@@ -44,6 +46,9 @@ pub struct Report {
     pub landlock: Option<crate::confine::LandlockOutcome>,
     pub setup_ms: f64,
     pub setup_steps_us: Vec<(String, u64)>,
+    /// Docker backend: the engine, image, runtime and container of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docker: Option<crate::backend::docker::report::EngineInfo>,
 }
 
 #[derive(Debug, Serialize)]
@@ -121,6 +126,9 @@ impl Layers {
 
     pub fn for_policy(p: &Policy) -> Layers {
         use crate::policy::Layer;
+        if p.backend == crate::config::Backend::Docker {
+            return crate::backend::docker::planned_layers(p);
+        }
         Layers {
             user_ns: true,
             pid_ns: true,

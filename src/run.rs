@@ -130,6 +130,9 @@ pub fn run(
     mut ctx: Context,
     net: &crate::net::NetConfig,
 ) -> Run {
+    if policy.backend == crate::config::Backend::Docker {
+        return crate::backend::docker::run(policy, code, args, stdin, ctx);
+    }
     let run_id = ctx.run_id.clone();
     // Allowlist mode: the proxy's socket is bound before the sandbox is cloned (the
     // supervisor must still be single-threaded then); its thread starts after.
@@ -290,6 +293,7 @@ fn finish(
     let report = Report {
         maibox_version: env!("CARGO_PKG_VERSION"),
         run_id,
+        backend: crate::config::Backend::Native,
         trust: policy.trust,
         exit_code: report::exit_code(&outcome),
         ending: outcome.ending.clone(),
@@ -339,6 +343,7 @@ fn finish(
         decision: ctx.decision,
         setup_ms,
         setup_steps_us: steps,
+        docker: None,
     };
     Run { outcome, report }
 }

@@ -324,6 +324,8 @@ pub fn policy_for(
         landlock: Default::default(),
         cgroup: Default::default(),
         proxy_socket: None,
+        backend: Default::default(),
+        docker: Default::default(),
         identity: Identity {
             uid: user.uid(),
             gid: user.gid(),

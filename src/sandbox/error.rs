@@ -39,6 +39,12 @@ pub enum Step {
     Network,
     Exec,
     Wait,
+    /// Docker backend: reaching the engine.
+    Engine,
+    /// Docker backend: finding (or pulling) the image.
+    Image,
+    /// Docker backend: creating, filling or starting the container.
+    Container,
 }
 
 impl fmt::Display for Step {

@@ -1,0 +1,142 @@
+//! The Docker backend: the same [`Policy`] handed to a Docker engine through its API
+//! (bollard), supervised and reported like a native run.
+//!
+//! The async client runs on a current-thread tokio runtime made for the run and
+//! dropped after it, so the native path never pays for it.
+
+pub mod archive;
+pub mod client;
+pub mod error;
+mod image;
+pub mod labels;
+pub mod report;
+pub mod spec;
+mod stats;
+mod supervise;
+
+use crate::monitor::Outcome;
+use crate::policy::Policy;
+use crate::run::{Code, Context, Run};
+use crate::sandbox::{SetupError, StdinMode, Step};
+
+pub use report::planned_layers;
+
+/// What the engine did, for the report.
+#[derive(Default)]
+pub struct Applied {
+    pub layers: Option<crate::report::Layers>,
+    pub engine: Option<report::EngineInfo>,
+    pub setup_ms: f64,
+    pub steps: Vec<(String, u64)>,
+}
+
+pub fn run(
+    policy: &Policy,
+    code: &Code,
+    args: &[String],
+    stdin: StdinMode,
+    mut ctx: Context,
+) -> Run {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let e = SetupError::new(Step::Engine, format!("starting the Docker client: {e}"));
+            return report::finish(policy, supervise::setup_failed(e), ctx, Applied::default());
+        }
+    };
+    let stats = ctx.stats.take();
+    let (outcome, applied) = rt.block_on(session(policy, code, args, stdin, &ctx.run_id, stats));
+    // The stdin reader may still be blocked in read(2): do not wait for it.
+    rt.shutdown_background();
+    report::finish(policy, outcome, ctx, applied)
+}
+
+async fn session(
+    policy: &Policy,
+    code: &Code,
+    args: &[String],
+    stdin: StdinMode,
+    run_id: &str,
+    stats: Option<crate::run::StatsSink>,
+) -> (Outcome, Applied) {
+    let t0 = std::time::Instant::now();
+    let mut applied = Applied::default();
+    let step = |name: &str, applied: &mut Applied, t: &mut std::time::Instant| {
+        applied
+            .steps
+            .push((name.to_string(), t.elapsed().as_micros() as u64));
+        *t = std::time::Instant::now();
+    };
+    let mut t = t0;
+    // Caught from here on, so that Ctrl-C can never leave a container behind.
+    let mut signals = match supervise::Signals::install() {
+        Ok(s) => s,
+        Err(e) => return (supervise::setup_failed(e), applied),
+    };
+    let request_timeout = policy.limits.timeout + std::time::Duration::from_secs(60);
+    let engine = match client::connect(request_timeout).await {
+        Ok(e) => e,
+        Err(e) => return (supervise::setup_failed(e.into()), applied),
+    };
+    applied.engine = Some(report::EngineInfo::of(&engine, policy));
+    step("engine", &mut applied, &mut t);
+    labels::cleanup_stale(&engine.docker).await;
+    step("cleanup-stale", &mut applied, &mut t);
+    // A pull can take long: Ctrl-C meanwhile ends the run before any container exists.
+    let ensured = tokio::select! {
+        r = image::ensure(&engine, &policy.docker.image, policy.docker.pull) => r.map_err(SetupError::from),
+        sig = signals.recv() => Err(SetupError::new(
+            Step::Image,
+            format!("interrupted by {} before the code ran", crate::monitor::signal_name(sig)),
+        )),
+    };
+    if let Err(e) = ensured {
+        return (supervise::setup_failed(e), applied);
+    }
+    step("image", &mut applied, &mut t);
+    let req = spec::Request {
+        policy,
+        args,
+        stdin: stdin == StdinMode::Pump,
+        labels: labels::for_run(run_id),
+    };
+    let created = engine
+        .docker
+        .create_container(None, spec::container(&req))
+        .await;
+    let id = match created {
+        Ok(c) => c.id,
+        Err(e) => {
+            let e = error::DockerError::api(Step::Container, "creating the container", e);
+            return (supervise::setup_failed(e.into()), applied);
+        }
+    };
+    if let Some(e) = applied.engine.as_mut() {
+        e.container_id = Some(id.clone());
+    }
+    step("create", &mut applied, &mut t);
+    // Every path from here removes the container; a maibox killed before that leaves
+    // it to the next run's `cleanup_stale`.
+    let outcome = supervise::run(
+        &engine,
+        &id,
+        policy,
+        code,
+        req.stdin,
+        signals,
+        stats,
+        &mut applied,
+        t0,
+    )
+    .await;
+    if let Err(e) = labels::remove(&engine.docker, &id).await {
+        eprintln!(
+            "maibox: warning: cannot remove container {id}: {} (the next docker-backend run retries)",
+            error::engine_message(&e)
+        );
+    }
+    (outcome, applied)
+}
