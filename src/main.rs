@@ -424,6 +424,11 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
     }
     let mut policy = Policy::build(&cfg, trust, &ov)?;
     if a.audit_syscalls {
+        if policy.backend != maibox::config::Backend::Native {
+            anyhow::bail!(
+                "--audit-syscalls needs maibox's own seccomp filter: use it with --backend native (the docker backend applies the engine's profile)"
+            );
+        }
         policy.seccomp.audit_denials = true;
     }
     for note in &policy.adjustments {

@@ -105,6 +105,8 @@ pub fn finish(policy: &Policy, outcome: Outcome, ctx: Context, applied: Applied)
             kill_on: Vec::new(),
             // The engine's profile is not listed through its API.
             syscalls_allowed: 0,
+            audit_denials: false,
+            denied: Vec::new(),
         },
         layers,
         landlock: None,

@@ -63,6 +63,7 @@ pub fn setup_failed(e: SetupError) -> Outcome {
         stdout_ended_with_newline: true,
         interrupted_by: None,
         confined: None,
+        denied_syscalls: Vec::new(),
     }
 }
 
@@ -275,7 +276,9 @@ pub async fn run(
     if let Ending::Signaled { signal, name } = &ending {
         if *signal == libc::SIGSYS {
             violations.push(Violation::Seccomp {
-                signal: name.clone(),
+                syscall: None,
+                nr: None,
+                signal: Some(name.clone()),
             });
         }
         if *signal == libc::SIGXCPU
@@ -313,6 +316,7 @@ pub async fn run(
         stdout_ended_with_newline: out.stdout.ended_with_newline,
         interrupted_by,
         confined: None,
+        denied_syscalls: Vec::new(),
     }
 }
 
