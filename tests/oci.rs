@@ -336,6 +336,54 @@ print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'groups': sorted(os.ge
 }
 
 #[test]
+fn spec_seccomp_profile_is_enforced() {
+    if !require_root("spec_seccomp_profile_is_enforced") {
+        return;
+    }
+    let env = Env::new();
+    // keyctl(0) is outside Docker's profile (default errno 1); clone3(NULL, 0) gets its
+    // errnoRet 38; personality(ADDR_NO_RANDOMIZE) is refused by an argument check.
+    let probe = r#"
+import ctypes, json
+libc = ctypes.CDLL(None, use_errno=True)
+def call(*a):
+    r = libc.syscall(*a); return 0 if r >= 0 else ctypes.get_errno()
+st = {l.split(':')[0]: l.split(':')[1].strip() for l in open('/proc/self/status')}
+print(json.dumps({'keyctl': call(250, 0, 0, 0, 0), 'clone3': call(435, 0, 0),
+  'personality': call(135, 0x0040000), 'query': call(135, ctypes.c_ulong(0xffffffff)), 'mode': st['Seccomp']}))
+"#;
+    let docker: Value = serde_json::from_str(include_str!("data/docker-config.json")).unwrap();
+    let profile = docker["linux"]["seccomp"].clone();
+    for nnp in [true, false] {
+        for with_profile in [true, false] {
+            let b = env.bundle(&format!("s{nnp}{with_profile}"), |v| {
+                v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
+                v["process"]["noNewPrivileges"] = nnp.into();
+                if with_profile {
+                    v["linux"]["seccomp"] = profile.clone();
+                }
+            });
+            let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "sc"]);
+            assert!(o.status.success(), "stderr: {}", stderr(&o));
+            let p: Value = serde_json::from_slice(&o.stdout).unwrap();
+            if with_profile {
+                assert_eq!(p["mode"], "2", "nnp {nnp}: {p}");
+                assert_eq!(p["keyctl"], libc::EPERM, "nnp {nnp}: {p}");
+                assert_eq!(p["clone3"], libc::ENOSYS, "nnp {nnp}: {p}");
+                assert_eq!(p["personality"], libc::EPERM, "nnp {nnp}: {p}");
+                assert_eq!(p["query"], 0, "nnp {nnp}: {p}");
+            } else {
+                // Control: the same probes without the profile.
+                assert_eq!(p["mode"], "0", "{p}");
+                assert_ne!(p["keyctl"], libc::EPERM, "{p}");
+                assert_ne!(p["clone3"], libc::ENOSYS, "{p}");
+                assert_eq!(p["personality"], 0, "{p}");
+            }
+        }
+    }
+}
+
+#[test]
 fn spec_rootless_runs_in_a_user_namespace() {
     if !require_root("spec_rootless_runs_in_a_user_namespace") {
         return;

@@ -521,6 +521,7 @@ const BPF_RET_K: u16 = 0x06;
 const SECCOMP_DATA_NR: u32 = 0;
 const SECCOMP_DATA_ARCH: u32 = 4;
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
+const RET_ALLOW: u32 = 0x7fff_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
 const RET_EPERM: u32 = RET_ERRNO | libc::EPERM as u32;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
@@ -728,6 +729,21 @@ fn arch_check_len() -> usize {
     }
 }
 
+/// A program that only kills foreign-architecture and x32 calls and allows the rest,
+/// to stack under filters compiled by seccompiler (which checks the arch value alone,
+/// so x32 would pass it).
+pub fn arch_guard() -> BpfProgram {
+    let mut out = prefix(&SeccompProfile {
+        kill_on: Vec::new(),
+        deny: Vec::new(),
+        ..SeccompProfile::default()
+    });
+    // prefix() ends with clone3's ENOSYS entry, which a foreign profile decides itself.
+    out.truncate(arch_check_len());
+    out.push(stmt(BPF_RET_K, RET_ALLOW));
+    out
+}
+
 /// Our raw BPF that runs before seccompiler's program (see the module doc).
 fn prefix(p: &SeccompProfile) -> Vec<sock_filter> {
     let mut out = vec![
@@ -815,6 +831,12 @@ pub fn install_filter(prog: &BpfProgram) -> Result<(), ConfineError> {
     install(prog, 0).map(|_| ())
 }
 
+/// Installs `prog` without setting no_new_privs, for OCI specs that leave it off:
+/// the kernel then requires CAP_SYS_ADMIN in the caller's user namespace.
+pub fn install_filter_flags(prog: &BpfProgram, flags: libc::c_ulong) -> Result<(), ConfineError> {
+    raw_install(prog, flags).map(|_| ())
+}
+
 /// Installs `prog` and returns the listener for its user notifications. The fd is
 /// not close-on-exec: the caller must hand it on and close it before execve, or the
 /// code would hold the power to answer its own denied calls.
@@ -829,6 +851,10 @@ fn install(prog: &BpfProgram, flags: libc::c_ulong) -> Result<libc::c_long, Conf
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(ConfineError::NoNewPrivs(std::io::Error::last_os_error()));
     }
+    raw_install(prog, flags)
+}
+
+fn raw_install(prog: &BpfProgram, flags: libc::c_ulong) -> Result<libc::c_long, ConfineError> {
     let len = u16::try_from(prog.len()).map_err(|_| ConfineError::FilterTooLarge(prog.len()))?;
     let fprog = libc::sock_fprog {
         len,

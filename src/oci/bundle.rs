@@ -45,7 +45,6 @@ fn invalid(field: &str, message: impl Into<String>) -> BundleError {
 /// Docker before the engine has them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Waivable {
-    Seccomp,
     Resources,
     Apparmor,
 }
@@ -132,13 +131,11 @@ pub fn policy_for(
             })
         }
     };
-    if linux.seccomp().is_some() {
-        waive(
-            Waivable::Seccomp,
-            "linux.seccomp",
-            "with Docker: --security-opt seccomp=unconfined",
-        )?;
-    }
+    let seccomp = linux
+        .seccomp()
+        .as_ref()
+        .map(super::seccomp::compile)
+        .transpose()?;
     if process.apparmor_profile().is_some() {
         waive(
             Waivable::Apparmor,
@@ -303,6 +300,7 @@ pub fn policy_for(
         sysctls,
         start_fifo: None,
         die_with_parent: false,
+        seccomp,
     };
     let env: Vec<(String, String)> = view
         .process
@@ -318,8 +316,8 @@ pub fn policy_for(
     Ok(Policy {
         trust: TrustLevel::Untrusted,
         disabled: Default::default(),
-        // The OCI view takes seccomp from the spec (not yet compiled: refused unless
-        // waived, see `unenforced`) and applies no Landlock of maibox's own.
+        // The OCI view takes seccomp from the spec (`OciView::seccomp`) and applies
+        // no Landlock of maibox's own.
         seccomp: Default::default(),
         landlock: Default::default(),
         cgroup: Default::default(),
@@ -603,13 +601,11 @@ mod tests {
         v["root"]["path"] = "rootfs".into();
         let spec: Spec = serde_json::from_value(v).unwrap();
         let none = BTreeSet::new();
-        // The profile and the limits Docker sends are refused until enforced...
+        // The limits Docker sends are refused until enforced...
         let e = policy_for(&spec, dir.path(), &none).unwrap_err();
-        assert!(e.to_string().contains("linux.seccomp"), "{e}");
+        assert!(e.to_string().contains("linux.resources"), "{e}");
         // ...and pass only when waived explicitly.
-        let all = [Waivable::Seccomp, Waivable::Resources]
-            .into_iter()
-            .collect();
+        let all = [Waivable::Resources].into_iter().collect();
         let p = policy_for(&spec, dir.path(), &all).unwrap();
         let View::Oci(view) = &p.view else {
             panic!("not an OCI view")
@@ -630,6 +626,8 @@ mod tests {
         assert!(rc.bind && rc.recursive);
         assert_eq!(rc.flags & libc::MS_RDONLY, libc::MS_RDONLY);
         assert!(view.masked_paths.contains(&"/proc/kcore".to_string()));
+        // Docker's profile is compiled, not waived.
+        assert!(view.seccomp.as_ref().unwrap().programs.len() >= 3);
     }
 
     #[test]

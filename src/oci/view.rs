@@ -27,6 +27,9 @@ pub struct OciView {
     /// Kill the container when the process that created it dies. Off for
     /// `create`: the container outlives the runtime command and the shim reaps it.
     pub die_with_parent: bool,
+    /// `linux.seccomp`, compiled ([`crate::oci::seccomp`]).
+    #[serde(skip)]
+    pub seccomp: Option<crate::oci::seccomp::Compiled>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

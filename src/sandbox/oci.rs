@@ -149,6 +149,12 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
     nix::unistd::setsid()
         .map(drop)
         .step(Step::Session, "setsid")?;
+    // Without no_new_privs the kernel takes a filter only from a holder of
+    // CAP_SYS_ADMIN, so it goes on before the identity switch drops it (as runc
+    // does); the profile must then allow the calls left in setup.
+    if !v.process.no_new_privileges {
+        install_seccomp(v)?;
+    }
     switch_identity(v)?;
     enter_cwd(&v.process.cwd)?;
     Ok(gate)
@@ -609,7 +615,26 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
         eprintln!("maibox: {e}");
         return 125;
     }
+    // With no_new_privs, as late as possible: only execve is left.
+    if v.process.no_new_privileges {
+        if let Err(e) = install_seccomp(v) {
+            eprintln!("maibox: {e}");
+            return 125;
+        }
+    }
     exec(&payload)
+}
+
+/// The spec's seccomp programs, in order (see [`crate::oci::seccomp`]).
+fn install_seccomp(v: &OciView) -> Result<(), SetupError> {
+    let Some(c) = &v.seccomp else {
+        return Ok(());
+    };
+    for p in &c.programs {
+        crate::confine::seccomp::install_filter_flags(p, c.flags)
+            .step(Step::Seccomp, "install the spec's seccomp filter")?;
+    }
+    Ok(())
 }
 
 /// Signal dispositions and mask back to defaults, then execve. Returns only on failure.
