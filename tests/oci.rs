@@ -384,6 +384,91 @@ print(json.dumps({'keyctl': call(250, 0, 0, 0, 0), 'clone3': call(435, 0, 0),
 }
 
 #[test]
+fn spec_resources_are_enforced_in_the_containers_cgroup() {
+    if !require_root("spec_resources_are_enforced_in_the_containers_cgroup") {
+        return;
+    }
+    let env = Env::new();
+    let probe = r#"
+import json, os, sys
+forks = 0
+try:
+    for _ in range(40):
+        if os.fork() == 0:
+            import time; time.sleep(2); os._exit(0)
+        forks += 1
+except OSError:
+    pass
+cg = open('/proc/self/cgroup').read()
+print(json.dumps({'forks': forks, 'cgroup': cg}), flush=True)
+if sys.argv[1:] == ['hog']:
+    b = bytearray(200 << 20)
+    for i in range(0, len(b), 4096): b[i] = 1
+    print('survived', flush=True)
+"#;
+    let tag = format!("maibox-oci-test-{}", std::process::id());
+    let cg_path = format!("/{tag}/c1");
+    let resources = serde_json::json!({
+        "memory": {"limit": 64 << 20},
+        "pids": {"limit": 16},
+        "cpu": {"quota": 50000, "period": 100000},
+        "devices": [{"allow": false, "access": "rwm"},
+                    {"allow": true, "type": "c", "major": 1, "minor": 3, "access": "rwm"}],
+    });
+    for limited in [true, false] {
+        for hog in [false, true] {
+            let b = env.bundle(&format!("r{limited}{hog}"), |v| {
+                let mut args = vec!["python3", "-c", probe];
+                if hog {
+                    args.push("hog");
+                }
+                v["process"]["args"] = serde_json::json!(args);
+                v["linux"]["namespaces"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({"type": "cgroup"}));
+                if limited {
+                    v["linux"]["resources"] = resources.clone();
+                    v["linux"]["cgroupsPath"] = cg_path.clone().into();
+                }
+            });
+            let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "c1"]);
+            let out = stdout(&o);
+            let p: Value = serde_json::from_str(out.lines().next().unwrap_or("null"))
+                .unwrap_or_else(|e| panic!("{e}: {out} {}", stderr(&o)));
+            if limited {
+                assert!(
+                    p["forks"].as_u64().is_some_and(|f| f < 16),
+                    "{p} {}",
+                    stderr(&o)
+                );
+                // Inside its own cgroup namespace the container sees its group as /.
+                assert!(p["cgroup"].as_str().unwrap().contains("memory:/\n"), "{p}");
+                if hog {
+                    assert_eq!(o.status.code(), Some(137), "{out} {}", stderr(&o));
+                    assert!(!out.contains("survived"));
+                }
+                // `run` deletes the container, and its cgroup with it.
+                for h in ["memory", "pids", "cpu"] {
+                    let d = Path::new("/sys/fs/cgroup").join(h).join(&tag).join("c1");
+                    let u = Path::new("/sys/fs/cgroup").join(&tag).join("c1");
+                    assert!(!d.exists() && !u.exists(), "{} left behind", d.display());
+                }
+            } else {
+                // Control: no limits, the same probes succeed.
+                assert_eq!(p["forks"], 40, "{p}");
+                if hog {
+                    assert!(out.contains("survived"), "{out} {}", stderr(&o));
+                }
+            }
+        }
+    }
+    for h in ["memory", "pids", "cpu", "devices", ""] {
+        let _ = std::fs::remove_dir(Path::new("/sys/fs/cgroup").join(h).join(&tag));
+    }
+}
+
+#[test]
 fn spec_rootless_runs_in_a_user_namespace() {
     if !require_root("spec_rootless_runs_in_a_user_namespace") {
         return;

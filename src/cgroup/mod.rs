@@ -250,6 +250,39 @@ impl RunCgroup {
         })
     }
 
+    /// A group at `rel` under every hierarchy's root, as an OCI `cgroupsPath` names it
+    /// (never relative to maibox's own cgroup). Unlike a run's group, it must not
+    /// exist yet: two containers never share one.
+    pub fn create_at(
+        layout: &Layout,
+        rel: &Path,
+        limits: Limits,
+    ) -> Result<RunCgroup, CgroupError> {
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dirs = match layout {
+            Layout::V2 { root } => v2::create(root, parent, rel, &limits)?,
+            Layout::V1 { controllers } => v1::create(controllers, rel, &limits)?,
+            Layout::None => {
+                return Err(CgroupError::Invalid(
+                    "no cgroup hierarchy with a memory controller is mounted".into(),
+                ))
+            }
+        };
+        Ok(RunCgroup {
+            layout: layout.clone(),
+            dirs,
+            limits,
+            removed: false,
+        })
+    }
+
+    /// Keeps the group when this value is dropped (an OCI container outlives the
+    /// `create` command; `delete` removes it with [`remove_dirs`]).
+    pub fn persist(mut self) -> Vec<PathBuf> {
+        self.removed = true;
+        self.paths()
+    }
+
     pub fn attach(&self, pid: i32) -> Result<(), CgroupError> {
         for dir in self.dirs.values() {
             let f = dir.join("cgroup.procs");
@@ -320,6 +353,18 @@ impl Drop for RunCgroup {
     fn drop(&mut self) {
         let _ = self.remove_inner();
     }
+}
+
+/// Kills every process in the groups at `dirs` and removes them (OCI `delete`).
+pub fn remove_dirs(dirs: &[PathBuf]) -> Result<(), CgroupError> {
+    for d in dirs {
+        v1::kill_all_one(d, None);
+    }
+    let mut last = Ok(());
+    for d in dirs {
+        last = last.and(rmdir_retry(d));
+    }
+    last
 }
 
 /// rmdir fails with EBUSY until the last task has really exited: retry briefly.

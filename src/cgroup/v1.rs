@@ -34,21 +34,29 @@ pub fn create(
             _ => Ok(()),
         }
     };
+    // A zero limit is "not limited" (an OCI spec may leave any of them out).
     let result = (|| {
-        set(
-            "memory",
-            "memory.limit_in_bytes",
-            l.memory_bytes.to_string(),
-            "set memory.limit_in_bytes",
-        )?;
-        // No swap: memsw equal to the memory limit (only where swap accounting exists).
-        set(
-            "memory",
-            "memory.memsw.limit_in_bytes",
-            l.memory_bytes.to_string(),
-            "set memory.memsw.limit_in_bytes",
-        )?;
-        set("pids", "pids.max", l.pids.to_string(), "set pids.max")?;
+        if l.memory_bytes > 0 {
+            set(
+                "memory",
+                "memory.limit_in_bytes",
+                l.memory_bytes.to_string(),
+                "set memory.limit_in_bytes",
+            )?;
+            // No swap: memsw equal to the memory limit (only where swap accounting exists).
+            set(
+                "memory",
+                "memory.memsw.limit_in_bytes",
+                l.memory_bytes.to_string(),
+                "set memory.memsw.limit_in_bytes",
+            )?;
+        }
+        if l.pids > 0 {
+            set("pids", "pids.max", l.pids.to_string(), "set pids.max")?;
+        }
+        if l.cpus <= 0.0 {
+            return Ok(());
+        }
         let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
         let cpu = if dirs.contains_key("cpu") {
             "cpu"

@@ -25,21 +25,28 @@ pub fn create(
     let dir = root.join(rel);
     std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
     let guard = RemoveOnError(Some(dir.clone()));
-    write(
-        "set memory.max",
-        &dir.join("memory.max"),
-        &l.memory_bytes.to_string(),
-    )?;
-    if dir.join("memory.swap.max").exists() {
-        write("set memory.swap.max", &dir.join("memory.swap.max"), "0")?;
+    // A zero limit is "not limited" (an OCI spec may leave any of them out).
+    if l.memory_bytes > 0 {
+        write(
+            "set memory.max",
+            &dir.join("memory.max"),
+            &l.memory_bytes.to_string(),
+        )?;
+        if dir.join("memory.swap.max").exists() {
+            write("set memory.swap.max", &dir.join("memory.swap.max"), "0")?;
+        }
     }
-    write("set pids.max", &dir.join("pids.max"), &l.pids.to_string())?;
-    let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
-    write(
-        "set cpu.max",
-        &dir.join("cpu.max"),
-        &format!("{quota} {PERIOD_US}"),
-    )?;
+    if l.pids > 0 {
+        write("set pids.max", &dir.join("pids.max"), &l.pids.to_string())?;
+    }
+    if l.cpus > 0.0 {
+        let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
+        write(
+            "set cpu.max",
+            &dir.join("cpu.max"),
+            &format!("{quota} {PERIOD_US}"),
+        )?;
+    }
     std::mem::forget(guard);
     Ok(BTreeMap::from([("unified".to_string(), dir)]))
 }

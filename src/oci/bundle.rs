@@ -45,7 +45,6 @@ fn invalid(field: &str, message: impl Into<String>) -> BundleError {
 /// Docker before the engine has them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Waivable {
-    Resources,
     Apparmor,
 }
 
@@ -143,15 +142,9 @@ pub fn policy_for(
             "no AppArmor support",
         )?;
     }
-    if let Some(r) = linux.resources() {
-        if has_limits(r) {
-            waive(
-                Waivable::Resources,
-                "linux.resources",
-                "cgroup limits are not applied in this version",
-            )?;
-        }
-    }
+    // Limits and the cgroup path are applied by `create` (super::cgroup); checked
+    // here so that one maibox cannot apply fails before anything exists.
+    super::cgroup::from_spec(&linux, "check")?;
 
     let args = process.args().clone().unwrap_or_default();
     if args.is_empty() {
@@ -398,22 +391,6 @@ fn resolve_root(bundle: &Path, p: &Path) -> Result<PathBuf, BundleError> {
     Ok(real)
 }
 
-fn has_limits(r: &oci_spec::runtime::LinuxResources) -> bool {
-    let mem = r
-        .memory()
-        .as_ref()
-        .map(|m| m.limit().is_some_and(|l| l > 0) || m.swap().is_some_and(|l| l > 0))
-        .unwrap_or(false);
-    let cpu = r
-        .cpu()
-        .as_ref()
-        .map(|c| c.quota().is_some_and(|q| q > 0) || c.shares().is_some_and(|s| s > 0))
-        .unwrap_or(false);
-    let pids = r.pids().as_ref().map(|p| p.limit() > 0).unwrap_or(false);
-    let devices = r.devices().as_ref().is_some_and(|d| !d.is_empty());
-    mem || cpu || pids || devices
-}
-
 /// Only sysctls that belong to a namespace the container owns may be set: anything
 /// else would change the host.
 fn check_sysctl(k: &str, ns: &Namespaces) -> Result<(), BundleError> {
@@ -601,12 +578,7 @@ mod tests {
         v["root"]["path"] = "rootfs".into();
         let spec: Spec = serde_json::from_value(v).unwrap();
         let none = BTreeSet::new();
-        // The limits Docker sends are refused until enforced...
-        let e = policy_for(&spec, dir.path(), &none).unwrap_err();
-        assert!(e.to_string().contains("linux.resources"), "{e}");
-        // ...and pass only when waived explicitly.
-        let all = [Waivable::Resources].into_iter().collect();
-        let p = policy_for(&spec, dir.path(), &all).unwrap();
+        let p = policy_for(&spec, dir.path(), &none).unwrap();
         let View::Oci(view) = &p.view else {
             panic!("not an OCI view")
         };

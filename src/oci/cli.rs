@@ -331,7 +331,14 @@ fn create_in(
         confine: Box::new(|| Ok(Default::default())),
         bridge: None,
     };
-    let mut attach = |_pid: Pid| -> Result<(), SetupError> { Ok(()) };
+    let group = container_cgroup(&loaded.spec, &a.id)?;
+    let mut attach = |pid: Pid| -> Result<(), SetupError> {
+        if let Some(g) = &group {
+            g.attach(pid.as_raw())
+                .map_err(|e| SetupError::new(crate::sandbox::Step::Cgroup, e.to_string()))?;
+        }
+        Ok(())
+    };
     let spawned = spawn::spawn(&loaded.policy, &[], payload, stdio, &mut attach)?;
     let pid = spawned.pid;
     let kill_it = |e: OciError| {
@@ -359,6 +366,10 @@ fn create_in(
         pid_ns,
         hooks: hooks_value,
         owner: nix::unistd::geteuid().as_raw(),
+        cgroup_paths: group
+            .as_ref()
+            .map(ContainerCgroup::paths)
+            .unwrap_or_default(),
     };
     container.save(&saved).map_err(|e| kill_it(e.into()))?;
     let st = state_json(&saved, Status::Created);
@@ -371,7 +382,96 @@ fn create_in(
     if g.debug {
         eprintln!("maibox: created {} (pid {})", a.id, pid);
     }
+    if let Some(g) = group {
+        g.persist();
+    }
     Ok(saved)
+}
+
+/// The container's cgroup: maibox's limits group plus, for device rules, the v1
+/// devices group. Removed on drop unless [`ContainerCgroup::persist`]ed.
+struct ContainerCgroup {
+    limits: Option<crate::cgroup::RunCgroup>,
+    devices: Option<PathBuf>,
+}
+
+impl ContainerCgroup {
+    fn attach(&self, pid: i32) -> Result<(), crate::cgroup::CgroupError> {
+        if let Some(l) = &self.limits {
+            l.attach(pid)?;
+        }
+        if let Some(d) = &self.devices {
+            let f = d.join("cgroup.procs");
+            std::fs::write(&f, pid.to_string()).map_err(|e| crate::cgroup::CgroupError::Io {
+                step: "attach the container to its devices cgroup",
+                path: f,
+                source: e,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn paths(&self) -> Vec<PathBuf> {
+        let mut v = self.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
+        v.extend(self.devices.clone());
+        v
+    }
+
+    fn persist(mut self) {
+        self.devices = None;
+        if let Some(l) = self.limits.take() {
+            l.persist();
+        }
+    }
+}
+
+impl Drop for ContainerCgroup {
+    fn drop(&mut self) {
+        if let Some(d) = self.devices.take() {
+            let _ = crate::cgroup::remove_dirs(&[d]);
+        }
+    }
+}
+
+fn container_cgroup(
+    spec: &oci_spec::runtime::Spec,
+    id: &str,
+) -> Result<Option<ContainerCgroup>, OciError> {
+    let linux = spec.linux().clone().unwrap_or_default();
+    let Some(want) = crate::oci::cgroup::from_spec(&linux, id)? else {
+        return Ok(None);
+    };
+    let refuse =
+        |e: String| OciError::Refused(format!("container cgroup {}: {e}", want.rel.display()));
+    let limits =
+        crate::cgroup::RunCgroup::create_at(&crate::cgroup::detect(), &want.rel, want.limits)
+            .map_err(|e| refuse(e.to_string()))?;
+    let mut group = ContainerCgroup {
+        limits: Some(limits),
+        devices: None,
+    };
+    if !want.devices.is_empty() {
+        match crate::oci::cgroup::apply_devices(&want.rel, &want.devices).map_err(refuse)? {
+            Some(d) => group.devices = Some(d),
+            None if can_mknod(spec) => {
+                return Err(refuse(
+                    "the spec gives device rules but this host has no v1 devices controller to enforce them (cgroup v2 device programs are not supported); drop CAP_MKNOD (e.g. --cap-drop MKNOD) so no device node can be made".into(),
+                ))
+            }
+            // Without CAP_MKNOD no new device node can appear; the nodes maibox
+            // creates are the spec's defaults.
+            None => {}
+        }
+    }
+    Ok(Some(group))
+}
+
+fn can_mknod(spec: &oci_spec::runtime::Spec) -> bool {
+    spec.process()
+        .as_ref()
+        .and_then(|p| p.capabilities().as_ref())
+        .and_then(|c| c.bounding().as_ref())
+        .is_some_and(|b| b.contains(&oci_spec::runtime::Capability::Mknod))
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.
@@ -489,6 +589,9 @@ fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
         }
     }
     let st = state_json(&s, Status::Stopped);
+    if let Err(e) = crate::cgroup::remove_dirs(&s.cgroup_paths) {
+        log_error(g, &format!("container {id}: {e}"));
+    }
     c.remove()?;
     if let Err(e) = hooks::run(s.hooks.as_ref(), "poststop", &st) {
         log_error(g, &e.to_string());

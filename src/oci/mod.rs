@@ -4,6 +4,7 @@
 //! hooks ([`hooks`]); `linux.seccomp` is compiled by [`seccomp`].
 
 pub mod bundle;
+pub mod cgroup;
 pub mod cli;
 pub mod hooks;
 pub mod seccomp;

@@ -62,6 +62,9 @@ pub struct Saved {
     /// The spec's hooks, kept for `start` (poststart) and `delete` (poststop).
     pub hooks: Option<serde_json::Value>,
     pub owner: u32,
+    /// The container's cgroup directories (one per hierarchy), removed by `delete`.
+    #[serde(default)]
+    pub cgroup_paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,0 +1,262 @@
+//! `linux.cgroupsPath` and `linux.resources` → the container's cgroup, made with
+//! maibox's own cgroup code ([`crate::cgroup`]) on v1/hybrid and v2 alike.
+//!
+//! The path is always absolute under each hierarchy's root (`/docker/<id>` as Docker
+//! sends it; `/maibox/<id>` when the spec gives none), never relative to the
+//! runtime's own cgroup, which may belong to someone else. Limits that maibox
+//! cannot apply are refused, never dropped: a spec asks for them for a reason.
+
+use std::path::{Component, Path, PathBuf};
+
+use oci_spec::runtime::{Linux, LinuxDeviceCgroup, LinuxResources};
+
+use super::bundle::BundleError;
+use crate::cgroup::Limits;
+
+/// What the container's cgroup must be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OciCgroup {
+    /// Relative to each hierarchy's root.
+    pub rel: PathBuf,
+    pub limits: Limits,
+    /// Device rules in the v1 `devices.allow`/`devices.deny` syntax: (allow, rule).
+    pub devices: Vec<(bool, String)>,
+}
+
+fn err(field: &str, message: impl Into<String>) -> BundleError {
+    BundleError::Invalid {
+        field: format!("linux.{field}"),
+        message: message.into(),
+    }
+}
+
+fn unenforced(field: &str, hint: &str) -> BundleError {
+    BundleError::Unenforced {
+        field: format!("linux.resources.{field}"),
+        hint: hint.into(),
+    }
+}
+
+/// null, zero, full, random, urandom, tty, ptmx and the pty slaves.
+const DEFAULT_DEVICES: &[&str] = &[
+    "c 1:3 rwm",
+    "c 1:5 rwm",
+    "c 1:7 rwm",
+    "c 1:8 rwm",
+    "c 1:9 rwm",
+    "c 5:0 rwm",
+    "c 5:2 rwm",
+    "c 136:* rwm",
+];
+
+/// The group's path for container `id`.
+pub fn path_for(cgroups_path: Option<&Path>, id: &str) -> Result<PathBuf, BundleError> {
+    let Some(p) = cgroups_path else {
+        return Ok(PathBuf::from("maibox").join(id));
+    };
+    let s = p.to_string_lossy();
+    if s.contains(':') {
+        return Err(err(
+            "cgroupsPath",
+            format!("{s:?} is a systemd slice path; maibox manages cgroupfs paths only (use the cgroupfs driver)"),
+        ));
+    }
+    if p.components().any(|c| c == Component::ParentDir) {
+        return Err(err("cgroupsPath", format!("{s:?} must not contain ..")));
+    }
+    // A relative path would be relative to the runtime's own cgroup (runc's reading),
+    // which is not ours to fill: such paths go under /maibox instead.
+    let rel: PathBuf = p
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect();
+    if rel.as_os_str().is_empty() {
+        return Err(err(
+            "cgroupsPath",
+            "the root cgroup cannot hold a container",
+        ));
+    }
+    Ok(if p.is_absolute() {
+        rel
+    } else {
+        PathBuf::from("maibox").join(rel)
+    })
+}
+
+fn device_rule(d: &LinuxDeviceCgroup) -> String {
+    let kind = match d.typ() {
+        Some(t) => serde_json::to_value(t)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "a".into()),
+        None => "a".into(),
+    };
+    let num = |n: Option<i64>| n.map(|v| v.to_string()).unwrap_or_else(|| "*".into());
+    let access = d.access().clone().unwrap_or_else(|| "rwm".into());
+    format!("{kind} {}:{} {access}", num(d.major()), num(d.minor()))
+}
+
+fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
+    let mut l = Limits::default();
+    if let Some(m) = r.memory() {
+        if let Some(limit) = m.limit().filter(|v| *v > 0) {
+            // Swap is never given (memsw/swap.max = the limit): stricter than any
+            // `swap` the spec allows, and what maibox's runs get too.
+            l.memory_bytes = limit as u64;
+        }
+        if m.kernel().is_some_and(|v| v > 0) || m.kernel_tcp().is_some_and(|v| v > 0) {
+            return Err(unenforced(
+                "memory.kernel",
+                "kernel memory limits are not supported",
+            ));
+        }
+    }
+    if let Some(c) = r.cpu() {
+        if let Some(q) = c.quota().filter(|q| *q > 0) {
+            let period = c.period().filter(|p| *p > 0).unwrap_or(100_000);
+            l.cpus = q as f64 / period as f64;
+        }
+        if c.cpus().as_ref().is_some_and(|s| !s.is_empty())
+            || c.mems().as_ref().is_some_and(|s| !s.is_empty())
+        {
+            return Err(unenforced("cpu.cpus", "cpusets are not supported"));
+        }
+        if c.realtime_runtime().is_some_and(|v| v > 0) {
+            return Err(unenforced(
+                "cpu.realtimeRuntime",
+                "realtime CPU limits are not supported",
+            ));
+        }
+    }
+    if let Some(p) = r.pids() {
+        if p.limit() > 0 {
+            l.pids = p.limit() as u64;
+        }
+    }
+    if let Some(b) = r.block_io() {
+        let limited = b.weight().is_some_and(|w| w > 0)
+            || [
+                b.throttle_read_bps_device(),
+                b.throttle_write_bps_device(),
+                b.throttle_read_iops_device(),
+                b.throttle_write_iops_device(),
+            ]
+            .iter()
+            .any(|t| t.as_ref().is_some_and(|v| !v.is_empty()));
+        if limited {
+            return Err(unenforced("blockIO", "block I/O limits are not supported"));
+        }
+    }
+    if r.hugepage_limits().as_ref().is_some_and(|v| !v.is_empty()) {
+        return Err(unenforced(
+            "hugepageLimits",
+            "hugepage limits are not supported",
+        ));
+    }
+    if r.unified().as_ref().is_some_and(|v| !v.is_empty()) {
+        return Err(unenforced(
+            "unified",
+            "raw cgroup v2 settings are not supported",
+        ));
+    }
+    Ok(l)
+}
+
+/// The container's cgroup, or `None` when the spec neither names one nor asks for
+/// any limit or device rule.
+pub fn from_spec(linux: &Linux, id: &str) -> Result<Option<OciCgroup>, BundleError> {
+    let resources = linux.resources().clone().unwrap_or_default();
+    let limits = limits(&resources)?;
+    let mut devices: Vec<(bool, String)> = resources
+        .devices()
+        .iter()
+        .flatten()
+        .map(|d| (d.allow(), device_rule(d)))
+        .collect();
+    if !devices.is_empty() {
+        // The devices every container gets (the spec's default devices, which maibox
+        // creates itself), whatever the rules before say: runc allows them too.
+        devices.extend(DEFAULT_DEVICES.iter().map(|r| (true, r.to_string())));
+    }
+    let wanted =
+        linux.cgroups_path().is_some() || limits != Limits::default() || !devices.is_empty();
+    if !wanted {
+        return Ok(None);
+    }
+    Ok(Some(OciCgroup {
+        rel: path_for(linux.cgroups_path().as_deref(), id)?,
+        limits,
+        devices,
+    }))
+}
+
+/// Applies device rules through the v1 devices controller at `rel`. Returns the
+/// group's directory, or `None` when the host has no v1 devices hierarchy.
+pub fn apply_devices(rel: &Path, rules: &[(bool, String)]) -> Result<Option<PathBuf>, String> {
+    let Some(mount) = devices_mount() else {
+        return Ok(None);
+    };
+    let dir = mount.join(rel);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    for (allow, rule) in rules {
+        let file = dir.join(if *allow {
+            "devices.allow"
+        } else {
+            "devices.deny"
+        });
+        std::fs::write(&file, rule)
+            .map_err(|e| format!("write {rule:?} to {}: {e}", file.display()))?;
+    }
+    Ok(Some(dir))
+}
+
+fn devices_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        let mut post = post.split_whitespace();
+        let fstype = post.next()?;
+        let opts = post.nth(1)?;
+        (fstype == "cgroup" && opts.split(',').any(|o| o == "devices"))
+            .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or_default()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_absolute_under_each_root() {
+        assert_eq!(path_for(None, "c1").unwrap(), PathBuf::from("maibox/c1"));
+        assert_eq!(
+            path_for(Some(Path::new("/docker/abc")), "c1").unwrap(),
+            PathBuf::from("docker/abc")
+        );
+        assert_eq!(
+            path_for(Some(Path::new("mine/x")), "c1").unwrap(),
+            PathBuf::from("maibox/mine/x")
+        );
+        assert!(path_for(Some(Path::new("system.slice:docker:abc")), "c1")
+            .unwrap_err()
+            .to_string()
+            .contains("systemd"));
+        assert!(path_for(Some(Path::new("/a/../b")), "c1").is_err());
+        assert!(path_for(Some(Path::new("/")), "c1").is_err());
+    }
+
+    #[test]
+    fn dockers_resources_map_to_limits_and_device_rules() {
+        let text = include_str!("../../tests/data/docker-config.json");
+        let spec: oci_spec::runtime::Spec = serde_json::from_str(text).unwrap();
+        let cg = from_spec(spec.linux().as_ref().unwrap(), "x")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cg.limits.memory_bytes, 1 << 30);
+        assert_eq!(cg.limits.pids, 100);
+        assert!((cg.limits.cpus - 2.0).abs() < 1e-9);
+        assert!(cg.rel.starts_with("docker"));
+        assert_eq!(cg.devices[0], (false, "a *:* rwm".to_string()));
+        assert!(cg.devices.contains(&(true, "c 1:3 rwm".to_string())));
+    }
+}
