@@ -1,0 +1,201 @@
+//! `docker run --runtime=maibox` against a real local dockerd (the Docker lane: `cargo
+//! xtask test` starts the engine with this checkout's maibox registered as `maibox`).
+//! Docker sends its default seccomp profile, cgroup resources and device rules with
+//! every container: all of them are enforced by maibox's own code, no waiver.
+
+mod common;
+use common::docker::{require_engine, IMAGE};
+use common::*;
+use std::process::{Command, Output};
+
+/// The engine answers and knows the `maibox` runtime; in CI both are required.
+fn ready(test: &str) -> bool {
+    if !require_engine(test) {
+        return false;
+    }
+    let o = Command::new("docker")
+        .args(["info", "--format", "{{json .Runtimes}}"])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&o.stdout).contains("\"maibox\"") {
+        return true;
+    }
+    assert!(
+        !in_ci(),
+        "{test}: the engine has no `maibox` runtime registered"
+    );
+    eprintln!("SKIP {test}: no `maibox` runtime registered (xtask/docker/docker-engine.sh up with EXTRA_RUNTIMES=maibox=PATH)");
+    false
+}
+
+fn docker(args: &[&str]) -> Output {
+    Command::new("timeout")
+        .arg("120")
+        .arg("docker")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn run(flags: &[&str], code: &str) -> Output {
+    let mut args = vec!["run", "--rm", "--runtime=maibox"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&[IMAGE, "python3", "-c", code]);
+    docker(&args)
+}
+
+const HARDENED: &[&str] = &[
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges",
+    "--read-only",
+    "--user",
+    "1000:1000",
+    "--memory",
+    "64m",
+    "--memory-swap",
+    "64m",
+    "--cpus",
+    "0.5",
+    "--pids-limit",
+    "32",
+    "--network",
+    "none",
+];
+
+#[test]
+fn docker_run_prints_42() {
+    if !ready("docker_run_prints_42") {
+        return;
+    }
+    let o = run(&[], "print(42)");
+    assert_eq!(stdout(&o), "42\n", "{}", stderr(&o));
+    assert!(o.status.success());
+}
+
+#[test]
+fn docker_hardened_flags_are_enforced() {
+    if !ready("docker_hardened_flags_are_enforced") {
+        return;
+    }
+    let probe = r#"
+import ctypes, json, os, socket
+st = {l.split(':')[0]: l.split(':')[1].strip() for l in open('/proc/self/status')}
+try:
+    open('/x', 'w'); ro = 0
+except OSError as e:
+    ro = e.errno
+try:
+    socket.create_connection(('1.1.1.1', 53), timeout=2); net = 'connected'
+except OSError as e:
+    net = e.errno
+libc = ctypes.CDLL(None, use_errno=True)
+keyctl = 0 if libc.syscall(250, 0, 0, 0, 0) >= 0 else ctypes.get_errno()
+print(json.dumps({'uid': os.getuid(), 'capeff': st['CapEff'], 'nnp': st['NoNewPrivs'],
+  'seccomp': st['Seccomp'], 'ro': ro, 'net': net, 'ifaces': sorted(os.listdir('/sys/class/net')),
+  'keyctl': keyctl}))
+"#;
+    let o = run(HARDENED, probe);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(p["uid"], 1000, "{p}");
+    assert_eq!(p["capeff"], "0000000000000000", "{p}");
+    assert_eq!(p["nnp"], "1", "{p}");
+    assert_eq!(p["seccomp"], "2", "{p}");
+    assert_eq!(p["ro"], libc::EROFS, "{p}");
+    assert_ne!(p["net"], "connected", "{p}");
+    assert_eq!(p["ifaces"], serde_json::json!(["lo"]), "{p}");
+    assert_eq!(
+        p["keyctl"],
+        libc::EPERM,
+        "Docker's profile denies keyctl: {p}"
+    );
+    // Control: without the flags (and with seccomp unconfined) the same probe differs.
+    let o = run(&["--security-opt", "seccomp=unconfined"], probe);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(c["uid"], 0, "{c}");
+    assert_ne!(c["capeff"], "0000000000000000", "{c}");
+    assert_eq!(c["nnp"], "0", "{c}");
+    assert_eq!(c["seccomp"], "0", "{c}");
+    assert_eq!(c["ro"], 0, "{c}");
+    assert_ne!(c["keyctl"], libc::EPERM, "{c}");
+}
+
+#[test]
+fn docker_memory_and_pids_limits_are_enforced() {
+    if !ready("docker_memory_and_pids_limits_are_enforced") {
+        return;
+    }
+    let hog =
+        "b = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('survived')";
+    let o = run(&["--memory", "64m", "--memory-swap", "64m"], hog);
+    assert_eq!(o.status.code(), Some(137), "{} {}", stdout(&o), stderr(&o));
+    assert!(!stdout(&o).contains("survived"));
+    let o = run(&[], hog);
+    assert!(stdout(&o).contains("survived"), "control: {}", stderr(&o));
+    let forks = r#"
+import os, time
+n = 0
+try:
+    for _ in range(30):
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+"#;
+    let o = run(&["--pids-limit", "10"], forks);
+    let n: u32 = stdout(&o).trim().parse().unwrap();
+    assert!(n < 10, "{n}");
+    let o = run(&[], forks);
+    assert_eq!(stdout(&o).trim(), "30", "control: {}", stderr(&o));
+}
+
+#[test]
+fn docker_stop_kill_and_rm_force() {
+    if !ready("docker_stop_kill_and_rm_force") {
+        return;
+    }
+    let name = |v: &str| format!("maibox-lane-{v}-{}", std::process::id());
+    let start = |n: &str| {
+        let o = docker(&[
+            "run",
+            "-d",
+            "--name",
+            n,
+            "--runtime=maibox",
+            IMAGE,
+            "python3",
+            "-c",
+            "import time; time.sleep(300)",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let exit_code = |n: &str| {
+        stdout(&docker(&["inspect", "-f", "{{.State.ExitCode}}", n]))
+            .trim()
+            .to_string()
+    };
+    // Python as PID 1 ignores SIGTERM: stop falls back to SIGKILL after the grace period.
+    let n = name("stop");
+    start(&n);
+    let t = std::time::Instant::now();
+    assert!(docker(&["stop", "-t", "1", &n]).status.success());
+    assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(exit_code(&n), "137");
+    assert!(docker(&["rm", &n]).status.success());
+    let n = name("kill");
+    start(&n);
+    assert!(docker(&["kill", "-s", "KILL", &n]).status.success());
+    assert!(docker(&["wait", &n]).status.success());
+    assert_eq!(exit_code(&n), "137");
+    assert!(docker(&["rm", &n]).status.success());
+    let n = name("rm");
+    start(&n);
+    assert!(docker(&["rm", "-f", &n]).status.success());
+    let left = stdout(&docker(&["ps", "-aq", "--filter", &format!("name={n}")]));
+    assert!(left.trim().is_empty(), "{left}");
+}
