@@ -262,8 +262,35 @@ fn parse_size(s: &str) -> Result<ByteSize, String> {
     Ok(b)
 }
 
+/// runc's `exec --process FILE ID` (how Docker and containerd run `docker exec`) shares
+/// its name with maibox's own `exec` of Python code; the runc form is told apart by
+/// its flags and routed to the hidden `oci-exec` verb.
+fn route_oci_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some(pos) = args.iter().position(|a| a == "exec") else {
+        return args;
+    };
+    // Only maibox's own options count: after `--` come the code's arguments.
+    let oci = args[pos + 1..].iter().take_while(|a| *a != "--").any(|a| {
+        let a = a.to_string_lossy();
+        [
+            "--process",
+            "-p",
+            "--pid-file",
+            "--detach",
+            "-d",
+            "--console-socket",
+        ]
+        .iter()
+        .any(|f| a == *f || a.starts_with(&format!("{f}=")))
+    });
+    if oci {
+        args[pos] = "oci-exec".into();
+    }
+    args
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(route_oci_exec(std::env::args_os().collect())) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -605,4 +632,39 @@ fn doctor(json: bool) -> anyhow::Result<i32> {
         .iter()
         .any(|c| c.state == maibox::doctor::State::Fail);
     Ok(if failed { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::route_oci_exec;
+
+    fn routed(args: &[&str]) -> Vec<String> {
+        route_oci_exec(args.iter().map(|a| a.into()).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn runc_exec_is_told_apart_from_python_exec() {
+        let docker = [
+            "maibox",
+            "--root",
+            "/r",
+            "exec",
+            "--process",
+            "/p.json",
+            "--detach",
+            "id",
+        ];
+        assert_eq!(routed(&docker)[3], "oci-exec");
+        assert_eq!(
+            routed(&["maibox", "exec", "--pid-file=/f", "-d", "id"])[1],
+            "oci-exec"
+        );
+        // The code's own arguments after `--` never count.
+        let py = ["maibox", "exec", "code.py", "--", "-d", "--process"];
+        assert_eq!(routed(&py)[1], "exec");
+        assert_eq!(routed(&["maibox", "exec", "-c", "pass"])[1], "exec");
+    }
 }

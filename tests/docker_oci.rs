@@ -199,3 +199,46 @@ fn docker_stop_kill_and_rm_force() {
     let left = stdout(&docker(&["ps", "-aq", "--filter", &format!("name={n}")]));
     assert!(left.trim().is_empty(), "{left}");
 }
+
+#[test]
+fn docker_exec_joins_the_container_and_docker_top_lists_it() {
+    if !ready("docker_exec_joins_the_container_and_docker_top_lists_it") {
+        return;
+    }
+    let n = format!("maibox-lane-exec-{}", std::process::id());
+    let mut args = vec!["run", "-d", "--name", n.as_str(), "--runtime=maibox"];
+    args.extend_from_slice(HARDENED);
+    args.extend_from_slice(&["--tmpfs", "/tmp"]);
+    args.extend_from_slice(&[
+        IMAGE,
+        "python3",
+        "-c",
+        "import time; open('/tmp/mark', 'w').write('x'); time.sleep(300)",
+    ]);
+    let o = docker(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let probe = r#"
+import json, os
+st = {l.split(':')[0]: l.split(':')[1].strip() for l in open('/proc/self/status')}
+print(json.dumps({'uid': os.getuid(), 'pid': os.getpid(), 'capeff': st['CapEff'],
+  'nnp': st['NoNewPrivs'], 'seccomp': st['Seccomp'], 'mark': os.path.exists('/tmp/mark'),
+  'init': open('/proc/1/cmdline').read().split('\0')[0]}))
+"#;
+    let o = docker(&["exec", &n, "python3", "-c", probe]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // Same pid namespace (the container's python is 1), same /tmp, same confinement.
+    assert_eq!(p["init"], "python3", "{p}");
+    assert_ne!(p["pid"], 1, "{p}");
+    assert_eq!(p["mark"], true, "{p}");
+    assert_eq!(p["uid"], 1000, "{p}");
+    assert_eq!(p["capeff"], "0000000000000000", "{p}");
+    assert_eq!(p["nnp"], "1", "{p}");
+    assert_eq!(p["seccomp"], "2", "{p}");
+    let o = docker(&["exec", &n, "sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let top = stdout(&docker(&["top", &n]));
+    assert!(top.contains("time.sleep(300)"), "{top}");
+    assert!(docker(&["rm", "-f", &n]).status.success());
+}

@@ -146,61 +146,9 @@ pub fn policy_for(
     // here so that one maibox cannot apply fails before anything exists.
     super::cgroup::from_spec(&linux, "check")?;
 
-    let args = process.args().clone().unwrap_or_default();
-    if args.is_empty() {
-        return Err(invalid("process.args", "empty (nothing to run)"));
-    }
-    let cwd = process.cwd().display().to_string();
-    if !cwd.starts_with('/') {
-        return Err(invalid("process.cwd", format!("{cwd:?} is not absolute")));
-    }
+    let oci_process = oci_process(process)?;
+    let args = oci_process.args.clone();
     let user = process.user();
-    let caps = process.capabilities().clone().unwrap_or_default();
-    let names = |s: &Option<oci_spec::runtime::Capabilities>| -> Vec<String> {
-        let mut v: Vec<String> = s
-            .iter()
-            .flatten()
-            .filter_map(|c| serde_json::to_value(c).ok())
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
-        v.sort();
-        v
-    };
-    let capabilities = CapabilitySets {
-        bounding: names(caps.bounding()),
-        effective: names(caps.effective()),
-        inheritable: names(caps.inheritable()),
-        permitted: names(caps.permitted()),
-        ambient: names(caps.ambient()),
-    };
-    let mut rlimits = Vec::new();
-    for r in process.rlimits().iter().flatten() {
-        let name = serde_json::to_value(r.typ())
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let res = rlimit_number(&name)
-            .ok_or_else(|| invalid("process.rlimits", format!("unknown limit {name:?}")))?;
-        if r.soft() > r.hard() {
-            return Err(invalid(
-                "process.rlimits",
-                format!("{name}: soft limit above the hard limit"),
-            ));
-        }
-        rlimits.push((res, r.soft(), r.hard()));
-    }
-    let oci_process = OciProcess {
-        args: args.clone(),
-        env: process.env().clone().unwrap_or_default(),
-        cwd,
-        uid: user.uid(),
-        gid: user.gid(),
-        additional_gids: user.additional_gids().clone().unwrap_or_default(),
-        rlimits,
-        no_new_privileges: process.no_new_privileges().unwrap_or(false),
-        oom_score_adj: process.oom_score_adj(),
-        capabilities,
-    };
 
     let mut ns = Namespaces::default();
     for n in linux.namespaces().iter().flatten() {
@@ -353,6 +301,66 @@ pub fn policy_for(
         hostname: hostname.unwrap_or_default(),
         view: View::Oci(Box::new(view)),
     })
+}
+
+/// A spec's (or `exec --process` file's) process as the engine's plain data.
+pub fn oci_process(process: &oci_spec::runtime::Process) -> Result<OciProcess, BundleError> {
+    let args = process.args().clone().unwrap_or_default();
+    if args.is_empty() {
+        return Err(invalid("process.args", "empty (nothing to run)"));
+    }
+    let cwd = process.cwd().display().to_string();
+    if !cwd.starts_with('/') {
+        return Err(invalid("process.cwd", format!("{cwd:?} is not absolute")));
+    }
+    let user = process.user();
+    let caps = process.capabilities().clone().unwrap_or_default();
+    let names = |s: &Option<oci_spec::runtime::Capabilities>| -> Vec<String> {
+        let mut v: Vec<String> = s
+            .iter()
+            .flatten()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    let capabilities = CapabilitySets {
+        bounding: names(caps.bounding()),
+        effective: names(caps.effective()),
+        inheritable: names(caps.inheritable()),
+        permitted: names(caps.permitted()),
+        ambient: names(caps.ambient()),
+    };
+    let mut rlimits = Vec::new();
+    for r in process.rlimits().iter().flatten() {
+        let name = serde_json::to_value(r.typ())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let res = rlimit_number(&name)
+            .ok_or_else(|| invalid("process.rlimits", format!("unknown limit {name:?}")))?;
+        if r.soft() > r.hard() {
+            return Err(invalid(
+                "process.rlimits",
+                format!("{name}: soft limit above the hard limit"),
+            ));
+        }
+        rlimits.push((res, r.soft(), r.hard()));
+    }
+    let oci_process = OciProcess {
+        args: args.clone(),
+        env: process.env().clone().unwrap_or_default(),
+        cwd,
+        uid: user.uid(),
+        gid: user.gid(),
+        additional_gids: user.additional_gids().clone().unwrap_or_default(),
+        rlimits,
+        no_new_privileges: process.no_new_privileges().unwrap_or(false),
+        oom_score_adj: process.oom_score_adj(),
+        capabilities,
+    };
+    Ok(oci_process)
 }
 
 /// `root.path` relative to the bundle, resolved on the host. A root that leaves the

@@ -87,6 +87,19 @@ pub enum Verb {
         #[arg(long, short = 'q')]
         quiet: bool,
     },
+    /// OCI: list the host pids of a container's processes (`docker top`).
+    Ps {
+        #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+        id: String,
+        /// Accepted for compatibility (ps options of runc's table form); ignored.
+        #[arg(trailing_var_arg = true, hide = true)]
+        ps_args: Vec<String>,
+    },
+    /// OCI: run a process in a running container (`exec --process FILE ID`; the
+    /// `maibox exec` of Python code is told apart by these flags).
+    #[command(name = "oci-exec", hide = true)]
+    OciExec(super::exec::ExecArgs),
     /// OCI: write a template config.json.
     Spec {
         #[arg(long)]
@@ -211,6 +224,26 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
             Ok(0)
         }
         Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
+        Verb::OciExec(a) => super::exec::exec(g, &a),
+        Verb::Ps { format, id, .. } => {
+            let c = Container::open(&g.root, &id, false)?;
+            let s = c.load()?;
+            let pids = if c.status(&s) == Status::Stopped {
+                Vec::new()
+            } else {
+                container_pids(&s)
+            };
+            match format {
+                ListFormat::Json => println!("{}", serde_json::json!(pids)),
+                ListFormat::Table => {
+                    println!("PID");
+                    for p in pids {
+                        println!("{p}");
+                    }
+                }
+            }
+            Ok(0)
+        }
     }
 }
 
@@ -513,6 +546,23 @@ fn start(g: &Global, id: &str) -> Result<(), OciError> {
         log_error(g, &e.to_string());
     }
     Ok(())
+}
+
+/// Every process of the container: from its cgroup when it has one (processes that
+/// `exec` added included), else its init and its PID namespace.
+fn container_pids(s: &Saved) -> Vec<i32> {
+    let mut pids: Vec<i32> = s
+        .cgroup_paths
+        .first()
+        .and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default();
+    if pids.is_empty() {
+        pids = processes(s);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids
 }
 
 /// Processes of the container: its init, plus everything in its PID namespace.

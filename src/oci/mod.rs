@@ -6,6 +6,7 @@
 pub mod bundle;
 pub mod cgroup;
 pub mod cli;
+pub mod exec;
 pub mod hooks;
 pub mod seccomp;
 pub mod state;

@@ -12,7 +12,7 @@ use super::mounts::{
     MOUNT_ATTR_RDONLY,
 };
 use super::sync::{Channel, Msg};
-use crate::oci::view::{CapabilitySets, IdMaps, OciMount, OciView};
+use crate::oci::view::{CapabilitySets, IdMaps, OciMount, OciProcess, OciView};
 use nix::mount::{mount, MsFlags};
 use nix::sched::CloneFlags;
 use nix::unistd::{Gid, Pid, Uid};
@@ -153,9 +153,9 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
     // CAP_SYS_ADMIN, so it goes on before the identity switch drops it (as runc
     // does); the profile must then allow the calls left in setup.
     if !v.process.no_new_privileges {
-        install_seccomp(v)?;
+        install_seccomp(v.seccomp.as_ref())?;
     }
-    switch_identity(v)?;
+    switch_identity(&v.process, v.namespaces.user.is_some())?;
     enter_cwd(&v.process.cwd)?;
     Ok(gate)
 }
@@ -449,10 +449,9 @@ fn cap_set(step: Step, names: &[String]) -> Result<caps::CapsHashSet, SetupError
 
 /// setgroups/setresgid/setresuid to the spec's user, keeping exactly the spec's
 /// capability sets (an empty or absent set keeps nothing).
-fn switch_identity(v: &OciView) -> Result<(), SetupError> {
+pub(crate) fn switch_identity(p: &OciProcess, in_userns: bool) -> Result<(), SetupError> {
     use caps::CapSet;
     let step = Step::Capabilities;
-    let p = &v.process;
     let c: &CapabilitySets = &p.capabilities;
     let bounding = cap_set(step, &c.bounding)?;
     // The bounding set can only shrink while CAP_SETPCAP is held: first.
@@ -468,7 +467,7 @@ fn switch_identity(v: &OciView) -> Result<(), SetupError> {
         .iter()
         .map(|g| Gid::from_raw(*g))
         .collect();
-    let in_userns_without_groups = v.namespaces.user.is_some() && !nix::unistd::geteuid().is_root();
+    let in_userns_without_groups = in_userns && !nix::unistd::geteuid().is_root();
     if !in_userns_without_groups {
         nix::unistd::setgroups(&groups).step(Step::Identity, "setgroups")?;
     }
@@ -503,7 +502,7 @@ fn switch_identity(v: &OciView) -> Result<(), SetupError> {
 /// chdir to the spec's cwd, as the container's user, and check that it lies inside
 /// the container's root: a cwd reached through a leaked descriptor
 /// (`/proc/self/fd/N`, CVE-2024-21626) shows up as an unreachable directory.
-fn enter_cwd(cwd: &str) -> Result<(), SetupError> {
+pub(crate) fn enter_cwd(cwd: &str) -> Result<(), SetupError> {
     let step = Step::PivotRoot;
     std::env::set_current_dir(cwd).step(step, format!("chdir to process.cwd {cwd}"))?;
     let here = nix::unistd::getcwd().step(
@@ -522,8 +521,13 @@ fn enter_cwd(cwd: &str) -> Result<(), SetupError> {
 /// Finds the program the way execvp would, in the container's root and PATH, so
 /// that a missing program fails `create` rather than the container.
 pub fn resolve_program(v: &OciView) -> Result<CString, SetupError> {
+    resolve_in_path(&v.process)
+}
+
+/// execvp's search for the process's program, in the current root.
+pub(crate) fn resolve_in_path(process: &OciProcess) -> Result<CString, SetupError> {
     let step = Step::Exec;
-    let arg0 = &v.process.args[0];
+    let arg0 = &process.args[0];
     let cstr = |s: &str| CString::new(s).step(step, format!("{s:?} contains a NUL byte"));
     let executable = |p: &Path| {
         nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok()
@@ -538,8 +542,7 @@ pub fn resolve_program(v: &OciView) -> Result<CString, SetupError> {
             format!("{arg0}: not an executable file in the container"),
         ));
     }
-    let path = v
-        .process
+    let path = process
         .env
         .iter()
         .find_map(|e| e.strip_prefix("PATH="))
@@ -617,7 +620,7 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
     }
     // With no_new_privs, as late as possible: only execve is left.
     if v.process.no_new_privileges {
-        if let Err(e) = install_seccomp(v) {
+        if let Err(e) = install_seccomp(v.seccomp.as_ref()) {
             eprintln!("maibox: {e}");
             return 125;
         }
@@ -626,8 +629,8 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
 }
 
 /// The spec's seccomp programs, in order (see [`crate::oci::seccomp`]).
-fn install_seccomp(v: &OciView) -> Result<(), SetupError> {
-    let Some(c) = &v.seccomp else {
+pub(crate) fn install_seccomp(c: Option<&crate::oci::seccomp::Compiled>) -> Result<(), SetupError> {
+    let Some(c) = c else {
         return Ok(());
     };
     for p in &c.programs {
