@@ -242,3 +242,40 @@ print(json.dumps({'uid': os.getuid(), 'pid': os.getpid(), 'capeff': st['CapEff']
     assert!(top.contains("time.sleep(300)"), "{top}");
     assert!(docker(&["rm", "-f", &n]).status.success());
 }
+
+#[test]
+fn docker_pause_freezes_and_unpause_thaws() {
+    if !ready("docker_pause_freezes_and_unpause_thaws") {
+        return;
+    }
+    let n = format!("maibox-lane-pause-{}", std::process::id());
+    let ticker = "import time\nwhile True:\n    print(time.time(), flush=True); time.sleep(0.1)";
+    let o = docker(&[
+        "run",
+        "-d",
+        "--name",
+        &n,
+        "--runtime=maibox",
+        IMAGE,
+        "python3",
+        "-c",
+        ticker,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = || stdout(&docker(&["logs", &n])).lines().count();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(docker(&["pause", &n]).status.success());
+    let status = stdout(&docker(&["inspect", "-f", "{{.State.Status}}", &n]));
+    assert_eq!(status.trim(), "paused");
+    let frozen_at = lines();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert_eq!(lines(), frozen_at, "output while paused");
+    // exec into a paused container is refused, as runc does.
+    assert!(!docker(&["exec", &n, "true"]).status.success());
+    assert!(docker(&["unpause", &n]).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(lines() > frozen_at, "no output after unpause");
+    // rm -f of a paused container: SIGKILL acts once thawed.
+    assert!(docker(&["pause", &n]).status.success());
+    assert!(docker(&["rm", "-f", &n]).status.success());
+}

@@ -211,15 +211,73 @@ pub fn apply_devices(rel: &Path, rules: &[(bool, String)]) -> Result<Option<Path
 }
 
 fn devices_mount() -> Option<PathBuf> {
+    v1_mount("devices")
+}
+
+/// The mount point of the v1 hierarchy that carries `controller`.
+fn v1_mount(controller: &str) -> Option<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|line| {
         let (pre, post) = line.split_once(" - ")?;
         let mut post = post.split_whitespace();
         let fstype = post.next()?;
         let opts = post.nth(1)?;
-        (fstype == "cgroup" && opts.split(',').any(|o| o == "devices"))
+        (fstype == "cgroup" && opts.split(',').any(|o| o == controller))
             .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or_default()))
     })
+}
+
+/// On v1, a freezer group at `rel` for `pause`/`resume` (v2 groups freeze through
+/// their own `cgroup.freeze`). `None` when the host has no v1 freezer hierarchy.
+pub fn create_freezer(rel: &Path) -> Result<Option<PathBuf>, String> {
+    let Some(mount) = v1_mount("freezer") else {
+        return Ok(None);
+    };
+    let dir = mount.join(rel);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    Ok(Some(dir))
+}
+
+/// The file that freezes the container and the values for frozen / thawed.
+fn freezer_of(dirs: &[PathBuf]) -> Option<(PathBuf, &'static str, &'static str)> {
+    dirs.iter().find_map(|d| {
+        if d.join("freezer.state").exists() {
+            Some((d.join("freezer.state"), "FROZEN", "THAWED"))
+        } else if d.join("cgroup.freeze").exists() {
+            Some((d.join("cgroup.freeze"), "1", "0"))
+        } else {
+            None
+        }
+    })
+}
+
+pub fn frozen(dirs: &[PathBuf]) -> bool {
+    freezer_of(dirs)
+        .is_some_and(|(f, on, _)| std::fs::read_to_string(f).is_ok_and(|s| s.trim() == on))
+}
+
+/// Freezes (`pause`) or thaws (`resume`) every process of the container, waiting
+/// until the kernel reports it done.
+pub fn set_frozen(dirs: &[PathBuf], freeze: bool) -> Result<(), String> {
+    let (file, on, off) = freezer_of(dirs).ok_or("the container has no freezer cgroup")?;
+    let want = if freeze { on } else { off };
+    std::fs::write(&file, want).map_err(|e| format!("write {want} to {}: {e}", file.display()))?;
+    // v1 passes through FREEZING; v2 reports completion in cgroup.events.
+    let done = || match file.file_name().and_then(|n| n.to_str()) {
+        Some("cgroup.freeze") => std::fs::read_to_string(file.with_file_name("cgroup.events"))
+            .is_ok_and(|e| {
+                e.lines()
+                    .any(|l| l == format!("frozen {}", u8::from(freeze)))
+            }),
+        _ => std::fs::read_to_string(&file).is_ok_and(|s| s.trim() == want),
+    };
+    for _ in 0..1000 {
+        if done() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Err(format!("{} did not reach {want} in 5 s", file.display()))
 }
 
 #[cfg(test)]

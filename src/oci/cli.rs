@@ -96,6 +96,10 @@ pub enum Verb {
         #[arg(trailing_var_arg = true, hide = true)]
         ps_args: Vec<String>,
     },
+    /// OCI: freeze every process of a container.
+    Pause { id: String },
+    /// OCI: thaw a paused container.
+    Resume { id: String },
     /// OCI: run a process in a running container (`exec --process FILE ID`; the
     /// `maibox exec` of Python code is told apart by these flags).
     #[command(name = "oci-exec", hide = true)]
@@ -225,6 +229,8 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
         }
         Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
         Verb::OciExec(a) => super::exec::exec(g, &a),
+        Verb::Pause { id } => pause(g, &id, true).map(|_| 0),
+        Verb::Resume { id } => pause(g, &id, false).map(|_| 0),
         Verb::Ps { format, id, .. } => {
             let c = Container::open(&g.root, &id, false)?;
             let s = c.load()?;
@@ -425,7 +431,8 @@ fn create_in(
 /// devices group. Removed on drop unless [`ContainerCgroup::persist`]ed.
 struct ContainerCgroup {
     limits: Option<crate::cgroup::RunCgroup>,
-    devices: Option<PathBuf>,
+    /// v1 groups outside maibox's own hierarchies: devices, freezer.
+    extra: Vec<PathBuf>,
 }
 
 impl ContainerCgroup {
@@ -433,10 +440,10 @@ impl ContainerCgroup {
         if let Some(l) = &self.limits {
             l.attach(pid)?;
         }
-        if let Some(d) = &self.devices {
+        for d in &self.extra {
             let f = d.join("cgroup.procs");
             std::fs::write(&f, pid.to_string()).map_err(|e| crate::cgroup::CgroupError::Io {
-                step: "attach the container to its devices cgroup",
+                step: "attach the container to its devices/freezer cgroup",
                 path: f,
                 source: e,
             })?;
@@ -446,12 +453,12 @@ impl ContainerCgroup {
 
     fn paths(&self) -> Vec<PathBuf> {
         let mut v = self.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
-        v.extend(self.devices.clone());
+        v.extend(self.extra.iter().cloned());
         v
     }
 
     fn persist(mut self) {
-        self.devices = None;
+        self.extra.clear();
         if let Some(l) = self.limits.take() {
             l.persist();
         }
@@ -460,9 +467,7 @@ impl ContainerCgroup {
 
 impl Drop for ContainerCgroup {
     fn drop(&mut self) {
-        if let Some(d) = self.devices.take() {
-            let _ = crate::cgroup::remove_dirs(&[d]);
-        }
+        let _ = crate::cgroup::remove_dirs(&std::mem::take(&mut self.extra));
     }
 }
 
@@ -481,11 +486,14 @@ fn container_cgroup(
             .map_err(|e| refuse(e.to_string()))?;
     let mut group = ContainerCgroup {
         limits: Some(limits),
-        devices: None,
+        extra: Vec::new(),
     };
+    group
+        .extra
+        .extend(crate::oci::cgroup::create_freezer(&want.rel).map_err(refuse)?);
     if !want.devices.is_empty() {
         match crate::oci::cgroup::apply_devices(&want.rel, &want.devices).map_err(refuse)? {
-            Some(d) => group.devices = Some(d),
+            Some(d) => group.extra.push(d),
             None if can_mknod(spec) => {
                 return Err(refuse(
                     "the spec gives device rules but this host has no v1 devices controller to enforce them (cgroup v2 device programs are not supported); drop CAP_MKNOD (e.g. --cap-drop MKNOD) so no device node can be made".into(),
@@ -591,12 +599,35 @@ fn kill(g: &Global, id: &str, sig: Signal, all: bool) -> Result<(), OciError> {
     if c.status(&s) == Status::Stopped {
         return Err(OciError::Refused(format!("container {id} is not running")));
     }
-    let targets = if all { processes(&s) } else { vec![s.pid] };
+    let targets = if all { container_pids(&s) } else { vec![s.pid] };
     for p in targets {
         nix::sys::signal::kill(Pid::from_raw(p), sig)
             .map_err(|e| OciError::Refused(format!("kill {p} with {sig}: {e}")))?;
     }
+    // A frozen task acts on SIGKILL only once thawed.
+    if sig == Signal::SIGKILL && crate::oci::cgroup::frozen(&s.cgroup_paths) {
+        crate::oci::cgroup::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
+    }
     Ok(())
+}
+
+/// `pause` / `resume`: freeze or thaw every process of the container.
+fn pause(g: &Global, id: &str, freeze: bool) -> Result<(), OciError> {
+    let c = Container::open(&g.root, id, true)?;
+    let s = c.load()?;
+    let (from, verb) = if freeze {
+        (Status::Running, "pause")
+    } else {
+        (Status::Paused, "resume")
+    };
+    let status = c.status(&s);
+    if status != from {
+        return Err(OciError::Refused(format!(
+            "cannot {verb} container {id}: it is {status}, not {from}"
+        )));
+    }
+    crate::oci::cgroup::set_frozen(&s.cgroup_paths, freeze)
+        .map_err(|e| OciError::Refused(format!("{verb} container {id}: {e}")))
 }
 
 /// Waits until the init has ended (a zombie counts: its parent reaps it).
@@ -619,16 +650,19 @@ fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
     };
     let s = c.load()?;
     match c.status(&s) {
-        Status::Running if !force => {
+        status @ (Status::Running | Status::Paused) if !force => {
             return Err(OciError::Refused(format!(
-                "cannot delete container {id}: it is running (stop it or use --force)"
+                "cannot delete container {id}: it is {status} (stop it or use --force)"
             )))
         }
         Status::Stopped => {}
         // A created container never ran its process: deleting it is always allowed.
-        Status::Created | Status::Running => {
-            for p in processes(&s) {
+        Status::Created | Status::Running | Status::Paused => {
+            for p in container_pids(&s) {
                 let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
+            }
+            if crate::oci::cgroup::frozen(&s.cgroup_paths) {
+                let _ = crate::oci::cgroup::set_frozen(&s.cgroup_paths, false);
             }
             if !wait_gone(&s, Duration::from_secs(5)) {
                 return Err(OciError::Refused(format!(

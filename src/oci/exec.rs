@@ -126,9 +126,9 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     let c = Container::open(&g.root, &a.id, false)?;
     let s = c.load()?;
     let status = c.status(&s);
-    if status == Status::Stopped {
+    if matches!(status, Status::Stopped | Status::Paused) {
         return Err(refused(format!(
-            "cannot exec in container {}: it is stopped",
+            "cannot exec in container {}: it is {status}",
             a.id
         )));
     }

@@ -72,6 +72,7 @@ pub struct Saved {
 pub enum Status {
     Created,
     Running,
+    Paused,
     Stopped,
 }
 
@@ -80,6 +81,7 @@ impl std::fmt::Display for Status {
         f.write_str(match self {
             Status::Created => "created",
             Status::Running => "running",
+            Status::Paused => "paused",
             Status::Stopped => "stopped",
         })
     }
@@ -196,6 +198,8 @@ impl Container {
             Status::Stopped
         } else if self.fifo().exists() {
             Status::Created
+        } else if super::cgroup::frozen(&s.cgroup_paths) {
+            Status::Paused
         } else {
             Status::Running
         }
