@@ -279,3 +279,66 @@ fn docker_pause_freezes_and_unpause_thaws() {
     assert!(docker(&["pause", &n]).status.success());
     assert!(docker(&["rm", "-f", &n]).status.success());
 }
+
+#[test]
+fn docker_update_changes_the_limits_of_a_running_container() {
+    if !ready("docker_update_changes_the_limits_of_a_running_container") {
+        return;
+    }
+    let o = docker(&[
+        "run",
+        "-d",
+        "--runtime=maibox",
+        "--memory",
+        "64m",
+        "--memory-swap",
+        "64m",
+        "--pids-limit",
+        "50",
+        IMAGE,
+        "python3",
+        "-c",
+        "import time; time.sleep(300)",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    let read = |ctl: &str, file: &str| {
+        let v1 = std::path::Path::new("/sys/fs/cgroup")
+            .join(ctl)
+            .join("docker")
+            .join(&id)
+            .join(file);
+        std::fs::read_to_string(&v1)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        assert_eq!(
+            read("memory", "memory.limit_in_bytes"),
+            (64u64 << 20).to_string()
+        );
+        assert_eq!(read("pids", "pids.max"), "50");
+    }
+    let o = docker(&[
+        "update",
+        "--memory",
+        "100m",
+        "--memory-swap",
+        "100m",
+        "--pids-limit",
+        "70",
+        &id,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        assert_eq!(
+            read("memory", "memory.limit_in_bytes"),
+            (100u64 << 20).to_string()
+        );
+        assert_eq!(read("pids", "pids.max"), "70");
+    }
+    let o = docker(&["inspect", "-f", "{{.HostConfig.Memory}}", &id]);
+    assert_eq!(stdout(&o).trim(), (100u64 << 20).to_string());
+    assert!(docker(&["rm", "-f", &id]).status.success());
+}

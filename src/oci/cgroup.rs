@@ -96,7 +96,7 @@ fn device_rule(d: &LinuxDeviceCgroup) -> String {
     format!("{kind} {}:{} {access}", num(d.major()), num(d.minor()))
 }
 
-fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
+pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
     let mut l = Limits::default();
     if let Some(m) = r.memory() {
         if let Some(limit) = m.limit().filter(|v| *v > 0) {
@@ -188,6 +188,48 @@ pub fn from_spec(linux: &Linux, id: &str) -> Result<Option<OciCgroup>, BundleErr
         limits,
         devices,
     }))
+}
+
+/// `update --resources`: new limits for a running container's groups. A zero limit
+/// leaves that setting as it is.
+pub fn update(dirs: &[PathBuf], l: &Limits) -> Result<(), String> {
+    let write = |f: PathBuf, v: String| {
+        std::fs::write(&f, &v).map_err(|e| format!("write {v} to {}: {e}", f.display()))
+    };
+    for d in dirs {
+        if l.memory_bytes > 0 {
+            let m = l.memory_bytes.to_string();
+            if d.join("memory.max").exists() {
+                write(d.join("memory.max"), m)?;
+            } else if d.join("memory.limit_in_bytes").exists() {
+                // memsw may never be below the limit: lower the limit first when
+                // shrinking, raise memsw first when growing.
+                let memsw = d.join("memory.memsw.limit_in_bytes");
+                if write(d.join("memory.limit_in_bytes"), m.clone()).is_err() {
+                    if memsw.exists() {
+                        write(memsw.clone(), m.clone())?;
+                    }
+                    write(d.join("memory.limit_in_bytes"), m.clone())?;
+                }
+                if memsw.exists() {
+                    write(memsw, m)?;
+                }
+            }
+        }
+        if l.pids > 0 && d.join("pids.max").exists() {
+            write(d.join("pids.max"), l.pids.to_string())?;
+        }
+        if l.cpus > 0.0 {
+            let quota = ((l.cpus * 100_000.0).round() as u64).max(1000);
+            if d.join("cpu.max").exists() {
+                write(d.join("cpu.max"), format!("{quota} 100000"))?;
+            } else if d.join("cpu.cfs_quota_us").exists() {
+                write(d.join("cpu.cfs_period_us"), "100000".into())?;
+                write(d.join("cpu.cfs_quota_us"), quota.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Applies device rules through the v1 devices controller at `rel`. Returns the

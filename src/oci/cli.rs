@@ -96,6 +96,13 @@ pub enum Verb {
         #[arg(trailing_var_arg = true, hide = true)]
         ps_args: Vec<String>,
     },
+    /// OCI: change a running container's limits (LinuxResources JSON from a file or
+    /// `-` for stdin, as `docker update` sends it).
+    Update {
+        #[arg(long, short = 'r')]
+        resources: Option<PathBuf>,
+        id: String,
+    },
     /// OCI: freeze every process of a container.
     Pause { id: String },
     /// OCI: thaw a paused container.
@@ -229,6 +236,7 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
         }
         Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
         Verb::OciExec(a) => super::exec::exec(g, &a),
+        Verb::Update { resources, id } => update(g, &id, resources.as_deref()).map(|_| 0),
         Verb::Pause { id } => pause(g, &id, true).map(|_| 0),
         Verb::Resume { id } => pause(g, &id, false).map(|_| 0),
         Verb::Ps { format, id, .. } => {
@@ -609,6 +617,43 @@ fn kill(g: &Global, id: &str, sig: Signal, all: bool) -> Result<(), OciError> {
         crate::oci::cgroup::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
     }
     Ok(())
+}
+
+fn update(g: &Global, id: &str, resources: Option<&Path>) -> Result<(), OciError> {
+    let c = Container::open(&g.root, id, true)?;
+    let s = c.load()?;
+    if c.status(&s) == Status::Stopped {
+        return Err(OciError::Refused(format!("container {id} is not running")));
+    }
+    let text = match resources {
+        None => {
+            return Err(OciError::Refused(
+                "update needs --resources FILE (or - for stdin)".into(),
+            ))
+        }
+        Some(p) if p == Path::new("-") => {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .map_err(io_err("read the resources from stdin"))?;
+            t
+        }
+        Some(p) => std::fs::read_to_string(p).map_err(io_err(format!("read {}", p.display())))?,
+    };
+    let r: oci_spec::runtime::LinuxResources = serde_json::from_str(&text)
+        .map_err(|e| OciError::Refused(format!("--resources: not LinuxResources JSON: {e}")))?;
+    if r.devices().as_ref().is_some_and(|d| !d.is_empty()) {
+        return Err(OciError::Refused(
+            "update of device rules is not supported".into(),
+        ));
+    }
+    let limits = crate::oci::cgroup::limits(&r)?;
+    if s.cgroup_paths.is_empty() {
+        return Err(OciError::Refused(format!(
+            "container {id} has no cgroup to update"
+        )));
+    }
+    crate::oci::cgroup::update(&s.cgroup_paths, &limits)
+        .map_err(|e| OciError::Refused(format!("update container {id}: {e}")))
 }
 
 /// `pause` / `resume`: freeze or thaw every process of the container.
