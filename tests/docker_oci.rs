@@ -342,3 +342,63 @@ fn docker_update_changes_the_limits_of_a_running_container() {
     assert_eq!(stdout(&o).trim(), (100u64 << 20).to_string());
     assert!(docker(&["rm", "-f", &id]).status.success());
 }
+
+#[test]
+fn docker_run_and_exec_with_a_terminal() {
+    if !ready("docker_run_and_exec_with_a_terminal") {
+        return;
+    }
+    let probe = "import json, os\nprint(json.dumps({'tty': [os.isatty(f) for f in (0, 1, 2)], 'uid': os.getuid(), 'owner': os.stat(os.ttyname(1)).st_uid if os.isatty(1) else None}))";
+    let o = docker(&[
+        "run",
+        "--rm",
+        "-t",
+        "--runtime=maibox",
+        "--user",
+        "1000:1000",
+        IMAGE,
+        "python3",
+        "-c",
+        probe,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(p["tty"], serde_json::json!([true, true, true]), "{p}");
+    assert_eq!(
+        p["owner"], 1000,
+        "the pty belongs to the container's user: {p}"
+    );
+    // Control: without -t there is no terminal.
+    let o = docker(&[
+        "run",
+        "--rm",
+        "--runtime=maibox",
+        IMAGE,
+        "python3",
+        "-c",
+        probe,
+    ]);
+    let p: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(p["tty"], serde_json::json!([false, false, false]), "{p}");
+    let n = format!("maibox-lane-tty-{}", std::process::id());
+    let o = docker(&[
+        "run",
+        "-d",
+        "--name",
+        &n,
+        "--runtime=maibox",
+        "--user",
+        "1000:1000",
+        IMAGE,
+        "python3",
+        "-c",
+        "import time; time.sleep(300)",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = docker(&["exec", "-t", &n, "python3", "-c", probe]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(p["tty"], serde_json::json!([true, true, true]), "{p}");
+    assert_eq!(p["owner"], 1000, "{p}");
+    assert!(docker(&["rm", "-f", &n]).status.success());
+}

@@ -114,12 +114,6 @@ pub fn policy_for(
     let root_path = resolve_root(bundle, root.path())?;
     let linux = spec.linux().clone().unwrap_or_default();
 
-    if process.terminal().unwrap_or(false) {
-        return Err(BundleError::Unenforced {
-            field: "process.terminal".into(),
-            hint: "no console socket support in this version".into(),
-        });
-    }
     let waive = |w: Waivable, field: &str, hint: &str| -> Result<(), BundleError> {
         if waived.contains(&w) {
             Ok(())
@@ -241,6 +235,7 @@ pub fn policy_for(
         sysctls,
         start_fifo: None,
         die_with_parent: false,
+        console: None,
         seccomp,
     };
     let env: Vec<(String, String)> = view
@@ -359,6 +354,7 @@ pub fn oci_process(process: &oci_spec::runtime::Process) -> Result<OciProcess, B
         no_new_privileges: process.no_new_privileges().unwrap_or(false),
         oom_score_adj: process.oom_score_adj(),
         capabilities,
+        terminal: process.terminal().unwrap_or(false),
     };
     Ok(oci_process)
 }

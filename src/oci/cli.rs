@@ -304,11 +304,6 @@ struct Created {
 /// Sets a container up and leaves its init blocked on the start FIFO. With
 /// `foreground` (`run`), the container dies with this process.
 fn create(g: &Global, a: &CreateArgs, foreground: bool) -> Result<Created, OciError> {
-    if a.console_socket.is_some() {
-        return Err(OciError::Refused(
-            "--console-socket (terminal: true) is not supported yet".into(),
-        ));
-    }
     if a.preserve_fds > 0 {
         return Err(OciError::Refused(
             "--preserve-fds is not supported: only stdio reaches the container".into(),
@@ -343,6 +338,21 @@ fn create_in(
     };
     view.start_fifo = Some(fifo);
     view.die_with_parent = foreground;
+    let console = match (&a.console_socket, view.process.terminal) {
+        (Some(p), true) => Some(crate::sandbox::console::connect(p)?),
+        (None, false) => None,
+        (Some(_), false) => {
+            return Err(OciError::Refused(
+                "--console-socket given but process.terminal is false".into(),
+            ))
+        }
+        (None, true) => {
+            return Err(OciError::Refused(
+                "process.terminal is true: give --console-socket to receive the pty".into(),
+            ))
+        }
+    };
+    view.console = console.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     let pid_ns = view.namespaces.pid;
     let hooks_value = loaded
         .spec

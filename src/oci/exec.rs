@@ -10,7 +10,7 @@
 //! `--detach`.
 
 use std::io::BufRead;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -117,11 +117,6 @@ fn process_for(a: &ExecArgs, spec: &oci_spec::runtime::Spec) -> Result<OciProces
 
 /// Runs `exec`. Returns the exit code of the runtime command.
 pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
-    if a.tty || a.console_socket.is_some() {
-        return Err(refused(
-            "exec with a terminal (--tty/--console-socket) is not supported yet",
-        ));
-    }
     state::check_id(&a.id)?;
     let c = Container::open(&g.root, &a.id, false)?;
     let s = c.load()?;
@@ -138,7 +133,22 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
             message: e.to_string(),
         })
     })?;
-    let process = process_for(a, &spec)?;
+    let mut process = process_for(a, &spec)?;
+    process.terminal |= a.tty;
+    let console = match (&a.console_socket, process.terminal) {
+        (Some(p), true) => Some(crate::sandbox::console::connect(p)?),
+        (None, false) => None,
+        (Some(_), false) => {
+            return Err(refused(
+                "--console-socket given but the process has no terminal",
+            ))
+        }
+        (None, true) => {
+            return Err(refused(
+                "a terminal needs --console-socket to receive the pty",
+            ))
+        }
+    };
     let seccomp = spec
         .linux()
         .as_ref()
@@ -162,6 +172,7 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         cgroups: &s.cgroup_paths,
         process: &process,
         seccomp: seccomp.as_ref(),
+        console: console.as_ref(),
     };
     // SAFETY: the runtime is single-threaded here; the child only sets up and execs.
     let helper = match unsafe { fork() } {
@@ -225,6 +236,7 @@ struct Job<'a> {
     cgroups: &'a [PathBuf],
     process: &'a OciProcess,
     seccomp: Option<&'a super::seccomp::Compiled>,
+    console: Option<&'a OwnedFd>,
 }
 
 fn report(w: &OwnedFd, line: &str) {
@@ -272,8 +284,22 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
     let p = job.process;
     // Only stdio and the report pipe (close-on-exec) reach the process: a leaked
     // runtime fd is how CVE-2024-21626 reached the host.
-    if let Err(e) = crate::sandbox::privs::close_fds_except(&[w.as_raw_fd()]) {
+    let mut keep = vec![w.as_raw_fd()];
+    keep.extend(job.console.map(|c| c.as_raw_fd()));
+    if let Err(e) = crate::sandbox::privs::close_fds_except(&keep) {
         fail(e.to_string());
+    }
+    if let Some(c) = job.console {
+        let tty = nix::unistd::setsid()
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                crate::sandbox::console::attach(c.as_fd(), p.uid, p.gid).map_err(|e| e.to_string())
+            });
+        if let Err(e) = tty {
+            fail(e);
+        }
+        // SAFETY: closing our inherited copy of the console socket before exec.
+        unsafe { libc::close(c.as_raw_fd()) };
     }
     for (res, soft, hard) in &p.rlimits {
         let lim = libc::rlimit {

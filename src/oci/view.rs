@@ -27,6 +27,10 @@ pub struct OciView {
     /// Kill the container when the process that created it dies. Off for
     /// `create`: the container outlives the runtime command and the shim reaps it.
     pub die_with_parent: bool,
+    /// The connected `--console-socket` (an fd the cloned child inherits), for
+    /// `process.terminal`.
+    #[serde(skip)]
+    pub console: Option<i32>,
     /// `linux.seccomp`, compiled ([`crate::oci::seccomp`]).
     #[serde(skip)]
     pub seccomp: Option<crate::oci::seccomp::Compiled>,
@@ -61,6 +65,8 @@ pub struct OciProcess {
     pub no_new_privileges: bool,
     pub oom_score_adj: Option<i32>,
     pub capabilities: CapabilitySets,
+    /// A pty for stdio, its master sent over `--console-socket`.
+    pub terminal: bool,
 }
 
 /// Capability names as the kernel spells them (`CAP_KILL`). A set the spec leaves

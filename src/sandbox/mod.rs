@@ -4,6 +4,7 @@
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
 //! [`crate::monitor`] supervises it to the end.
 
+pub mod console;
 pub mod dev;
 pub mod error;
 pub mod etc;

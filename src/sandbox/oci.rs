@@ -17,7 +17,7 @@ use nix::mount::{mount, MsFlags};
 use nix::sched::CloneFlags;
 use nix::unistd::{Gid, Pid, Uid};
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 pub fn clone_flags(v: &OciView) -> CloneFlags {
@@ -110,6 +110,7 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
     if let Some(g) = &gate {
         keep.push(g.as_raw_fd());
     }
+    keep.extend(v.console);
     super::privs::close_fds_except(&keep)?;
     if v.namespaces.cgroup {
         nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
@@ -152,6 +153,12 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
     // Without no_new_privs the kernel takes a filter only from a holder of
     // CAP_SYS_ADMIN, so it goes on before the identity switch drops it (as runc
     // does); the profile must then allow the calls left in setup.
+    if let Some(fd) = v.console.filter(|_| v.process.terminal) {
+        // SAFETY: the connected console socket, inherited from the runtime; we own
+        // our copy and close it once the master is sent.
+        let console = unsafe { OwnedFd::from_raw_fd(fd) };
+        super::console::attach(console.as_fd(), v.process.uid, v.process.gid)?;
+    }
     if !v.process.no_new_privileges {
         install_seccomp(v.seccomp.as_ref())?;
     }
