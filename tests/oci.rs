@@ -581,3 +581,20 @@ fn bad_input() {
     );
     assert!(env.ids().is_empty(), "left behind: {:?}", env.ids());
 }
+
+#[test]
+fn features_describe_what_is_enforced() {
+    let o = Command::new(binary()).arg("features").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let f: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(f["linux"]["seccomp"]["enabled"], true);
+    assert_eq!(f["linux"]["cgroup"]["systemd"], false);
+    assert!(f["linux"]["capabilities"]
+        .as_array()
+        .unwrap()
+        .contains(&"CAP_SYS_ADMIN".into()));
+    assert!(!f["linux"]["seccomp"]["actions"]
+        .as_array()
+        .unwrap()
+        .contains(&"SCMP_ACT_NOTIFY".into()));
+}

@@ -103,6 +103,8 @@ pub enum Verb {
         resources: Option<PathBuf>,
         id: String,
     },
+    /// OCI: print what this runtime implements (runtime-spec features.md), as JSON.
+    Features,
     /// OCI: freeze every process of a container.
     Pause { id: String },
     /// OCI: thaw a paused container.
@@ -237,6 +239,13 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
         Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
         Verb::OciExec(a) => super::exec::exec(g, &a),
         Verb::Update { resources, id } => update(g, &id, resources.as_deref()).map(|_| 0),
+        Verb::Features => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&features()).unwrap_or_default()
+            );
+            Ok(0)
+        }
         Verb::Pause { id } => pause(g, &id, true).map(|_| 0),
         Verb::Resume { id } => pause(g, &id, false).map(|_| 0),
         Verb::Ps { format, id, .. } => {
@@ -627,6 +636,45 @@ fn kill(g: &Global, id: &str, sig: Signal, all: bool) -> Result<(), OciError> {
         crate::oci::cgroup::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
     }
     Ok(())
+}
+
+/// The runtime-spec `features` document: only what maibox enforces.
+fn features() -> serde_json::Value {
+    let caps: Vec<String> = caps::all()
+        .into_iter()
+        .map(|c| c.to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    serde_json::json!({
+        "ociVersionMin": "1.0.0",
+        "ociVersionMax": "1.2.0",
+        "hooks": ["prestart", "createRuntime", "poststart", "poststop"],
+        "mountOptions": ["ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
+            "relatime", "norelatime", "strictatime", "noatime", "nodiratime", "bind", "rbind",
+            "private", "rprivate", "slave", "rslave", "shared", "rshared"],
+        "linux": {
+            "namespaces": ["mount", "pid", "network", "ipc", "uts", "cgroup", "user"],
+            "capabilities": caps,
+            "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false},
+            "seccomp": {
+                "enabled": true,
+                "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
+                    "SCMP_ACT_KILL_THREAD", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP",
+                    "SCMP_ACT_TRACE", "SCMP_ACT_LOG"],
+                "operators": ["SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ",
+                    "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ"],
+                "archs": [if cfg!(target_arch = "x86_64") { "SCMP_ARCH_X86_64" } else { "SCMP_ARCH_AARCH64" }],
+                "knownFlags": ["SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
+                    "SECCOMP_FILTER_FLAG_SPEC_ALLOW"],
+                "supportedFlags": ["SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
+                    "SECCOMP_FILTER_FLAG_SPEC_ALLOW"]
+            },
+            "apparmor": {"enabled": false},
+            "selinux": {"enabled": false}
+        },
+        "annotations": {"io.maibox.version": env!("CARGO_PKG_VERSION")}
+    })
 }
 
 fn update(g: &Global, id: &str, resources: Option<&Path>) -> Result<(), OciError> {
