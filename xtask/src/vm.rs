@@ -17,6 +17,8 @@ const VM_TESTS: &[&str] = &[
     "confine",
     "limits",
     "network",
+    // The OCI runtime's cgroups (limits, freezer) on a pure v2 hierarchy.
+    "oci",
 ];
 
 pub fn in_ci() -> bool {
