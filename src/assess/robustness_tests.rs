@@ -1,6 +1,6 @@
 //! Bad input: binary, non-UTF-8, deep nesting, random and mutated bytes.
-//! cargo-fuzz needs a nightly toolchain, which this machine does not have,
-//! so a deterministic mutation loop stands in for it.
+//! A deterministic mutation loop runs with every `cargo test`; the cargo-fuzz
+//! target in fuzz/ (nightly) explores further.
 
 use super::{assess, AssessConfig, Verdict};
 
@@ -211,5 +211,52 @@ fn assess_speed() {
         // The 2 ms / 20 ms targets are not met (tree-sitter parsing alone
         // dominates, see DEPS.md); this only catches pathological regressions.
         assert!(median < 1_000.0, "assessment took {median} ms");
+    }
+}
+
+/// Where the assessment's time goes: tree-sitter's parse alone vs the whole
+/// assessment, on benign (the stdlib's own code) and on the malicious corpus.
+/// `cargo test --release --lib -- --ignored --nocapture assess_speed_breakdown`
+#[test]
+#[ignore]
+fn assess_speed_breakdown() {
+    let median = |f: &mut dyn FnMut()| {
+        let mut t: Vec<f64> = (0..30)
+            .map(|_| {
+                let s = std::time::Instant::now();
+                f();
+                s.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        t.sort_by(|a, b| a.total_cmp(b));
+        t[15]
+    };
+    let corpus: String = super::corpus_tests::load_corpus()
+        .into_iter()
+        .map(|c| String::from_utf8_lossy(&c.source).into_owned() + "\n")
+        .collect();
+    let stdlib = std::fs::read_to_string("/usr/lib/python3.11/argparse.py").unwrap_or_default()
+        + &std::fs::read_to_string("/usr/lib/python3.11/json/decoder.py").unwrap_or_default()
+        + &std::fs::read_to_string("/usr/lib/python3.11/csv.py").unwrap_or_default();
+    for (name, base) in [("malicious corpus", corpus), ("stdlib", stdlib)] {
+        for target in [1_000usize, 10_000] {
+            let src: String = base
+                .lines()
+                .cycle()
+                .take(target)
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let parse = median(&mut || {
+                let mut p = tree_sitter::Parser::new();
+                p.set_language(&tree_sitter_python::LANGUAGE.into())
+                    .unwrap();
+                let t = p.parse(&src, None).unwrap();
+                std::hint::black_box(t);
+            });
+            let all = median(&mut || {
+                std::hint::black_box(run(src.as_bytes()));
+            });
+            println!("{name}, {target} lines: parse {parse:.2} ms, whole assessment {all:.2} ms");
+        }
     }
 }
