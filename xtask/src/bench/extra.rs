@@ -1,0 +1,143 @@
+//! Running rows: interleaved timed rounds, throughput with parallel workers, and the
+//! supervisor's own peak memory.
+
+use super::Row;
+use anyhow::{bail, Context, Result};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Warm-up (page cache, dynamic loader) finds rows that fail: those are reported as
+/// failed, never timed. The baseline (first row) must work. Then `rounds` rounds,
+/// each running every row once in a shuffled order.
+pub fn measure(
+    rows: &mut Vec<Row>,
+    rounds: usize,
+    failed: &mut Vec<(String, String)>,
+) -> Result<()> {
+    let base = rows.first().map(|r| r.name.clone()).unwrap_or_default();
+    rows.retain(|r| match run_once(&r.cmd) {
+        Ok(_) => true,
+        Err(e) => {
+            failed.push((r.name.clone(), format!("{e:#}")));
+            false
+        }
+    });
+    if rows.first().map(|r| r.name != base).unwrap_or(true) {
+        bail!("the baseline ({base}) failed to run");
+    }
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..rounds {
+        // Fisher-Yates with a xorshift: the order only needs to vary, not be secure.
+        for i in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            let d = run_once(&rows[i].cmd)?;
+            rows[i].samples.push(d);
+        }
+    }
+    Ok(())
+}
+
+/// Runs/second of each command with `workers` parallel loops for `duration`; the
+/// commands take turns, so both see the same machine.
+pub fn throughput(
+    cmds: &[(&str, Vec<String>)],
+    workers: usize,
+    duration: Duration,
+) -> Result<Vec<(String, f64)>> {
+    let mut out = Vec::new();
+    for (name, cmd) in cmds {
+        let until = Instant::now() + duration;
+        let t = Instant::now();
+        let counts: Vec<Result<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..workers)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut n = 0u64;
+                        while Instant::now() < until {
+                            run_once(cmd)?;
+                            n += 1;
+                        }
+                        Ok(n)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
+                })
+                .collect()
+        });
+        let mut total = 0;
+        for c in counts {
+            total += c.with_context(|| format!("throughput of {name}"))?;
+        }
+        out.push((name.to_string(), total as f64 / t.elapsed().as_secs_f64()));
+    }
+    Ok(out)
+}
+
+/// Peak resident memory of the maibox supervisor itself: its VmHWM, read from
+/// /proc/PID/status while it waits for a script that sleeps. The sandbox is a
+/// separate process (cloned without CLONE_VM), so Python's memory is not in it.
+/// Median of 10 runs, in bytes.
+pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<u64> {
+    let script = dir.join("sleep.py");
+    std::fs::write(&script, "import time\ntime.sleep(0.4)\n")?;
+    let mut peaks = Vec::new();
+    for _ in 0..10 {
+        let mut child = Command::new(maibox)
+            .args(["exec", &script.display().to_string()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .context("start maibox")?;
+        let status = format!("/proc/{}/status", child.id());
+        let mut hwm = 0u64;
+        while child.try_wait()?.is_none() {
+            if let Ok(s) = std::fs::read_to_string(&status) {
+                if let Some(kb) = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                {
+                    hwm = hwm.max(kb * 1024);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peaks.push(hwm);
+    }
+    peaks.sort_unstable();
+    Ok(peaks[peaks.len() / 2])
+}
+
+pub fn run_once(cmd: &[String]) -> Result<Duration> {
+    // Container runtimes need a fresh id per run.
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cmd: Vec<String> = cmd
+        .iter()
+        .map(|a| a.replace("@ID@", &format!("maibox-bench-{}-{n}", std::process::id())))
+        .collect();
+    let t = Instant::now();
+    let st = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .with_context(|| format!("running {}", cmd.join(" ")))?;
+    let d = t.elapsed();
+    let err = String::from_utf8_lossy(&st.stderr);
+    let st = st.status;
+    if !st.success() {
+        bail!("{st}: {}", err.lines().next().unwrap_or_default());
+    }
+    Ok(d)
+}

@@ -1,0 +1,321 @@
+//! `cargo xtask bench`: maibox against bare python and the peers found on this
+//! machine, in interleaved rounds (each round runs every row once, in a shuffled
+//! order) so that machine noise hits all rows alike. Reports median, p90, p99 and the
+//! ratio to bare python; throughput with N parallel workers; the supervisor's own peak
+//! memory. Writes target/bench/bench.{md,json,svg}.
+
+mod extra;
+mod output;
+mod peers;
+mod stats;
+
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::time::Duration;
+
+pub struct Row {
+    pub name: String,
+    pub cmd: Vec<String>,
+    pub samples: Vec<Duration>,
+}
+
+fn row(name: impl Into<String>, cmd: Vec<String>) -> Row {
+    Row {
+        name: name.into(),
+        cmd,
+        samples: Vec::new(),
+    }
+}
+
+struct Options {
+    rounds: usize,
+    layers: bool,
+    workers: usize,
+    duration: Duration,
+}
+
+fn options(args: &[String]) -> Result<Options> {
+    let mut o = Options {
+        rounds: 100,
+        layers: false,
+        workers: 2,
+        duration: Duration::from_secs(10),
+    };
+    let mut it = args.iter();
+    let num = |v: Option<&String>, what: &str| -> Result<u64> {
+        v.with_context(|| format!("{what} needs a number"))?
+            .parse()
+            .with_context(|| format!("{what} needs a number"))
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--rounds" => o.rounds = num(it.next(), "--rounds")? as usize,
+            "--workers" => o.workers = num(it.next(), "--workers")? as usize,
+            "--duration" => o.duration = Duration::from_secs(num(it.next(), "--duration")?),
+            "--layers" => o.layers = true,
+            other => bail!(
+                "unknown bench option {other} (options: --rounds N, --layers, --workers N, --duration SECONDS)"
+            ),
+        }
+    }
+    if o.rounds == 0 || o.workers == 0 {
+        bail!("--rounds and --workers must be at least 1");
+    }
+    Ok(o)
+}
+
+/// A small realistic script: JSON and CSV parsing, some arithmetic, a file written
+/// to /tmp and read back.
+const REALISTIC: &str = r#"import csv, io, json, math, statistics, os, tempfile
+rows = [{"id": i, "name": f"item{i}", "price": round(math.sin(i) * 100 + 150, 2)} for i in range(500)]
+text = json.dumps(rows)
+data = json.loads(text)
+buf = io.StringIO()
+w = csv.DictWriter(buf, fieldnames=["id", "name", "price"])
+w.writeheader(); w.writerows(data)
+parsed = list(csv.DictReader(io.StringIO(buf.getvalue())))
+prices = [float(r["price"]) for r in parsed]
+summary = {"n": len(prices), "mean": statistics.mean(prices), "stdev": statistics.pstdev(prices)}
+with tempfile.NamedTemporaryFile("w+", dir="/tmp", delete=True) as f:
+    f.write(json.dumps(summary)); f.flush(); f.seek(0)
+    assert json.loads(f.read())["n"] == 500
+print(summary["n"])
+"#;
+
+fn group_rows(
+    m: &str,
+    script: &str,
+    dir: &Path,
+    empty: &Path,
+    all_peers: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Row>> {
+    let maibox = |flags: &[&str]| {
+        let mut c = vec![m.to_string(), "exec".to_string()];
+        c.extend(flags.iter().map(|f| f.to_string()));
+        c.push(script.to_string());
+        c
+    };
+    let mut rows = vec![
+        row(
+            "python3 (bare)",
+            vec!["/usr/bin/python3".into(), "-s".into(), script.into()],
+        ),
+        row(
+            "maibox exec --trust untrusted",
+            maibox(&["--trust", "untrusted"]),
+        ),
+    ];
+    if all_peers {
+        rows.push(row(
+            "maibox exec --trust trusted",
+            maibox(&["--trust", "trusted"]),
+        ));
+    }
+    match peers::which("bwrap") {
+        Some(b) => rows.push(row(
+            "bubblewrap (unshare-all, ro /usr, caps dropped)",
+            peers::bwrap_cmd(&b, script),
+        )),
+        None => notes.push("bubblewrap: not installed, skipped".into()),
+    }
+    if !all_peers {
+        return Ok(rows);
+    }
+    match peers::which("firejail") {
+        Some(f) => rows.push(row(
+            "firejail (net none, caps dropped, seccomp, ro /)",
+            peers::firejail_cmd(&f, script),
+        )),
+        None => notes.push("firejail: not installed, skipped".into()),
+    }
+    if peers::which("nsjail").is_none() {
+        notes.push("nsjail: not installed (not packaged in Debian 12), skipped".into());
+    }
+    match peers::which("crun") {
+        Some(crun) => {
+            let bundle = dir.join("crun-bundle");
+            peers::crun_bundle(&bundle, empty)?;
+            rows.push(row(
+                "crun run (OCI bundle, no cgroups)",
+                vec![
+                    crun,
+                    "--cgroup-manager=disabled".into(),
+                    "run".into(),
+                    "--bundle".into(),
+                    bundle.display().to_string(),
+                    "@ID@".into(),
+                ],
+            ));
+        }
+        None => notes.push("crun: not installed, skipped".into()),
+    }
+    let (engine, has_maibox) = peers::docker_state();
+    if engine {
+        rows.push(row(
+            "docker run (seeds' hardening flags)",
+            peers::docker_cmd(None, script),
+        ));
+        if has_maibox {
+            rows.push(row(
+                "docker run --runtime=maibox (same flags)",
+                peers::docker_cmd(Some("maibox"), script),
+            ));
+        } else {
+            notes.push(
+                "docker run --runtime=maibox: the engine has no maibox runtime, skipped".into(),
+            );
+        }
+        rows.push(row(
+            "maibox exec --backend docker",
+            maibox(&["--backend", "docker", "--image", "maibox-python:test"]),
+        ));
+    } else {
+        notes.push(
+            "docker: no engine answers (start one: xtask/docker/docker-engine.sh up), skipped"
+                .into(),
+        );
+    }
+    Ok(rows)
+}
+
+pub fn bench(args: &[String]) -> Result<()> {
+    let o = options(args)?;
+    crate::cargo(&["build", "--release", "--bin", "maibox"])?;
+    let m = crate::root()
+        .join("target/release/maibox")
+        .display()
+        .to_string();
+    // Not under /tmp: firejail's --private-tmp would hide the scripts.
+    let dir = crate::root().join(format!("target/bench/run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let empty = dir.join("empty.py");
+    std::fs::write(&empty, "")?;
+    let real = dir.join("realistic.py");
+    std::fs::write(&real, REALISTIC)?;
+    let mut notes = Vec::new();
+    let mut startup = group_rows(
+        &m,
+        &empty.display().to_string(),
+        &dir,
+        &empty,
+        true,
+        &mut notes,
+    )?;
+    if o.layers {
+        let e = empty.display().to_string();
+        startup.push(row(
+            "untrusted with --network allowlist (proxy and bridge)",
+            vec![
+                m.clone(),
+                "exec".into(),
+                "--trust".into(),
+                "untrusted".into(),
+                "--network".into(),
+                "allowlist".into(),
+                e.clone(),
+            ],
+        ));
+        for layer in [
+            "cgroup-limits",
+            "seccomp",
+            "landlock",
+            "net-ns",
+            "proc-masks",
+        ] {
+            startup.push(row(
+                format!("untrusted without {layer}"),
+                vec![
+                    m.clone(),
+                    "exec".into(),
+                    "--trust".into(),
+                    "untrusted".into(),
+                    "--unsafe-disable-layer".into(),
+                    layer.into(),
+                    e.clone(),
+                ],
+            ));
+        }
+    }
+    let realistic = group_rows(
+        &m,
+        &real.display().to_string(),
+        &dir,
+        &empty,
+        false,
+        &mut Vec::new(),
+    )?;
+    let mut groups = vec![
+        (format!("Startup of an empty script, {} interleaved rounds:", o.rounds), startup),
+        (format!("A small realistic script (JSON, CSV, statistics, a /tmp file), {} interleaved rounds:", o.rounds), realistic),
+    ];
+    let mut failed = Vec::new();
+    for (_, rows) in groups.iter_mut() {
+        extra::measure(rows, o.rounds, &mut failed)?;
+    }
+    let thr = extra::throughput(
+        &[
+            (
+                "python3 (bare)",
+                vec![
+                    "/usr/bin/python3".into(),
+                    "-s".into(),
+                    empty.display().to_string(),
+                ],
+            ),
+            (
+                "maibox exec --trust untrusted",
+                vec![m.clone(), "exec".into(), empty.display().to_string()],
+            ),
+        ],
+        o.workers,
+        o.duration,
+    )?;
+    let mem = extra::supervisor_peak_memory(&m, &dir)?;
+    let mut md = String::new();
+    for n in &notes {
+        md.push_str(&format!("note: {n}\n"));
+    }
+    md.push_str(&output::markdown(&groups, &failed));
+    md.push_str(&format!(
+        "\nThroughput, {} workers for {} s (empty script): {}\n",
+        o.workers,
+        o.duration.as_secs(),
+        thr.iter()
+            .map(|(n, r)| format!("{n} {r:.1} runs/s"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if let [(_, base), (_, mb)] = thr.as_slice() {
+        md.push_str(&format!(
+            "maibox / bare python throughput: {:.2}x\n",
+            mb / base.max(1e-9)
+        ));
+    }
+    md.push_str(&format!(
+        "\nSupervisor peak memory (VmHWM of the maibox process itself, the sandbox excluded), median of 10 runs: {:.2} MB\n",
+        mem as f64 / 1e6
+    ));
+    println!("{md}");
+    let out = crate::root().join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("bench.md"), &md)?;
+    let extra_json = serde_json::json!({
+        "throughput": {"workers": o.workers, "duration_s": o.duration.as_secs(),
+            "runs_per_s": thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
+        "supervisor_peak_rss_bytes": mem,
+        "notes": notes,
+    });
+    std::fs::write(
+        out.join("bench.json"),
+        serde_json::to_vec_pretty(&output::json(&groups, &failed, extra_json))?,
+    )?;
+    output::svg(
+        &out.join("bench.svg"),
+        "maibox exec startup vs peers (empty script)",
+        &groups[0].1,
+    )?;
+    println!("wrote {}/bench.{{md,json,svg}}", out.display());
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
