@@ -16,8 +16,9 @@ fn main() -> Result<()> {
         Some("rootfs") => rootfs(&args[1..]),
         Some("test-vm") => vm::test_vm(root()),
         Some("test-docker") => docker::test_docker(root()),
+        Some("check-aarch64") => check_aarch64(),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
             std::process::exit(2)
         }
     }
@@ -62,6 +63,30 @@ fn test() -> Result<()> {
     cargo(&["test", "--workspace"])?;
     drop(engine);
     vm::test_vm(root())
+}
+
+/// Type-checks maibox for aarch64 (the seccomp filter's second architecture). Needs
+/// `rustup target add aarch64-unknown-linux-gnu` and `apt-get install
+/// gcc-aarch64-linux-gnu` (C parts of tree-sitter and ring). Not part of `test`: both
+/// come from the network.
+fn check_aarch64() -> Result<()> {
+    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "check",
+            "--lib",
+            "--bins",
+            "--target",
+            "aarch64-unknown-linux-gnu",
+        ])
+        .env("CC_aarch64_unknown_linux_gnu", "aarch64-linux-gnu-gcc")
+        .env("CARGO_TARGET_DIR", root().join("target/aarch64"))
+        .current_dir(root())
+        .status()
+        .context("running cargo check for aarch64")?;
+    if !st.success() {
+        bail!("cargo check --target aarch64-unknown-linux-gnu failed ({st}); see the doc comment of check_aarch64 for what it needs");
+    }
+    Ok(())
 }
 
 /// Builds the minimal Python root image for `maibox exec --rootfs DIR`.
