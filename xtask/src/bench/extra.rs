@@ -83,14 +83,21 @@ pub fn throughput(
     Ok(out)
 }
 
-/// Peak resident memory of the maibox supervisor itself: its VmHWM, read from
-/// /proc/PID/status while it waits for a script that sleeps. The sandbox is a
-/// separate process (cloned without CLONE_VM), so Python's memory is not in it.
-/// Median of 10 runs, in bytes.
-pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<u64> {
+/// Peak memory of the maibox supervisor itself, read from /proc/PID/status while it
+/// waits for a script that sleeps: VmHWM (every resident page, including the
+/// binary's and libc's file pages, which are shared and reclaimable) and the peak of
+/// RssAnon (its own heap and stacks). The sandbox is a separate process (cloned
+/// without CLONE_VM), so Python's memory is in neither. Medians of 10 runs, in bytes.
+pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<(u64, u64)> {
     let script = dir.join("sleep.py");
     std::fs::write(&script, "import time\ntime.sleep(0.4)\n")?;
-    let mut peaks = Vec::new();
+    let field = |s: &str, name: &str| -> Option<u64> {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    };
+    let (mut hwms, mut anons) = (Vec::new(), Vec::new());
     for _ in 0..10 {
         let mut child = Command::new(maibox)
             .args(["exec", &script.display().to_string()])
@@ -98,23 +105,20 @@ pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<u64
             .spawn()
             .context("start maibox")?;
         let status = format!("/proc/{}/status", child.id());
-        let mut hwm = 0u64;
+        let (mut hwm, mut anon) = (0u64, 0u64);
         while child.try_wait()?.is_none() {
             if let Ok(s) = std::fs::read_to_string(&status) {
-                if let Some(kb) = s
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                {
-                    hwm = hwm.max(kb * 1024);
-                }
+                hwm = hwm.max(field(&s, "VmHWM:").unwrap_or(0));
+                anon = anon.max(field(&s, "RssAnon:").unwrap_or(0));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(10));
         }
-        peaks.push(hwm);
+        hwms.push(hwm);
+        anons.push(anon);
     }
-    peaks.sort_unstable();
-    Ok(peaks[peaks.len() / 2])
+    hwms.sort_unstable();
+    anons.sort_unstable();
+    Ok((hwms[hwms.len() / 2], anons[anons.len() / 2]))
 }
 
 pub fn run_once(cmd: &[String]) -> Result<Duration> {

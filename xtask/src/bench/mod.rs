@@ -293,8 +293,9 @@ pub fn bench(args: &[String]) -> Result<()> {
         ));
     }
     md.push_str(&format!(
-        "\nSupervisor peak memory (VmHWM of the maibox process itself, the sandbox excluded), median of 10 runs: {:.2} MB\n",
-        mem as f64 / 1e6
+        "\nSupervisor peak memory (the maibox process itself, the sandbox excluded), median of 10 runs: VmHWM {:.2} MB (file pages of the binary and libc included), RssAnon peak {:.2} MB\n",
+        mem.0 as f64 / 1e6,
+        mem.1 as f64 / 1e6
     ));
     println!("{md}");
     let out = crate::root().join("target/bench");
@@ -303,7 +304,8 @@ pub fn bench(args: &[String]) -> Result<()> {
     let extra_json = serde_json::json!({
         "throughput": {"workers": o.workers, "duration_s": o.duration.as_secs(),
             "runs_per_s": thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
-        "supervisor_peak_rss_bytes": mem,
+        "supervisor_peak_rss_bytes": mem.0,
+        "supervisor_peak_anon_bytes": mem.1,
         "notes": notes,
     });
     std::fs::write(
