@@ -174,6 +174,10 @@ struct ExecArgs {
     /// Cap on stdout+stderr, e.g. 1MiB.
     #[arg(long, value_parser = parse_size)]
     output_limit: Option<ByteSize>,
+    /// Print where the run's time went (assessment, each sandbox setup step, the code,
+    /// the whole command) to stderr.
+    #[arg(long)]
+    timings: bool,
     /// Diagnostic: route every syscall the seccomp filter denies through the supervisor,
     /// which answers EPERM as usual and lists the calls (name and count) in the report
     /// and on stderr. Shows why code fails under the sandbox; each denial costs a round trip.
@@ -387,6 +391,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn exec(a: ExecArgs) -> anyhow::Result<i32> {
+    let started = std::time::Instant::now();
     let (cfg, _origin) = Config::load(a.config.as_deref())?;
     let trust = a.trust.unwrap_or(cfg.default_trust);
     let source = match (&a.code, &a.script) {
@@ -520,6 +525,12 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
     for v in &r.report.violations {
         eprintln!("maibox: violation: {}", serde_json::to_string(v)?);
     }
+    if a.timings {
+        eprintln!(
+            "maibox: timings: {}",
+            timings_line(&r.report, started.elapsed())
+        );
+    }
     if a.json {
         let mut out = std::io::stdout().lock();
         if !r.outcome.stdout_ended_with_newline {
@@ -632,6 +643,27 @@ fn doctor(json: bool) -> anyhow::Result<i32> {
         .iter()
         .any(|c| c.state == maibox::doctor::State::Fail);
     Ok(if failed { 1 } else { 0 })
+}
+
+/// `--timings`: one line, in the order things happen.
+fn timings_line(r: &maibox::report::Report, total: std::time::Duration) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = &r.assessment {
+        parts.push(format!("assessment {:.2} ms", a.elapsed_us as f64 / 1e3));
+    }
+    let steps: Vec<String> = r
+        .setup_steps_us
+        .iter()
+        .map(|(name, us)| format!("{name} {:.2}", *us as f64 / 1e3))
+        .collect();
+    parts.push(format!(
+        "sandbox setup {:.2} ms ({})",
+        r.setup_ms,
+        steps.join(", ")
+    ));
+    parts.push(format!("code {:.2} ms", r.usage.wall_time_s * 1e3));
+    parts.push(format!("whole command {:.2} ms", total.as_secs_f64() * 1e3));
+    parts.join("; ")
 }
 
 #[cfg(test)]

@@ -72,3 +72,25 @@ fn policy_prints_the_effective_limits() {
         assert_eq!(p["network"], "none");
     }
 }
+
+#[test]
+fn timings_say_where_the_time_went() {
+    let o = run(As::Caller, &["exec", "--timings", "-c", "pass"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stderr(&o)
+        .lines()
+        .find(|l| l.starts_with("maibox: timings:"))
+        .unwrap_or_else(|| panic!("no timings line: {}", stderr(&o)))
+        .to_string();
+    for part in [
+        "assessment",
+        "sandbox setup",
+        "rootfs",
+        "code",
+        "whole command",
+    ] {
+        assert!(line.contains(part), "{part}: {line}");
+    }
+    let o = run(As::Caller, &["exec", "-c", "pass"]);
+    assert!(!stderr(&o).contains("timings"), "{}", stderr(&o));
+}
