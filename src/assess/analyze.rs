@@ -8,7 +8,10 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use tree_sitter::{Node, Parser};
+use super::syntax::{self, Node};
+
+mod exfil;
+mod gadget;
 
 pub(super) struct RawFinding {
     pub rule: &'static str,
@@ -68,13 +71,6 @@ pub(super) fn analyze(source: &[u8], max_depth: usize) -> Result<Output, String>
             String::from_utf8_lossy(source).into_owned()
         }
     };
-    // A BOM is legal Python but not part of the grammar; blanking it keeps
-    // every byte offset and column the same.
-    let text = match text.strip_prefix('\u{feff}') {
-        Some(rest) => format!("   {rest}"),
-        None => text,
-    };
-
     let (mut found, syntax_ok) = analyze_text(&text, max_depth, 0)?;
     findings.append(&mut found);
     Ok(Output {
@@ -91,19 +87,30 @@ fn analyze_text(
     max_depth: usize,
     nesting: usize,
 ) -> Result<(Vec<RawFinding>, bool), String> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .map_err(|e| e.to_string())?;
-    let tree = parser
-        .parse(text, None)
-        .ok_or_else(|| "parse was cancelled".to_string())?;
-    let root = tree.root_node();
-    let syntax_ok = !root.has_error();
-
+    let tree = syntax::parse(text, max_depth);
+    let syntax_ok = tree.errors.is_empty();
     let mut a = Analyzer::new(text, max_depth, nesting);
-    a.walk(root, max_depth);
+    if let Some((at, msg)) = tree.errors.first() {
+        // "Unexpected EOF" points past the final newline, on a line the file
+        // does not have: report it at the end of the last one.
+        let at = (*at).min(text.trim_end().len());
+        let p = tree.point(at);
+        a.add_at("MB001", (p.row, p.column), msg.clone());
+    }
+    a.walk(tree.root(), max_depth);
+    if let Some(at) = tree.truncated_at {
+        if !a.findings.iter().any(|f| f.rule == "MB002") {
+            let p = tree.point(at);
+            a.add_at(
+                "MB002",
+                (p.row, p.column),
+                format!("nesting deeper than {max_depth} levels was not examined"),
+            );
+        }
+    }
     a.check_calls();
+    a.check_gadgets();
+    a.check_sends();
     a.check_strings();
     a.composites();
     Ok((a.findings, syntax_ok))
@@ -142,6 +149,8 @@ struct Facts {
     network: bool,
     ctypes: Option<(usize, usize)>,
     exec_memory: bool,
+    /// A module that talks to the network is imported.
+    net_import: bool,
 }
 
 struct Analyzer<'t> {
@@ -151,6 +160,12 @@ struct Analyzer<'t> {
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
     strings: Vec<Node<'t>>,
+    /// `__reduce__`-style methods of classes: the def (or lambda) and its scope.
+    reduce_defs: Vec<(Node<'t>, usize)>,
+    /// Calls that pickle something, and their scopes.
+    pickle_dumps: Vec<(Node<'t>, usize)>,
+    /// Calls that may send data off the machine.
+    sends: Vec<exfil::Send<'t>>,
     findings: Vec<RawFinding>,
     facts: Facts,
     budget: Cell<u32>,
@@ -182,6 +197,9 @@ impl<'t> Analyzer<'t> {
             star_imports: Vec::new(),
             calls: Vec::new(),
             strings: Vec::new(),
+            reduce_defs: Vec::new(),
+            pickle_dumps: Vec::new(),
+            sends: Vec::new(),
             findings: Vec::new(),
             facts: Facts::default(),
             budget: Cell::new(EVAL_BUDGET),
@@ -231,19 +249,9 @@ impl<'t> Analyzer<'t> {
         // Innermost loop per scope level; a def inside a loop starts afresh.
         let mut loop_stack: Vec<Option<(Node<'t>, bool)>> = vec![None];
         let mut reported_depth = false;
-        let mut reported_syntax = false;
         loop {
             let node = cursor.node();
             let scope = scope_stack.last().copied().unwrap_or(0);
-            if !reported_syntax && (node.is_error() || node.is_missing()) {
-                reported_syntax = true;
-                let detail = if node.is_missing() {
-                    format!("missing `{}`", node.kind())
-                } else {
-                    "unexpected code".to_string()
-                };
-                self.add("MB001", node, detail);
-            }
             let mut frame = Frame {
                 pushed_scope: false,
                 loop_node: None,
@@ -257,6 +265,9 @@ impl<'t> Analyzer<'t> {
                         is_class: node.kind() == "class_definition",
                     });
                     self.bind_params(node, id);
+                    if self.is_reduce_method(node, scope) {
+                        self.reduce_defs.push((node, id));
+                    }
                     scope_stack.push(id);
                     loop_stack.push(None);
                     frame.pushed_scope = true;
@@ -317,6 +328,22 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
+    }
+
+    /// A `def __reduce__` in a class body, or `__reduce__ = lambda ...` there.
+    fn is_reduce_method(&self, def: Node<'t>, scope: usize) -> bool {
+        if !self.scopes.get(scope).is_some_and(|s| s.is_class) {
+            return false;
+        }
+        let name = match def.kind() {
+            "function_definition" => def.child_by_field_name("name"),
+            "lambda" => def
+                .parent()
+                .filter(|p| p.kind() == "assignment")
+                .and_then(|p| p.child_by_field_name("left")),
+            _ => None,
+        };
+        name.is_some_and(|n| gadget::REDUCE_METHODS.contains(&self.text(n)))
     }
 
     /// Innermost loop among the open frames since the last scope frame.
@@ -458,7 +485,9 @@ impl<'t> Analyzer<'t> {
                 scope,
                 loop_node,
             }),
-            "string" => self.strings.push(node),
+            // A string standing alone as a statement (a docstring) does nothing,
+            // so the paths and hosts it mentions are documentation, not behaviour.
+            "string" if !is_bare_statement(node) => self.strings.push(node),
             "attribute" => {
                 if let Some(attr) = node.child_by_field_name("attribute") {
                     self.note_name(self.text(attr), node);
@@ -513,6 +542,23 @@ impl<'t> Analyzer<'t> {
                 self.add("MB403", n, format!("import {module}"))
             }
             _ => {}
+        }
+        if matches!(
+            head,
+            "requests"
+                | "httpx"
+                | "aiohttp"
+                | "urllib3"
+                | "urllib"
+                | "http"
+                | "socket"
+                | "smtplib"
+                | "ftplib"
+                | "websocket"
+                | "websockets"
+                | "paramiko"
+        ) {
+            self.facts.net_import = true;
         }
     }
 
@@ -704,8 +750,7 @@ impl<'t> Analyzer<'t> {
                 Some(out)
             }
             "binary_operator" => {
-                let op = n.child_by_field_name("operator")?;
-                if self.text(op) != "+" {
+                if n.operator() != "+" {
                     return None;
                 }
                 let l = self.fold(n.child_by_field_name("left")?, scope, depth + 1)?;
@@ -861,7 +906,7 @@ impl<'t> Analyzer<'t> {
         match n.kind() {
             "integer" => int_value(self.text(n)),
             "binary_operator" => {
-                let op = self.text(n.child_by_field_name("operator")?);
+                let op = n.operator();
                 let l = self.fold_int(n.child_by_field_name("left")?, scope, depth + 1)?;
                 let r = self.fold_int(n.child_by_field_name("right")?, scope, depth + 1)?;
                 match op {
@@ -907,10 +952,7 @@ impl<'t> Analyzer<'t> {
                 }
                 self.fold(n, scope, depth + 1)
             }
-            "binary_operator"
-                if n.child_by_field_name("operator")
-                    .is_some_and(|o| self.text(o) == "/") =>
-            {
+            "binary_operator" if n.operator() == "/" => {
                 let l = self.fold_path(n.child_by_field_name("left")?, scope, depth + 1)?;
                 let r = self.fold_path(n.child_by_field_name("right")?, scope, depth + 1)?;
                 Some(join_path(&[l, r]))
@@ -936,7 +978,9 @@ impl<'t> Analyzer<'t> {
             "call" => {
                 if let Some(func) = n.child_by_field_name("function") {
                     if let Some(q) = self.resolve(func, scope, depth + 1) {
-                        if DECODERS.contains(&q.as_str()) || q == "builtins.chr" {
+                        if DECODERS.contains(&q.as_str())
+                            || (q == "builtins.chr" && self.chr_spells(n))
+                        {
                             return Some(q);
                         }
                     }
@@ -962,10 +1006,14 @@ impl<'t> Analyzer<'t> {
                     }
                 }
             }
+            // Reversing a list (`'.'.join(ids[::-1])`) hides nothing; reversing
+            // a constant string is the disguise.
             "subscript"
                 if n.child_by_field_name("subscript").is_some_and(|s| {
                     s.kind() == "slice" && self.text(s).replace(' ', "") == "::-1"
-                }) =>
+                }) && n
+                    .child_by_field_name("value")
+                    .is_some_and(|v| self.fold(v, scope, depth + 1).is_some()) =>
             {
                 return Some("string reversal".into());
             }
@@ -982,6 +1030,18 @@ impl<'t> Analyzer<'t> {
         let kids: Vec<Node<'t>> = n.named_children(&mut c).collect();
         kids.into_iter()
             .find_map(|k| self.contains_decoder(k, scope, depth + 1))
+    }
+
+    /// Is this `chr(...)` call spelling text out: a computed code point
+    /// (`chr(c) for c in codes`), or one piece of a concatenation or list of
+    /// characters? A lone `chr(0x4000)` is just a character.
+    fn chr_spells(&self, call: Node<'t>) -> bool {
+        let (pos, _) = self.args(call);
+        let literal = pos.first().is_some_and(|a| a.kind() == "integer");
+        !literal
+            || call
+                .parent()
+                .is_some_and(|p| matches!(p.kind(), "binary_operator" | "list" | "tuple"))
     }
 
     /// Does the expression fetch something from the network?
@@ -1114,7 +1174,7 @@ impl<'t> Analyzer<'t> {
                         Some(m) if q == "builtins.__import__" => {
                             self.add("MB412", node, format!("__import__({m:?})"))
                         }
-                        Some(m) if !pos.first().is_some_and(|a| a.kind() == "string") => {
+                        Some(m) if pos.first().is_none_or(|a| a.kind() != "string") => {
                             self.add("MB414", node, format!("module name assembled as {m:?}"))
                         }
                         Some(_) => {}
@@ -1141,6 +1201,9 @@ impl<'t> Analyzer<'t> {
         }
         if let Some(m) = method {
             self.check_method(m, func, node, scope, &pos, &kw);
+        }
+        if let Some(kind) = exfil::send_kind(q.as_deref(), method) {
+            self.sends.push(exfil::Send { node, scope, kind });
         }
         let is_subprocess = q.as_deref().is_some_and(|q| SUBPROCESS.contains(&q));
         if shell_kw.is_some() && !is_subprocess {
@@ -1414,6 +1477,7 @@ impl<'t> Analyzer<'t> {
         {
             self.add("MB908", node, "remote script piped into an interpreter");
         }
+        self.check_exfil_command(&lower, node);
         if lower.contains(":(){") || lower.contains(":() {") {
             self.add("MB902", node, "shell fork bomb");
         }
@@ -1574,6 +1638,9 @@ impl<'t> Analyzer<'t> {
         pos: &[Node<'t>],
         kw: &[(&'t str, Node<'t>)],
     ) {
+        if gadget::PICKLERS.contains(&q) {
+            self.pickle_dumps.push((node, scope));
+        }
         if DESERIALIZERS.contains(&q) {
             self.add("MB301", node, via.to_string());
         } else if matches!(q, "marshal.loads" | "marshal.load") {
@@ -1799,6 +1866,16 @@ impl<'t> Analyzer<'t> {
     }
 }
 
+/// Is this string (or the implicit concatenation it is part of) a statement
+/// of its own, like a docstring?
+fn is_bare_statement(string: Node) -> bool {
+    let mut up = string.parent();
+    if up.is_some_and(|p| p.kind() == "concatenated_string") {
+        up = up.and_then(|p| p.parent());
+    }
+    up.is_some_and(|p| p.kind() == "expression_statement")
+}
+
 fn pos_of(n: Node) -> (usize, usize) {
     pos(n)
 }
@@ -1975,7 +2052,7 @@ fn rot13(s: &str) -> String {
 
 fn hexdecode(s: &str) -> Option<Vec<u8>> {
     let clean: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if clean.len() % 2 != 0 {
+    if !clean.len().is_multiple_of(2) {
         return None;
     }
     clean

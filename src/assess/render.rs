@@ -15,7 +15,8 @@ pub fn render_text(a: &Assessment) -> String {
             "{}:{}:{} [{}] {} {}",
             a.path, f.line, f.column, f.severity, f.rule, f.title
         );
-        if let Some(b) = &f.bandit {
+        // A `bandit:B###` rule already names its Bandit test.
+        if let Some(b) = f.bandit.as_ref().filter(|_| !f.rule.starts_with("bandit:")) {
             let _ = write!(out, " ({b})");
         }
         let _ = write!(out, " — {}", f.snippet);
@@ -26,14 +27,18 @@ pub fn render_text(a: &Assessment) -> String {
     }
     let _ = writeln!(
         out,
-        "{}: verdict {} ({} finding{}, {} lines, {}{} µs)",
+        "{}: verdict {} ({} finding{}, {} lines, {}{} µs{})",
         a.path,
         a.verdict,
         a.findings.len(),
         if a.findings.len() == 1 { "" } else { "s" },
         a.lines,
         if a.syntax_ok { "" } else { "syntax errors, " },
-        a.elapsed_us
+        a.elapsed_us,
+        a.tools
+            .iter()
+            .map(|t| format!(", with {t}"))
+            .collect::<String>()
     );
     out
 }

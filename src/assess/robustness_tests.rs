@@ -40,7 +40,11 @@ fn whitespace_only_and_bom() {
 #[test]
 fn deep_nesting_does_not_overflow() {
     for depth in [1_000usize, 100_000] {
+        // Parentheses only group: no syntax-tree depth, nothing hidden.
         let src = format!("x = {}1{}\n", "(".repeat(depth), ")".repeat(depth));
+        let a = run(src.as_bytes());
+        assert!(a.syntax_ok && a.findings.is_empty(), "{:?}", a.findings);
+        let src = format!("x = {}1\n", "-".repeat(depth));
         let a = run(src.as_bytes());
         assert!(
             a.findings.iter().any(|f| f.rule == "MB002"),
@@ -90,6 +94,28 @@ fn alias_cycles_terminate() {
     let src = "a = 'x' * 1\nb = 'a' + 'a' + 'a' + 'a'\nc = b.replace('a', b + b + b + b + b + b + b + b)\nd = c.replace('a', c)\ne = d.replace('a', d)\nexec(e)\n";
     let _ = run(src.as_bytes());
     assert!(start.elapsed().as_secs() < 10);
+}
+
+#[test]
+fn many_gadgets_and_sends_stay_linear() {
+    // Every gadget against every pickling call, or every send walking a long
+    // chain of bindings, would be quadratic or worse without the per-call
+    // budget and the once-per-call collection of pickled classes.
+    let mut src = String::from("import os, pickle, requests\ne0 = dict(os.environ)\n");
+    for i in 1..1_500 {
+        src.push_str(&format!("e{i} = [e{}, e{}]\n", i - 1, i - 1));
+    }
+    for i in 0..1_500 {
+        src.push_str(&format!(
+            "class G{i}:\n    def __reduce__(self):\n        return os.system, (self.c,)\npickle.dumps([G{i}(), e1499])\nrequests.post('u', json=e1499)\n"
+        ));
+    }
+    let start = std::time::Instant::now();
+    let a = run(src.as_bytes());
+    assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let armed = a.findings.iter().filter(|f| f.rule == "MB912").count();
+    assert_eq!(armed, 1_500);
 }
 
 /// xorshift, so the test is reproducible without a dependency.
@@ -208,13 +234,13 @@ fn assess_speed() {
         times.sort_by(|a, b| a.total_cmp(b));
         let median = times[rounds / 2];
         println!("{target} lines, {} bytes: median {median:.3} ms, min {:.3} ms, max {:.3} ms (target < {limit_ms} ms)", src.len(), times[0], times[rounds - 1]);
-        // The 2 ms / 20 ms targets are not met (tree-sitter parsing alone
-        // dominates, see DEPS.md); this only catches pathological regressions.
+        // A timing, not a test of the target (that is `cargo xtask bench`'s
+        // job); this only catches pathological regressions.
         assert!(median < 1_000.0, "assessment took {median} ms");
     }
 }
 
-/// Where the assessment's time goes: tree-sitter's parse alone vs the whole
+/// Where the assessment's time goes: parsing and lowering alone vs the whole
 /// assessment, on benign (the stdlib's own code) and on the malicious corpus.
 /// `cargo test --release --lib -- --ignored --nocapture assess_speed_breakdown`
 #[test]
@@ -247,16 +273,30 @@ fn assess_speed_breakdown() {
                 .map(|l| format!("{l}\n"))
                 .collect();
             let parse = median(&mut || {
-                let mut p = tree_sitter::Parser::new();
-                p.set_language(&tree_sitter_python::LANGUAGE.into())
-                    .unwrap();
-                let t = p.parse(&src, None).unwrap();
-                std::hint::black_box(t);
+                std::hint::black_box(super::syntax::parse(&src, 200));
             });
             let all = median(&mut || {
                 std::hint::black_box(run(src.as_bytes()));
             });
             println!("{name}, {target} lines: parse {parse:.2} ms, whole assessment {all:.2} ms");
+        }
+    }
+}
+
+/// Found by the fuzzer (fuzz/artifacts/assess/crash-885bcf43…): a file ending
+/// inside an open bracket made Ruff's "unexpected EOF" point one line past the
+/// end. Every finding must point into the file.
+#[test]
+fn eof_syntax_error_points_into_the_file() {
+    for src in [
+        &b"# expect: HIGH\nimport os\nimport subprocess\nenv = dict(os.enviro([\"/usr/bin/passwd\"], env=env)\n"[..],
+        b"x = (\n\n\n",
+        b"def f(:\n",
+    ] {
+        let a = run(src);
+        assert!(!a.syntax_ok);
+        for f in &a.findings {
+            assert!(f.line >= 1 && f.line <= a.lines.max(1), "{f:?} in {} lines", a.lines);
         }
     }
 }

@@ -66,6 +66,7 @@ pub static RULES: &[Rule] = &[
     // --- deserialisation ------------------------------------------------------------
     r("MB301", Medium, "pickle-style deserialisation", "pickle/dill/shelve/joblib loading runs code embedded in the data.", Some("CWE-502"), Some("B301")),
     r("MB302", Medium, "marshal deserialisation", "marshal.loads produces code objects; it is how compiled payloads are smuggled.", Some("CWE-502"), Some("B302")),
+    r("MB418", High, "pickle gadget: __reduce__ returns a command or code runner", "A class whose __reduce__ returns os.system, subprocess, exec or eval makes whoever unpickles its instances run that call: the classic pickle remote-code-execution payload. Honest __reduce__ methods return their own class or a constructor with plain data.", Some("CWE-502"), None),
     r("MB403", Low, "pickle module imported", "Deserialising untrusted pickles runs code.", Some("CWE-502"), Some("B403")),
     r("MB506", Medium, "yaml.load without a safe loader", "yaml.load with the default or full loader can construct arbitrary objects.", Some("CWE-20"), Some("B506")),
     // --- privilege and system files -------------------------------------------
@@ -86,6 +87,7 @@ pub static RULES: &[Rule] = &[
     r("MB401", Medium, "socket creation", "The script opens network sockets directly.", Some("CWE-200"), None),
     r("MB104", Medium, "binding to all interfaces", "Listening on 0.0.0.0 exposes the service to the whole network.", Some("CWE-605"), Some("B104")),
     r("MB310", Low, "network client", "The script fetches or sends data over the network.", Some("CWE-200"), Some("B310")),
+    r("MB421", High, "several environment variables sent over the network", "Values of several environment variables flow into one network request; environments carry tokens and keys. Reading one variable for configuration does not count.", Some("CWE-526"), None),
     r("MB410", Medium, "native code through ctypes", "ctypes calls C functions directly, outside Python's safety checks.", Some("CWE-676"), None),
     // --- known-malicious shapes ----------------------------------------------------
     r("MB901", Blocked, "reverse shell", "A socket connected to a shell (socket + dup2/fileno + shell, or /dev/tcp, nc -e) hands control of the machine to a remote party.", Some("CWE-506"), None),
@@ -97,11 +99,29 @@ pub static RULES: &[Rule] = &[
     r("MB907", Blocked, "destructive command", "rm -rf /, mkfs, dd onto a disk, or deleting the root file system.", Some("CWE-506"), None),
     r("MB908", Blocked, "download and execute", "A remote script is piped into a shell, or downloaded code is executed directly.", Some("CWE-494"), None),
     r("MB909", Blocked, "shellcode loader", "ctypes with executable memory (PROT_EXEC, mprotect, VirtualAlloc) runs raw machine code.", Some("CWE-506"), None),
+    r("MB910", Blocked, "file exfiltration by a command", "A shell or subprocess command hands credentials, account files or the environment to a network tool (cat /etc/passwd | nc, curl -d @/etc/shadow).", Some("CWE-200"), None),
+    r("MB911", Blocked, "environment exfiltration", "The whole environment (os.environ, a copy or a dump of it) is sent over the network, with every token and key the process was given.", Some("CWE-526"), None),
+    r("MB912", Blocked, "armed pickle exploit", "A pickle gadget carries a ready command or code, or an instance of it is pickled in the same script: a payload built to run code in whoever loads it.", Some("CWE-502"), None),
 ];
 
 /// The whole rule table, in a stable order.
 pub fn rules() -> &'static [Rule] {
     RULES
+}
+
+/// Rules that see one behaviour, running code the reader cannot see, through
+/// different doors. Debuggers, doctest and inspect use several of them at
+/// once, which is one risky behaviour, not several independent ones.
+const DYNAMIC_CODE: &[&str] = &["MB102", "MB307", "MB110", "MB411", "MB413"];
+
+/// What the escalation thresholds count: a rule's id, or the behaviour it
+/// shares with others (see [`DYNAMIC_CODE`]).
+pub(crate) fn behaviour(id: &str) -> &str {
+    if DYNAMIC_CODE.contains(&id) {
+        "dynamic code"
+    } else {
+        id
+    }
 }
 
 /// Looks a rule up by id (case-sensitive, e.g. "MB602").

