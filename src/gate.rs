@@ -77,6 +77,9 @@ pub struct AssessmentSummary {
     pub findings: Vec<String>,
     pub syntax_ok: bool,
     pub elapsed_us: u64,
+    /// External analysers merged in (`--with bandit`); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 impl AssessmentSummary {
@@ -88,6 +91,7 @@ impl AssessmentSummary {
             findings: ids,
             syntax_ok: a.syntax_ok,
             elapsed_us: a.elapsed_us,
+            tools: a.tools.clone(),
         }
     }
 }

@@ -64,7 +64,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (unit, m) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-            if b >= m && b % m == 0 {
+            if b >= m && b.is_multiple_of(m) {
                 return write!(f, "{}{unit}", b / m);
             }
         }

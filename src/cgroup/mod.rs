@@ -170,6 +170,9 @@ pub struct RunCgroup {
     layout: Layout,
     /// One directory per hierarchy (one on v2).
     dirs: BTreeMap<String, PathBuf>,
+    /// Those of `dirs` that existed before (an OCI cgroupsPath someone
+    /// prepared): emptied but never removed when this value is dropped.
+    joined: Vec<PathBuf>,
     pub limits: Limits,
     removed: bool,
 }
@@ -219,6 +222,23 @@ fn owner_alive(name: &str) -> bool {
     }
 }
 
+/// An existing group with processes in it belongs to someone else's container.
+fn refuse_busy(dir: &Path) -> Result<(), CgroupError> {
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    if procs.trim().is_empty() {
+        return Ok(());
+    }
+    Err(CgroupError::Invalid(format!(
+        "{} already holds processes ({}); give the container a cgroupsPath of its own",
+        dir.display(),
+        procs
+            .split_whitespace()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
 impl RunCgroup {
     pub fn create(
         layout: &Layout,
@@ -234,8 +254,9 @@ impl RunCgroup {
                 Path::new(cfg.parent.trim_start_matches('/')),
                 &rel,
                 &limits,
+                false,
             )?,
-            Layout::V1 { controllers } => v1::create(controllers, &rel, &limits)?,
+            Layout::V1 { controllers } => v1::create(controllers, &rel, &limits, false)?,
             Layout::None => {
                 return Err(CgroupError::Invalid(
                     "no cgroup hierarchy with a memory controller is mounted".into(),
@@ -245,23 +266,42 @@ impl RunCgroup {
         Ok(RunCgroup {
             layout: layout.clone(),
             dirs,
+            joined: Vec::new(),
             limits,
             removed: false,
         })
     }
 
     /// A group at `rel` under every hierarchy's root, as an OCI `cgroupsPath` names it
-    /// (never relative to maibox's own cgroup). Unlike a run's group, it must not
-    /// exist yet: two containers never share one.
+    /// (never relative to maibox's own cgroup). Unlike a run's group, an existing
+    /// empty group is joined, as runc does (a caller may prepare it, or freeze it to
+    /// be refused); one that already holds processes is refused: two containers
+    /// never share one.
     pub fn create_at(
         layout: &Layout,
         rel: &Path,
         limits: Limits,
     ) -> Result<RunCgroup, CgroupError> {
         let parent = rel.parent().unwrap_or(Path::new(""));
+        let joined: Vec<PathBuf> = match layout {
+            Layout::V2 { root } => vec![root.join(rel)],
+            Layout::V1 { controllers } => controllers.values().map(|m| m.join(rel)).collect(),
+            Layout::None => Vec::new(),
+        }
+        .into_iter()
+        .filter(|d| d.is_dir())
+        .collect();
         let dirs = match layout {
-            Layout::V2 { root } => v2::create(root, parent, rel, &limits)?,
-            Layout::V1 { controllers } => v1::create(controllers, rel, &limits)?,
+            Layout::V2 { root } => {
+                refuse_busy(&root.join(rel))?;
+                v2::create(root, parent, rel, &limits, true)?
+            }
+            Layout::V1 { controllers } => {
+                for mount in controllers.values() {
+                    refuse_busy(&mount.join(rel))?;
+                }
+                v1::create(controllers, rel, &limits, true)?
+            }
             Layout::None => {
                 return Err(CgroupError::Invalid(
                     "no cgroup hierarchy with a memory controller is mounted".into(),
@@ -271,6 +311,7 @@ impl RunCgroup {
         Ok(RunCgroup {
             layout: layout.clone(),
             dirs,
+            joined,
             limits,
             removed: false,
         })
@@ -337,7 +378,7 @@ impl RunCgroup {
         }
         self.kill_all();
         let mut last = Ok(());
-        for dir in self.dirs.values() {
+        for dir in self.dirs.values().filter(|d| !self.joined.contains(d)) {
             last = last.and(rmdir_retry(dir));
         }
         self.removed = true;
@@ -355,16 +396,34 @@ impl Drop for RunCgroup {
     }
 }
 
-/// Kills every process in the groups at `dirs` and removes them (OCI `delete`).
+/// Kills every process in the groups at `dirs` and removes them (OCI `delete`),
+/// with the groups the container made below its own (a container may manage
+/// its cgroup, or `exec --cgroup` use one): deepest first, as rmdir needs.
 pub fn remove_dirs(dirs: &[PathBuf]) -> Result<(), CgroupError> {
-    for d in dirs {
+    let all: Vec<PathBuf> = dirs.iter().flat_map(|d| deepest_first(d)).collect();
+    for d in &all {
         v1::kill_all_one(d, None);
     }
     let mut last = Ok(());
-    for d in dirs {
+    for d in &all {
         last = last.and(rmdir_retry(d));
     }
     last
+}
+
+/// `dir` and the groups below it, children before their parents. cgroupfs
+/// holds no symlinks, and a directory entry is a group.
+fn deepest_first(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(deepest_first(&e.path()));
+            }
+        }
+    }
+    out.push(dir.to_path_buf());
+    out
 }
 
 /// rmdir fails with EBUSY until the last task has really exited: retry briefly.

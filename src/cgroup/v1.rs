@@ -12,8 +12,11 @@ pub fn create(
     controllers: &BTreeMap<String, PathBuf>,
     rel: &Path,
     l: &Limits,
+    join_existing: bool,
 ) -> Result<BTreeMap<String, PathBuf>, CgroupError> {
     let mut dirs = BTreeMap::new();
+    // Groups this call made: only these are removed when a limit cannot be set.
+    let mut made = Vec::new();
     // cpu and cpuacct are often co-mounted: one directory serves both.
     let mut seen = std::collections::BTreeSet::new();
     for (name, mount) in controllers {
@@ -25,7 +28,10 @@ pub fn create(
             std::fs::create_dir_all(parent)
                 .map_err(super::io("create the parent cgroup", parent))?;
         }
-        std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
+        if !(join_existing && dir.is_dir()) {
+            std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
+            made.push(dir.clone());
+        }
         dirs.insert(name.clone(), dir);
     }
     let set = |ctl: &str, file: &str, v: String, step: &'static str| -> Result<(), CgroupError> {
@@ -77,7 +83,7 @@ pub fn create(
         )
     })();
     if let Err(e) = result {
-        for d in dirs.values() {
+        for d in &made {
             let _ = std::fs::remove_dir(d);
         }
         return Err(e);

@@ -11,6 +11,7 @@ pub fn create(
     parent_rel: &Path,
     rel: &Path,
     l: &Limits,
+    join_existing: bool,
 ) -> Result<BTreeMap<String, PathBuf>, CgroupError> {
     // Controllers must be enabled in every ancestor's subtree_control, from the root down.
     let mut cur = root.to_path_buf();
@@ -23,8 +24,12 @@ pub fn create(
         enable_controllers(&cur)?;
     }
     let dir = root.join(rel);
-    std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
-    let guard = RemoveOnError(Some(dir.clone()));
+    let guard = if join_existing && dir.is_dir() {
+        RemoveOnError(None)
+    } else {
+        std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
+        RemoveOnError(Some(dir.clone()))
+    };
     // A zero limit is "not limited" (an OCI spec may leave any of them out).
     if l.memory_bytes > 0 {
         write(

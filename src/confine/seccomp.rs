@@ -846,6 +846,17 @@ pub fn install_filter_listening(prog: &BpfProgram) -> Result<OwnedFd, ConfineErr
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// [`install_filter_flags`] with a listener for the filter's user notifications
+/// (OCI `SCMP_ACT_NOTIFY`); the same care with the fd applies.
+pub fn install_filter_flags_listening(
+    prog: &BpfProgram,
+    flags: libc::c_ulong,
+) -> Result<OwnedFd, ConfineError> {
+    let fd = raw_install(prog, flags | libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)?;
+    // SAFETY: with NEW_LISTENER, seccomp() returns a fresh fd that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
 fn install(prog: &BpfProgram, flags: libc::c_ulong) -> Result<libc::c_long, ConfineError> {
     // SAFETY: plain prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {

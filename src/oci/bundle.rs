@@ -4,7 +4,9 @@
 //! A field maibox cannot enforce yet is refused (never silently dropped), unless
 //! the caller waived it explicitly with `--unsafe-allow-unenforced`.
 
-use super::view::{CapabilitySets, IdMaps, Namespaces, OciMount, OciProcess, OciView};
+use super::view::{
+    CapabilitySets, IdMaps, Namespaces, NsJoin, OciDevice, OciMount, OciProcess, OciView,
+};
 use crate::config::{NetworkMode, TrustLevel};
 use crate::interpreter::Interpreter;
 use crate::policy::{FsPolicy, IdMapping, Identity, Limits, Policy, View};
@@ -114,6 +116,7 @@ pub fn policy_for(
     let root_path = resolve_root(bundle, root.path())?;
     let linux = spec.linux().clone().unwrap_or_default();
 
+    refuse_unapplied(process, &linux)?;
     let waive = |w: Waivable, field: &str, hint: &str| -> Result<(), BundleError> {
         if waived.contains(&w) {
             Ok(())
@@ -146,11 +149,28 @@ pub fn policy_for(
 
     let mut ns = Namespaces::default();
     for n in linux.namespaces().iter().flatten() {
-        if n.path().is_some() {
-            return Err(BundleError::Unenforced {
-                field: "linux.namespaces[].path".into(),
-                hint: "joining an existing namespace is not supported yet".into(),
+        if let Some(path) = n.path() {
+            let (kind, flag) = match n.typ() {
+                LinuxNamespaceType::Network => ("network", libc::CLONE_NEWNET),
+                LinuxNamespaceType::Ipc => ("ipc", libc::CLONE_NEWIPC),
+                LinuxNamespaceType::Uts => ("uts", libc::CLONE_NEWUTS),
+                LinuxNamespaceType::Cgroup => ("cgroup", libc::CLONE_NEWCGROUP),
+                other => {
+                    return Err(BundleError::Unenforced {
+                        field: format!("linux.namespaces[{other:?}].path"),
+                        hint: "maibox joins existing network, ipc, uts and cgroup \
+                               namespaces; joining other types is not supported yet"
+                            .into(),
+                    })
+                }
+            };
+            ns.join.push(NsJoin {
+                kind: kind.into(),
+                path: path.clone(),
+                flag,
+                fd: None,
             });
+            continue;
         }
         match n.typ() {
             LinuxNamespaceType::Mount => ns.mount = true,
@@ -167,6 +187,14 @@ pub fn policy_for(
                 ))
             }
         }
+    }
+    if ns.user.is_some() && !ns.join.is_empty() {
+        return Err(BundleError::Unenforced {
+            field: "linux.namespaces[].path".into(),
+            hint: "joining existing namespaces together with a new user namespace is \
+                   not supported yet"
+                .into(),
+        });
     }
     if !ns.mount {
         // The view is built by mounting: without its own mount namespace the
@@ -199,10 +227,19 @@ pub fn policy_for(
     }
 
     let hostname = spec.hostname().clone().filter(|h| !h.is_empty());
-    if hostname.is_some() && !ns.uts {
+    // A joined uts namespace (a pod's) takes the hostname too, as with runc.
+    let uts = ns.uts || ns.join.iter().any(|j| j.kind == "uts");
+    if hostname.is_some() && !uts {
         return Err(invalid(
             "hostname",
             "setting the hostname needs a new uts namespace",
+        ));
+    }
+    let domainname = spec.domainname().clone().filter(|h| !h.is_empty());
+    if domainname.is_some() && !uts {
+        return Err(invalid(
+            "domainname",
+            "setting the domain name needs a new uts namespace",
         ));
     }
     let mut sysctls: Vec<(String, String)> = linux
@@ -230,13 +267,19 @@ pub fn policy_for(
         process: oci_process,
         namespaces: ns,
         hostname: hostname.clone(),
+        domainname,
         masked_paths: linux.masked_paths().clone().unwrap_or_default(),
         readonly_paths: linux.readonly_paths().clone().unwrap_or_default(),
         sysctls,
         start_fifo: None,
         die_with_parent: false,
         console: None,
+        preserve_fds: Vec::new(),
         seccomp,
+        hooks: None,
+        root_propagation: root_propagation(linux.rootfs_propagation().as_deref())?,
+        devices: devices(&linux)?,
+        hooks_sync: false,
     };
     let env: Vec<(String, String)> = view
         .process
@@ -343,18 +386,29 @@ pub fn oci_process(process: &oci_spec::runtime::Process) -> Result<OciProcess, B
         }
         rlimits.push((res, r.soft(), r.hard()));
     }
+    let console_size = match process.console_size() {
+        Some(b) => Some((
+            u16::try_from(b.height())
+                .map_err(|_| invalid("process.consoleSize.height", "more than 65535 rows"))?,
+            u16::try_from(b.width())
+                .map_err(|_| invalid("process.consoleSize.width", "more than 65535 columns"))?,
+        )),
+        None => None,
+    };
     let oci_process = OciProcess {
         args: args.clone(),
         env: process.env().clone().unwrap_or_default(),
         cwd,
         uid: user.uid(),
         gid: user.gid(),
-        additional_gids: user.additional_gids().clone().unwrap_or_default(),
+        additional_gids: additional_gids(user.additional_gids().as_deref())?,
         rlimits,
         no_new_privileges: process.no_new_privileges().unwrap_or(false),
         oom_score_adj: process.oom_score_adj(),
         capabilities,
         terminal: process.terminal().unwrap_or(false),
+        console_size,
+        umask: user.umask(),
     };
     Ok(oci_process)
 }
@@ -422,6 +476,175 @@ fn check_sysctl(k: &str, ns: &Namespaces) -> Result<(), BundleError> {
     }
 }
 
+/// Fields maibox does not apply: refused by name, never dropped silently.
+fn refuse_unapplied(
+    process: &oci_spec::runtime::Process,
+    linux: &oci_spec::runtime::Linux,
+) -> Result<(), BundleError> {
+    let unapplied = |field: &str, hint: &str| BundleError::Unenforced {
+        field: field.into(),
+        hint: hint.into(),
+    };
+    let present = [
+        (
+            process.selinux_label().is_some(),
+            "process.selinuxLabel",
+            "no SELinux support",
+        ),
+        (
+            linux.mount_label().is_some(),
+            "linux.mountLabel",
+            "no SELinux support",
+        ),
+        (
+            process.scheduler().is_some(),
+            "process.scheduler",
+            "scheduling policies are not applied",
+        ),
+        (
+            process.io_priority().is_some(),
+            "process.ioPriority",
+            "I/O priorities are not applied",
+        ),
+        (
+            process.exec_cpu_affinity().is_some(),
+            "process.execCPUAffinity",
+            "CPU affinity is not applied",
+        ),
+        (
+            linux.intel_rdt().is_some(),
+            "linux.intelRdt",
+            "no Intel RDT support",
+        ),
+        (
+            linux.memory_policy().is_some(),
+            "linux.memoryPolicy",
+            "NUMA memory policies are not applied",
+        ),
+        (
+            linux.personality().is_some(),
+            "linux.personality",
+            "execution domains are not applied",
+        ),
+        (
+            linux.net_devices().is_some(),
+            "linux.netDevices",
+            "moving host network devices is not supported",
+        ),
+        (
+            linux.time_offsets().is_some(),
+            "linux.timeOffsets",
+            "time namespaces are not supported",
+        ),
+    ];
+    if let Some((_, field, hint)) = present.iter().find(|(on, _, _)| *on) {
+        return Err(unapplied(field, hint));
+    }
+    Ok(())
+}
+
+/// `process.user.additionalGids`, each at most once (runc refuses duplicates too).
+fn additional_gids(gids: Option<&[u32]>) -> Result<Vec<u32>, BundleError> {
+    let gids = gids.unwrap_or_default().to_vec();
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(d) = gids.iter().find(|g| !seen.insert(**g)) {
+        return Err(invalid(
+            "process.user.additionalGids",
+            format!("gid {d} is listed twice"),
+        ));
+    }
+    Ok(gids)
+}
+
+/// `linux.rootfsPropagation` as mount flags. maibox first makes every mount of
+/// the container private, so no setting can reach the host's mounts: "shared"
+/// makes a peer group inside the container only, "slave" has no master left.
+fn root_propagation(p: Option<&str>) -> Result<Option<libc::c_ulong>, BundleError> {
+    use nix::mount::MsFlags as F;
+    let f = match p.unwrap_or("") {
+        "" => return Ok(None),
+        "private" => F::MS_PRIVATE,
+        "rprivate" => F::MS_PRIVATE | F::MS_REC,
+        "shared" => F::MS_SHARED,
+        "rshared" => F::MS_SHARED | F::MS_REC,
+        "slave" => F::MS_SLAVE,
+        "rslave" => F::MS_SLAVE | F::MS_REC,
+        "unbindable" => F::MS_UNBINDABLE,
+        "runbindable" => F::MS_UNBINDABLE | F::MS_REC,
+        other => {
+            return Err(invalid(
+                "linux.rootfsPropagation",
+                format!("{other:?} is not a propagation type"),
+            ))
+        }
+    };
+    Ok(Some(f.bits()))
+}
+
+/// `linux.devices`, checked: absolute paths, known types, numbers for
+/// character and block devices.
+fn devices(linux: &oci_spec::runtime::Linux) -> Result<Vec<OciDevice>, BundleError> {
+    use oci_spec::runtime::LinuxDeviceType as T;
+    let mut out = Vec::new();
+    for d in linux.devices().iter().flatten() {
+        let path = d.path().display().to_string();
+        if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
+            return Err(invalid(
+                "linux.devices[].path",
+                format!("{path:?} is not an absolute path inside the container"),
+            ));
+        }
+        let kind = match d.typ() {
+            T::C | T::U => libc::S_IFCHR,
+            T::B => libc::S_IFBLK,
+            T::P => libc::S_IFIFO,
+            other => {
+                return Err(invalid(
+                    "linux.devices[].type",
+                    format!("{path}: type {other:?} cannot be created"),
+                ))
+            }
+        };
+        out.push(OciDevice {
+            path,
+            kind,
+            major: u64::try_from(d.major()).unwrap_or(0),
+            minor: u64::try_from(d.minor()).unwrap_or(0),
+            mode: d.file_mode().unwrap_or(0o666) & 0o7777,
+            uid: d.uid().unwrap_or(0),
+            gid: d.gid().unwrap_or(0),
+        });
+    }
+    Ok(out)
+}
+
+/// The recursive mount options (runc's `r`-prefixed set, applied with
+/// mount_setattr(AT_RECURSIVE)): (attributes to set, attributes to clear).
+fn recursive_attr(o: &str) -> Option<(u64, u64)> {
+    use crate::sandbox::mounts::*;
+    Some(match o {
+        "rro" => (MOUNT_ATTR_RDONLY, 0),
+        "rrw" => (0, MOUNT_ATTR_RDONLY),
+        "rnosuid" => (MOUNT_ATTR_NOSUID, 0),
+        "rsuid" => (0, MOUNT_ATTR_NOSUID),
+        "rnodev" => (MOUNT_ATTR_NODEV, 0),
+        "rdev" => (0, MOUNT_ATTR_NODEV),
+        "rnoexec" => (MOUNT_ATTR_NOEXEC, 0),
+        "rexec" => (0, MOUNT_ATTR_NOEXEC),
+        "rnodiratime" => (MOUNT_ATTR_NODIRATIME, 0),
+        "rnosymfollow" => (MOUNT_ATTR_NOSYMFOLLOW, 0),
+        "rsymfollow" => (0, MOUNT_ATTR_NOSYMFOLLOW),
+        "rdiratime" => (0, MOUNT_ATTR_NODIRATIME),
+        "rnoatime" => (MOUNT_ATTR_NOATIME, MOUNT_ATTR_ATIME_MASK),
+        "rstrictatime" => (MOUNT_ATTR_STRICTATIME, MOUNT_ATTR_ATIME_MASK),
+        // relatime is the atime field's zero value; "no relatime" names no
+        // other mode, so (as in runc) it changes nothing.
+        "rrelatime" | "ratime" | "rnostrictatime" => (0, MOUNT_ATTR_ATIME_MASK),
+        "rnorelatime" => (0, 0),
+        _ => return None,
+    })
+}
+
 pub fn rlimit_number(name: &str) -> Option<u32> {
     Some(match name {
         "RLIMIT_CPU" => libc::RLIMIT_CPU,
@@ -460,7 +683,13 @@ fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMo
     let mut flags = F::empty();
     let mut propagation = F::empty();
     let mut data = Vec::new();
+    let (mut rec_set, mut rec_clear) = (0u64, 0u64);
     for o in &options {
+        if let Some((set, clear)) = recursive_attr(o) {
+            rec_set = (rec_set & !clear) | set;
+            rec_clear = (rec_clear & !set) | clear;
+            continue;
+        }
         let (set, clear) = match o.as_str() {
             "bind" => {
                 bind = true;
@@ -489,6 +718,8 @@ fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMo
             "relatime" => (F::MS_RELATIME, F::empty()),
             "norelatime" => (F::empty(), F::MS_RELATIME),
             "strictatime" => (F::MS_STRICTATIME, F::empty()),
+            "nosymfollow" => (crate::sandbox::mounts::MS_NOSYMFOLLOW, F::empty()),
+            "symfollow" => (F::empty(), crate::sandbox::mounts::MS_NOSYMFOLLOW),
             "nostrictatime" => (F::empty(), F::MS_STRICTATIME),
             "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
             | "runbindable" => {
@@ -513,9 +744,22 @@ fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMo
         flags |= set;
         flags &= !clear;
     }
-    if kind == "cgroup" {
-        // Not mounted in this version: the container sees an empty /sys/fs/cgroup.
-        return Ok(None);
+    // A bind mount has no filesystem to take options: a flag maibox does not
+    // know would otherwise be dropped silently. Filesystem data (`key=value`,
+    // which runc passes on and the kernel ignores for a bind) is left alone.
+    let unknown: Vec<&String> = data.iter().filter(|o| !o.contains('=')).collect();
+    if bind && !unknown.is_empty() {
+        return Err(invalid(
+            "mounts[].options",
+            format!(
+                "{dest}: unknown option(s) {} for a bind mount",
+                unknown
+                    .iter()
+                    .map(|o| o.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ));
     }
     let src = m
         .source()
@@ -538,7 +782,7 @@ fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMo
     } else {
         if !matches!(
             kind.as_str(),
-            "proc" | "tmpfs" | "devpts" | "mqueue" | "sysfs"
+            "proc" | "tmpfs" | "devpts" | "mqueue" | "sysfs" | "cgroup"
         ) {
             return Err(invalid(
                 "mounts[].type",
@@ -556,6 +800,8 @@ fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMo
         flags: flags.bits(),
         propagation: propagation.bits(),
         data: data.join(","),
+        rec_set,
+        rec_clear,
     }))
 }
 
@@ -593,7 +839,11 @@ mod tests {
         assert_eq!(view.process.capabilities, CapabilitySets::default());
         assert!(view.namespaces.user.is_none());
         assert!(view.namespaces.network && view.namespaces.pid);
-        assert!(view.mounts.iter().all(|m| m.kind != "cgroup"));
+        // Docker's read-only cgroup mount is kept (sandbox::cgroupfs mounts it).
+        let cg = view.mounts.iter().find(|m| m.kind == "cgroup").unwrap();
+        assert_eq!(cg.destination, "/sys/fs/cgroup");
+        assert!(nix::mount::MsFlags::from_bits_truncate(cg.flags)
+            .contains(nix::mount::MsFlags::MS_RDONLY));
         let rc = view
             .mounts
             .iter()

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use oci_spec::runtime::{Linux, LinuxDeviceCgroup, LinuxResources};
 
 use super::bundle::BundleError;
-use crate::cgroup::Limits;
+use crate::cgroup::{Layout, Limits};
 
 /// What the container's cgroup must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +21,10 @@ pub struct OciCgroup {
     pub limits: Limits,
     /// Device rules in the v1 `devices.allow`/`devices.deny` syntax: (allow, rule).
     pub devices: Vec<(bool, String)>,
+    /// `cpu.cpus` and `cpu.mems` (an empty one is inherited).
+    pub cpuset: Option<(String, String)>,
+    /// `blockIO`, for the blkio (v1) or io (v2) controller.
+    pub blkio: super::blkio::BlockIo,
 }
 
 fn err(field: &str, message: impl Into<String>) -> BundleError {
@@ -92,8 +96,23 @@ fn device_rule(d: &LinuxDeviceCgroup) -> String {
         None => "a".into(),
     };
     let num = |n: Option<i64>| n.map(|v| v.to_string()).unwrap_or_else(|| "*".into());
-    let access = d.access().clone().unwrap_or_else(|| "rwm".into());
+    let access = device_access(d.allow(), d.access().as_deref());
     format!("{kind} {}:{} {access}", num(d.major()), num(d.minor()))
+}
+
+/// A rule's access in the letters the kernel takes (r, w, m); none given means
+/// all three. The spec allows no other letter, and runc drops any other it
+/// meets; maibox reads one the way that grants least: ignored in an allow rule,
+/// and in a deny rule taken to deny all three.
+fn device_access(allow: bool, access: Option<&str>) -> String {
+    let given = access.unwrap_or("");
+    let known: String = "rwm".chars().filter(|c| given.contains(*c)).collect();
+    let stray = given.chars().any(|c| !"rwm".contains(c));
+    if given.is_empty() || (stray && !allow) {
+        "rwm".into()
+    } else {
+        known
+    }
 }
 
 pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
@@ -121,12 +140,6 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
         {
             return Err(unenforced("cpu.cpus", "cpusets are not supported"));
         }
-        if c.realtime_runtime().is_some_and(|v| v > 0) {
-            return Err(unenforced(
-                "cpu.realtimeRuntime",
-                "realtime CPU limits are not supported",
-            ));
-        }
     }
     if let Some(p) = r.pids() {
         if p.limit() > 0 {
@@ -134,18 +147,7 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
         }
     }
     if let Some(b) = r.block_io() {
-        let limited = b.weight().is_some_and(|w| w > 0)
-            || [
-                b.throttle_read_bps_device(),
-                b.throttle_write_bps_device(),
-                b.throttle_read_iops_device(),
-                b.throttle_write_iops_device(),
-            ]
-            .iter()
-            .any(|t| t.as_ref().is_some_and(|v| !v.is_empty()));
-        if limited {
-            return Err(unenforced("blockIO", "block I/O limits are not supported"));
-        }
+        super::blkio::from_spec(b).map_err(|hint| unenforced("blockIO", &hint))?;
     }
     if r.hugepage_limits().as_ref().is_some_and(|v| !v.is_empty()) {
         return Err(unenforced(
@@ -154,6 +156,15 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
         ));
     }
     if r.unified().as_ref().is_some_and(|v| !v.is_empty()) {
+        // On a host whose controllers are on v1 the spec cannot be met by any
+        // runtime: it is wrong for this host, not merely unsupported.
+        if !matches!(crate::cgroup::detect(), crate::cgroup::Layout::V2 { .. }) {
+            return Err(err(
+                "resources.unified",
+                "invalid configuration: raw cgroup v2 settings need a cgroup v2 host, \
+                 and this host's controllers are on cgroup v1",
+            ));
+        }
         return Err(unenforced(
             "unified",
             "raw cgroup v2 settings are not supported",
@@ -165,12 +176,33 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
 /// The container's cgroup, or `None` when the spec neither names one nor asks for
 /// any limit or device rule.
 pub fn from_spec(linux: &Linux, id: &str) -> Result<Option<OciCgroup>, BundleError> {
-    let resources = linux.resources().clone().unwrap_or_default();
+    let mut resources = linux.resources().clone().unwrap_or_default();
+    // The cpuset goes to its own group (below); `limits` refuses it, for `update`.
+    let mut cpuset = None;
+    if let Some(mut c) = resources.cpu().clone() {
+        let cpus = c.cpus().clone().unwrap_or_default();
+        let mems = c.mems().clone().unwrap_or_default();
+        if !cpus.is_empty() || !mems.is_empty() {
+            for (name, v) in [("cpu.cpus", &cpus), ("cpu.mems", &mems)] {
+                check_cpu_list(name, v).map_err(|e| err(&format!("resources.{name}"), e))?;
+            }
+            cpuset = Some((cpus, mems));
+        }
+        c.set_cpus(None);
+        c.set_mems(None);
+        resources.set_cpu(Some(c));
+    }
     let limits = limits(&resources)?;
+    let blkio = match resources.block_io() {
+        Some(b) => super::blkio::from_spec(b).map_err(|hint| unenforced("blockIO", &hint))?,
+        None => super::blkio::BlockIo::default(),
+    };
     let mut devices: Vec<(bool, String)> = resources
         .devices()
         .iter()
         .flatten()
+        // An allow rule left with no access letter grants nothing.
+        .filter(|d| !(d.allow() && device_access(true, d.access().as_deref()).is_empty()))
         .map(|d| (d.allow(), device_rule(d)))
         .collect();
     if !devices.is_empty() {
@@ -178,8 +210,15 @@ pub fn from_spec(linux: &Linux, id: &str) -> Result<Option<OciCgroup>, BundleErr
         // creates itself), whatever the rules before say: runc allows them too.
         devices.extend(DEFAULT_DEVICES.iter().map(|r| (true, r.to_string())));
     }
-    let wanted =
-        linux.cgroups_path().is_some() || limits != Limits::default() || !devices.is_empty();
+    // As root, every container gets its group (as with runc), so that `pause`,
+    // `ps` and `events` work on any of them; an unprivileged caller gets one only
+    // when the spec asks for it.
+    let wanted = nix::unistd::geteuid().is_root()
+        || linux.cgroups_path().is_some()
+        || limits != Limits::default()
+        || !devices.is_empty()
+        || cpuset.is_some()
+        || !blkio.is_empty();
     if !wanted {
         return Ok(None);
     }
@@ -187,59 +226,41 @@ pub fn from_spec(linux: &Linux, id: &str) -> Result<Option<OciCgroup>, BundleErr
         rel: path_for(linux.cgroups_path().as_deref(), id)?,
         limits,
         devices,
+        cpuset,
+        blkio,
     }))
 }
 
-/// `update --resources`: new limits for a running container's groups. A zero limit
-/// leaves that setting as it is.
-pub fn update(dirs: &[PathBuf], l: &Limits) -> Result<(), String> {
-    let write = |f: PathBuf, v: String| {
-        std::fs::write(&f, &v).map_err(|e| format!("write {v} to {}: {e}", f.display()))
-    };
-    for d in dirs {
-        if l.memory_bytes > 0 {
-            let m = l.memory_bytes.to_string();
-            if d.join("memory.max").exists() {
-                write(d.join("memory.max"), m)?;
-            } else if d.join("memory.limit_in_bytes").exists() {
-                // memsw may never be below the limit: lower the limit first when
-                // shrinking, raise memsw first when growing.
-                let memsw = d.join("memory.memsw.limit_in_bytes");
-                if write(d.join("memory.limit_in_bytes"), m.clone()).is_err() {
-                    if memsw.exists() {
-                        write(memsw.clone(), m.clone())?;
-                    }
-                    write(d.join("memory.limit_in_bytes"), m.clone())?;
-                }
-                if memsw.exists() {
-                    write(memsw, m)?;
-                }
-            }
-        }
-        if l.pids > 0 && d.join("pids.max").exists() {
-            write(d.join("pids.max"), l.pids.to_string())?;
-        }
-        if l.cpus > 0.0 {
-            let quota = ((l.cpus * 100_000.0).round() as u64).max(1000);
-            if d.join("cpu.max").exists() {
-                write(d.join("cpu.max"), format!("{quota} 100000"))?;
-            } else if d.join("cpu.cfs_quota_us").exists() {
-                write(d.join("cpu.cfs_period_us"), "100000".into())?;
-                write(d.join("cpu.cfs_quota_us"), quota.to_string())?;
-            }
-        }
+/// A CPU or memory-node list as cpuset files take it ("0-3,6"); `what` names
+/// the setting in the error.
+pub fn check_cpu_list(what: &str, v: &str) -> Result<(), String> {
+    if v.chars()
+        .all(|ch| ch.is_ascii_digit() || matches!(ch, ',' | '-'))
+    {
+        Ok(())
+    } else {
+        Err(format!("{what}: {v:?} is not a list like \"0-3,6\""))
     }
-    Ok(())
 }
 
-/// Applies device rules through the v1 devices controller at `rel`. Returns the
-/// group's directory, or `None` when the host has no v1 devices hierarchy.
-pub fn apply_devices(rel: &Path, rules: &[(bool, String)]) -> Result<Option<PathBuf>, String> {
+/// runc's conversion of v1 CPU shares [2, 262144] to a v2 weight [1, 10000].
+pub fn shares_to_weight(shares: u64) -> u64 {
+    1 + ((shares.clamp(2, 262_144) - 2) * 9999) / 262_142
+}
+
+/// Creates the container's group in the v1 devices hierarchy. Returns its
+/// directory, or `None` when the host has no v1 devices hierarchy.
+pub fn devices_group(rel: &Path) -> Result<Option<PathBuf>, String> {
     let Some(mount) = devices_mount() else {
         return Ok(None);
     };
     let dir = mount.join(rel);
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    Ok(Some(dir))
+}
+
+/// Writes device rules to a v1 devices group.
+pub fn write_device_rules(dir: &Path, rules: &[(bool, String)]) -> Result<(), String> {
     for (allow, rule) in rules {
         let file = dir.join(if *allow {
             "devices.allow"
@@ -249,11 +270,16 @@ pub fn apply_devices(rel: &Path, rules: &[(bool, String)]) -> Result<Option<Path
         std::fs::write(&file, rule)
             .map_err(|e| format!("write {rule:?} to {}: {e}", file.display()))?;
     }
-    Ok(Some(dir))
+    Ok(())
 }
 
 fn devices_mount() -> Option<PathBuf> {
     v1_mount("devices")
+}
+
+/// Whether the host has a v1 hierarchy carrying `controller`.
+pub fn has_v1(controller: &str) -> bool {
+    v1_mount(controller).is_some()
 }
 
 /// The mount point of the v1 hierarchy that carries `controller`.
@@ -269,27 +295,165 @@ fn v1_mount(controller: &str) -> Option<PathBuf> {
     })
 }
 
-/// On v1, a freezer group at `rel` for `pause`/`resume` (v2 groups freeze through
-/// their own `cgroup.freeze`). `None` when the host has no v1 freezer hierarchy.
-pub fn create_freezer(rel: &Path) -> Result<Option<PathBuf>, String> {
-    let Some(mount) = v1_mount("freezer") else {
-        return Ok(None);
+/// The groups at `rel` that exist already, in every hierarchy the host mounts:
+/// a failed `create` empties but leaves those, which are someone else's.
+pub fn existing_groups(rel: &Path) -> Vec<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines()
+        .filter_map(|line| {
+            let (pre, post) = line.split_once(" - ")?;
+            matches!(post.split_whitespace().next()?, "cgroup" | "cgroup2")
+                .then(|| Path::new(pre.split_whitespace().nth(4).unwrap_or("/")).join(rel))
+        })
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// The mount point of the host's cgroup2 hierarchy, if it has one.
+fn v2_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        (post.split_whitespace().next()? == "cgroup2")
+            .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or_default()))
+    })
+}
+
+/// On v1 and hybrid hosts, the groups at `rel` an OCI container joins besides
+/// maibox's limit controllers (`layout`), each for a verb that needs it: the
+/// freezer (`pause`), blkio (block I/O limits, also for `update`), cpuacct
+/// when it is mounted apart from cpu (CPU usage for
+/// `events`), and on a hybrid host the unified (v2) hierarchy, where runc puts
+/// its containers too and tools look for them. v2 groups do all of this
+/// themselves: nothing on a v2 host.
+pub fn create_side_groups(rel: &Path, layout: &Layout) -> Result<Vec<PathBuf>, String> {
+    let Layout::V1 { controllers } = layout else {
+        return Ok(Vec::new());
     };
-    let dir = mount.join(rel);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    Ok(Some(dir))
+    let mut mounts: Vec<PathBuf> = Vec::new();
+    mounts.extend(v1_mount("freezer"));
+    mounts.extend(v1_mount("blkio"));
+    if !controllers.contains_key("cpuacct") {
+        mounts.extend(v1_mount("cpuacct"));
+    }
+    mounts.extend(v2_mount());
+    let mut dirs = Vec::new();
+    for m in mounts {
+        let dir = m.join(rel);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            let _ = crate::cgroup::remove_dirs(&dirs);
+            return Err(format!("create {}: {e}", dir.display()));
+        }
+        dirs.push(dir);
+    }
+    Ok(dirs)
+}
+
+/// The settings of `r` that maibox's own limits round or leave out, written as
+/// the spec gives them to the container's groups `dirs`: the CPU quota with its
+/// own period (maibox's limits keep only their ratio), CPU shares, the
+/// realtime budget (v1) and the memory reservation (a soft limit).
+pub fn apply_exact(dirs: &[PathBuf], r: &LinuxResources) -> Result<(), String> {
+    let mut c = super::update::Changes::default();
+    if let Some(cpu) = r.cpu() {
+        c.shares = cpu.shares().filter(|s| *s > 0);
+        c.quota = cpu.quota().filter(|q| *q > 0);
+        c.period = cpu.period().filter(|p| *p > 0);
+        c.rt_period = cpu.realtime_period().filter(|p| *p > 0);
+        c.rt_runtime = cpu.realtime_runtime().filter(|r| *r > 0);
+    }
+    c.reservation = r
+        .memory()
+        .as_ref()
+        .and_then(|m| m.reservation())
+        .filter(|v| *v > 0);
+    super::update::apply(dirs, &c)
+}
+
+/// The container's cpuset: on v1 its own group in the cpuset hierarchy (every
+/// new level first inherits its parent's CPUs and memory nodes, which v1 leaves
+/// empty), returned for attaching and removal; on v2 the files of the
+/// container's group `v2_dir`, with the controller enabled down to it.
+pub fn apply_cpuset(
+    rel: &Path,
+    cpus: &str,
+    mems: &str,
+    v2_dir: Option<&Path>,
+) -> Result<Option<PathBuf>, String> {
+    let write = |f: PathBuf, v: &str| {
+        std::fs::write(&f, v).map_err(|e| format!("write {v:?} to {}: {e}", f.display()))
+    };
+    if let Some(mount) = v1_mount("cpuset") {
+        let mut dir = mount.clone();
+        for part in rel.components() {
+            let parent = dir.clone();
+            dir = dir.join(part);
+            if !dir.exists() {
+                std::fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+            }
+            for f in ["cpuset.cpus", "cpuset.mems"] {
+                let mine = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+                if mine.trim().is_empty() {
+                    let theirs = std::fs::read_to_string(parent.join(f))
+                        .map_err(|e| format!("read {}: {e}", parent.join(f).display()))?;
+                    write(dir.join(f), theirs.trim())?;
+                }
+            }
+        }
+        if !cpus.is_empty() {
+            write(dir.join("cpuset.cpus"), cpus)?;
+        }
+        if !mems.is_empty() {
+            write(dir.join("cpuset.mems"), mems)?;
+        }
+        return Ok(Some(dir));
+    }
+    let Some(leaf) = v2_dir else {
+        return Err("the host has no cpuset controller".into());
+    };
+    enable_v2_controller(leaf, "cpuset")?;
+    if !cpus.is_empty() {
+        write(leaf.join("cpuset.cpus"), cpus)?;
+    }
+    if !mems.is_empty() {
+        write(leaf.join("cpuset.mems"), mems)?;
+    }
+    Ok(None)
+}
+
+/// Enables `controller` in the subtree_control of every ancestor of the v2 group
+/// `leaf`, from the root down, so that `leaf` gets its files.
+pub fn enable_v2_controller(leaf: &Path, controller: &str) -> Result<(), String> {
+    let root = Path::new("/sys/fs/cgroup");
+    let mut chain: Vec<&Path> = leaf
+        .ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root))
+        .collect();
+    chain.reverse();
+    for a in chain {
+        let sub = a.join("cgroup.subtree_control");
+        let have = std::fs::read_to_string(&sub).unwrap_or_default();
+        if !have.split_whitespace().any(|c| c == controller) {
+            std::fs::write(&sub, format!("+{controller}"))
+                .map_err(|e| format!("write +{controller} to {}: {e}", sub.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The file that freezes the container and the values for frozen / thawed.
+/// The v1 freezer wins over a v2 group's `cgroup.freeze`: on a hybrid host the
+/// container has both, and v1 is where `pause` freezes it.
 fn freezer_of(dirs: &[PathBuf]) -> Option<(PathBuf, &'static str, &'static str)> {
-    dirs.iter().find_map(|d| {
-        if d.join("freezer.state").exists() {
-            Some((d.join("freezer.state"), "FROZEN", "THAWED"))
-        } else if d.join("cgroup.freeze").exists() {
-            Some((d.join("cgroup.freeze"), "1", "0"))
-        } else {
-            None
-        }
+    let v1 = dirs
+        .iter()
+        .find(|d| d.join("freezer.state").exists())
+        .map(|d| (d.join("freezer.state"), "FROZEN", "THAWED"));
+    v1.or_else(|| {
+        dirs.iter()
+            .find(|d| d.join("cgroup.freeze").exists())
+            .map(|d| (d.join("cgroup.freeze"), "1", "0"))
     })
 }
 
@@ -346,6 +510,16 @@ mod tests {
     }
 
     #[test]
+    fn stray_access_letters_never_grant_more() {
+        assert_eq!(device_access(false, Some("rwa")), "rwm");
+        assert_eq!(device_access(true, Some("rwa")), "rw");
+        assert_eq!(device_access(true, Some("mr")), "rm");
+        assert_eq!(device_access(true, None), "rwm");
+        assert_eq!(device_access(false, Some("")), "rwm");
+        assert_eq!(device_access(true, Some("a")), "");
+    }
+
+    #[test]
     fn dockers_resources_map_to_limits_and_device_rules() {
         let text = include_str!("../../tests/data/docker-config.json");
         let spec: oci_spec::runtime::Spec = serde_json::from_str(text).unwrap();
@@ -357,6 +531,7 @@ mod tests {
         assert!((cg.limits.cpus - 2.0).abs() < 1e-9);
         assert!(cg.rel.starts_with("docker"));
         assert_eq!(cg.devices[0], (false, "a *:* rwm".to_string()));
+        assert!(cg.blkio.is_empty());
         assert!(cg.devices.contains(&(true, "c 1:3 rwm".to_string())));
     }
 }

@@ -79,6 +79,9 @@ pub enum Verb {
         /// Return after the start instead of waiting.
         #[arg(long, short = 'd')]
         detach: bool,
+        /// Keep the container's state after it exits (delete it later).
+        #[arg(long)]
+        keep: bool,
     },
     /// OCI: list containers.
     List {
@@ -92,19 +95,18 @@ pub enum Verb {
         #[arg(long, short = 'f', value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
         id: String,
-        /// Accepted for compatibility (ps options of runc's table form); ignored.
-        #[arg(trailing_var_arg = true, hide = true)]
+        /// Options for ps(1) in the table form (default -ef), as runc takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         ps_args: Vec<String>,
     },
-    /// OCI: change a running container's limits (LinuxResources JSON from a file or
-    /// `-` for stdin, as `docker update` sends it).
-    Update {
-        #[arg(long, short = 'r')]
-        resources: Option<PathBuf>,
-        id: String,
-    },
+    /// OCI: change a running container's limits, from runc's flags or a
+    /// LinuxResources JSON (`-r FILE`, `-r -` for stdin, as `docker update` sends it).
+    Update(super::update::UpdateArgs),
     /// OCI: print what this runtime implements (runtime-spec features.md), as JSON.
     Features,
+    /// OCI: print a container's resource usage and OOM notices as JSON lines
+    /// (every --interval, or once with --stats).
+    Events(super::events::EventsArgs),
     /// OCI: freeze every process of a container.
     Pause { id: String },
     /// OCI: thaw a paused container.
@@ -144,6 +146,7 @@ pub struct CreateArgs {
     /// Accepted for compatibility: no session keyring is created.
     #[arg(long)]
     pub no_new_keyring: bool,
+    /// Pass the caller's descriptors 3 to 3+N-1 to the container's process.
     #[arg(long, default_value_t = 0)]
     pub preserve_fds: u32,
     pub id: String,
@@ -175,6 +178,13 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> OciError {
 
 /// Runs one verb; returns the process exit code. Errors are logged here.
 pub fn main(g: &Global, verb: Verb) -> i32 {
+    // runc's exec exits 255 when the process could not be started (its own
+    // status otherwise); the other verbs exit 1 on error.
+    let failure = if matches!(verb, Verb::OciExec(_)) {
+        255
+    } else {
+        1
+    };
     let r = if g.systemd_cgroup {
         Err(OciError::Refused(
             "--systemd-cgroup is not supported: configure the caller for the cgroupfs driver"
@@ -187,33 +197,64 @@ pub fn main(g: &Global, verb: Verb) -> i32 {
         Ok(code) => code,
         Err(e) => {
             log_error(g, &e.to_string());
-            1
+            failure
         }
     }
 }
 
 fn log_error(g: &Global, msg: &str) {
     eprintln!("maibox: error: {msg}");
-    let Some(path) = &g.log else { return };
-    let line = match g.log_format {
+    if let Some(path) = &g.log {
+        append_log(path, g.log_format, "error", msg);
+    }
+}
+
+/// With `--debug`, a debug line to `--log`, or else to stderr (as runc does).
+pub(crate) fn log_debug(g: &Global, msg: &str) {
+    if !g.debug {
+        return;
+    }
+    match &g.log {
+        Some(path) => append_log(path, g.log_format, "debug", msg),
+        None => eprintln!("{}", log_line(LogFormat::Text, "debug", msg)),
+    }
+}
+
+fn log_line(format: LogFormat, level: &str, msg: &str) -> String {
+    match format {
         LogFormat::Json => serde_json::json!({
-            "level": "error",
+            "level": level,
             "msg": msg,
             "time": state::now_rfc3339(),
         })
         .to_string(),
-        LogFormat::Text => format!("time=\"{}\" level=error msg={msg:?}", state::now_rfc3339()),
-    };
+        LogFormat::Text => format!(
+            "time=\"{}\" level={level} msg={msg:?}",
+            state::now_rfc3339()
+        ),
+    }
+}
+
+fn append_log(path: &Path, format: LogFormat, level: &str, msg: &str) {
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
     {
-        let _ = writeln!(f, "{line}");
+        let _ = writeln!(f, "{}", log_line(format, level, msg));
     }
 }
 
 fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
+    log_debug(
+        g,
+        &format!(
+            "maibox {} (spec {}), root {}",
+            env!("CARGO_PKG_VERSION"),
+            OCI_VERSION,
+            g.root.display()
+        ),
+    );
     match verb {
         Verb::Create(a) => create(g, &a, false).map(|_| 0),
         Verb::Start { id } => start(g, &id).map(|_| 0),
@@ -231,14 +272,18 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
             kill(g, &id, sig, all).map(|_| 0)
         }
         Verb::Delete { force, id } => delete(g, &id, force).map(|_| 0),
-        Verb::Run { create: a, detach } => run(g, &a, detach),
+        Verb::Run {
+            create: a,
+            detach,
+            keep,
+        } => run(g, &a, detach, keep),
         Verb::List { format, quiet } => {
-            list(g, format, quiet);
+            super::list::list(g, format, quiet);
             Ok(0)
         }
         Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
         Verb::OciExec(a) => super::exec::exec(g, &a),
-        Verb::Update { resources, id } => update(g, &id, resources.as_deref()).map(|_| 0),
+        Verb::Update(a) => super::update::update(g, &a).map(|_| 0),
         Verb::Features => {
             println!(
                 "{}",
@@ -246,9 +291,14 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
             );
             Ok(0)
         }
+        Verb::Events(a) => super::events::events(g, &a),
         Verb::Pause { id } => pause(g, &id, true).map(|_| 0),
         Verb::Resume { id } => pause(g, &id, false).map(|_| 0),
-        Verb::Ps { format, id, .. } => {
+        Verb::Ps {
+            format,
+            id,
+            ps_args,
+        } => {
             let c = Container::open(&g.root, &id, false)?;
             let s = c.load()?;
             let pids = if c.status(&s) == Status::Stopped {
@@ -258,23 +308,21 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
             };
             match format {
                 ListFormat::Json => println!("{}", serde_json::json!(pids)),
-                ListFormat::Table => {
-                    println!("PID");
-                    for p in pids {
-                        println!("{p}");
-                    }
-                }
+                ListFormat::Table => ps_table(&pids, &ps_args)?,
             }
             Ok(0)
         }
     }
 }
 
+/// The runtime-spec version of the states maibox reports.
+pub const OCI_VERSION: &str = "1.0.2";
+
 /// The state as the runtime spec defines it (`ociVersion`, `id`, `status`, `pid`,
 /// `bundle`, `annotations`). A stopped container has no pid.
 pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
     let mut v = serde_json::json!({
-        "ociVersion": "1.0.2",
+        "ociVersion": OCI_VERSION,
         "id": s.id,
         "status": status,
         "bundle": s.bundle,
@@ -291,10 +339,15 @@ pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
     v
 }
 
-pub fn parse_signal(s: &str) -> Result<Signal, OciError> {
+/// A signal by name or number; `None` for 0, which only checks that the
+/// container's processes exist.
+pub fn parse_signal(s: &str) -> Result<Option<Signal>, OciError> {
     let bad = || OciError::Refused(format!("invalid signal {s:?}"));
     if let Ok(n) = s.parse::<i32>() {
-        return Signal::try_from(n).map_err(|_| bad());
+        if n == 0 {
+            return Ok(None);
+        }
+        return Signal::try_from(n).map(Some).map_err(|_| bad());
     }
     let up = s.to_ascii_uppercase();
     let name = if up.starts_with("SIG") {
@@ -302,29 +355,35 @@ pub fn parse_signal(s: &str) -> Result<Signal, OciError> {
     } else {
         format!("SIG{up}")
     };
-    name.parse::<Signal>().map_err(|_| bad())
+    name.parse::<Signal>().map(Some).map_err(|_| bad())
 }
 
 struct Created {
     container: Container,
     saved: Saved,
+    /// The pty master of a foreground `run` with `terminal: true`.
+    console: Option<OwnedFd>,
 }
 
 /// Sets a container up and leaves its init blocked on the start FIFO. With
 /// `foreground` (`run`), the container dies with this process.
 fn create(g: &Global, a: &CreateArgs, foreground: bool) -> Result<Created, OciError> {
-    if a.preserve_fds > 0 {
-        return Err(OciError::Refused(
-            "--preserve-fds is not supported: only stdio reaches the container".into(),
-        ));
-    }
+    // Before this command opens anything of its own.
+    let preserved = super::fds::inherited(a.preserve_fds);
     state::check_id(&a.id)?;
     let waived: BTreeSet<Waivable> = g.unenforced.iter().copied().collect();
     // Validate everything before claiming the id: a bad bundle leaves nothing behind.
     let mut loaded = bundle::load(&a.bundle, &waived)?;
+    if let View::Oci(view) = &mut loaded.policy.view {
+        view.preserve_fds = preserved;
+    }
     let container = Container::create(&g.root, &a.id)?;
     match create_in(g, a, &container, &mut loaded, foreground) {
-        Ok(saved) => Ok(Created { container, saved }),
+        Ok((saved, console)) => Ok(Created {
+            container,
+            saved,
+            console,
+        }),
         Err(e) => {
             let _ = container.remove();
             Err(e)
@@ -338,22 +397,56 @@ fn create_in(
     container: &Container,
     loaded: &mut bundle::Loaded,
     foreground: bool,
-) -> Result<Saved, OciError> {
+) -> Result<(Saved, Option<OwnedFd>), OciError> {
     let fifo = container.fifo();
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
         .map_err(|e| io_err("create the start FIFO")(e.into()))?;
     let View::Oci(view) = &mut loaded.policy.view else {
         return Err(OciError::Refused("internal: not an OCI view".into()));
     };
-    view.start_fifo = Some(fifo);
+    // O_RDWR never blocks on a FIFO, and keeps it open for `start`'s
+    // non-blocking open. The init inherits it (see OciView::start_fifo).
+    let gate = nix::fcntl::open(
+        &fifo,
+        nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| io_err("open the start FIFO")(e.into()))?;
+    // SAFETY: a fresh descriptor owned by nothing else.
+    let gate = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(gate) };
+    view.start_fifo = Some(std::os::fd::AsRawFd::as_raw_fd(&gate));
     view.die_with_parent = foreground;
+    // Namespaces to join, opened here so that a bad path fails before the clone;
+    // the init inherits them.
+    let mut ns_files = Vec::new();
+    for j in &mut view.namespaces.join {
+        let f = std::fs::File::open(&j.path).map_err(|e| {
+            OciError::Refused(format!(
+                "linux.namespaces: cannot open the {} namespace {}: {e}",
+                j.kind,
+                j.path.display()
+            ))
+        })?;
+        j.fd = Some(std::os::fd::AsRawFd::as_raw_fd(&f));
+        ns_files.push(f);
+    }
+    // Our end of the console socket of a foreground `run`, which relays the pty itself.
+    let mut own_console: Option<OwnedFd> = None;
     let console = match (&a.console_socket, view.process.terminal) {
         (Some(p), true) => Some(crate::sandbox::console::connect(p)?),
         (None, false) => None,
         (Some(_), false) => {
             return Err(OciError::Refused(
-                "--console-socket given but process.terminal is false".into(),
+                "--console-socket given but process.terminal is false: there is no pty to \
+                 send (set process.terminal to true or drop --console-socket)"
+                    .into(),
             ))
+        }
+        (None, true) if foreground => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+                .map_err(io_err("create the console socket pair"))?;
+            own_console = Some(ours.into());
+            Some(OwnedFd::from(theirs))
         }
         (None, true) => {
             return Err(OciError::Refused(
@@ -368,17 +461,25 @@ fn create_in(
         .hooks()
         .as_ref()
         .and_then(|h| serde_json::to_value(h).ok());
-    for stage in ["createContainer", "startContainer"] {
-        if hooks_value
+    view.hooks = hooks_value.clone();
+    view.hooks_sync = [
+        "prestart",
+        "createRuntime",
+        "createContainer",
+        "startContainer",
+    ]
+    .iter()
+    .any(|stage| {
+        hooks_value
             .as_ref()
-            .and_then(|h| h.get(stage))
+            .and_then(|h| h.get(*stage))
             .is_some_and(|l| l.as_array().is_some_and(|a| !a.is_empty()))
-        {
-            return Err(OciError::Refused(format!(
-                "hooks.{stage} is not supported yet"
-            )));
-        }
-    }
+    });
+    let hooks_sync = view.hooks_sync;
+    let bind_sources = view
+        .bind_sources_from_runtime()
+        .then(|| view.mounts.clone());
+    let notify = view.seccomp.as_ref().and_then(|c| c.notify.clone());
     let dup = |fd: std::os::fd::BorrowedFd| -> Result<OwnedFd, OciError> {
         fd.try_clone_to_owned().map_err(io_err("duplicate stdio"))
     };
@@ -406,13 +507,38 @@ fn create_in(
         Ok(())
     };
     let spawned = spawn::spawn(&loaded.policy, &[], payload, stdio, &mut attach)?;
+    // The init has its own copy now; ours would keep `start`'s open from failing
+    // once the init is gone.
+    drop(gate);
+    drop(ns_files);
     let pid = spawned.pid;
     let kill_it = |e: OciError| {
         let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
         let _ = nix::sys::wait::waitpid(pid, None);
         e
     };
+    // Before anything else: the init waits for them to build the root.
+    if let Some(mounts) = &bind_sources {
+        super::bindsrc::send(&spawned, mounts).map_err(kill_it)?;
+    }
+    if hooks_sync {
+        runtime_hooks(&spawned, &a.id, loaded, hooks_value.as_ref()).map_err(kill_it)?;
+    }
+    if let Some(n) = notify.as_ref() {
+        forward_listener(&spawned, &a.id, loaded, n).map_err(kill_it)?;
+    }
     crate::sandbox::wait_ready(&spawned).map_err(|e| kill_it(e.into()))?;
+    if let Some(g) = &group {
+        g.apply_devices()
+            .map_err(|e| kill_it(OciError::Refused(format!("container device rules: {e}"))))?;
+    }
+    drop(console);
+    let master = match &own_console {
+        Some(sock) => Some(
+            crate::sandbox::console::receive_master(sock.as_fd()).map_err(|e| kill_it(e.into()))?,
+        ),
+        None => None,
+    };
     let start_time = state::proc_stat(pid.as_raw())
         .map(|(_, t)| t)
         .ok_or_else(|| kill_it(OciError::Refused("the container init vanished".into())))?;
@@ -438,28 +564,103 @@ fn create_in(
             .unwrap_or_default(),
     };
     container.save(&saved).map_err(|e| kill_it(e.into()))?;
-    let st = state_json(&saved, Status::Created);
-    for stage in ["prestart", "createRuntime"] {
-        hooks::run(saved.hooks.as_ref(), stage, &st).map_err(|e| kill_it(e.into()))?;
-    }
+
     if let Some(p) = &a.pid_file {
         write_pid_file(p, pid.as_raw()).map_err(kill_it)?;
     }
-    if g.debug {
-        eprintln!("maibox: created {} (pid {})", a.id, pid);
-    }
+    log_debug(g, &format!("created container {} (pid {pid})", a.id));
     if let Some(g) = group {
         g.persist();
     }
-    Ok(saved)
+    Ok((saved, master))
+}
+
+/// The runtime's share of the hooks at create: the init has mounted the
+/// container's filesystems and waits before pivot_root; `prestart` and
+/// `createRuntime` run here (host namespaces), then the init runs
+/// `createContainer` with the state sent back.
+fn runtime_hooks(
+    spawned: &spawn::Spawned,
+    id: &str,
+    loaded: &bundle::Loaded,
+    hooks_value: Option<&serde_json::Value>,
+) -> Result<(), OciError> {
+    use crate::sandbox::sync::Msg;
+    match spawned.chan.recv()? {
+        Some(Msg::HooksPoint) => {}
+        Some(Msg::Failed(e)) => return Err(e.into()),
+        other => {
+            return Err(OciError::Refused(format!(
+                "the container init ended before its hooks ({other:?})"
+            )))
+        }
+    }
+    // "created", as runtime-tools' hooks_stdin check expects: the container's
+    // process and namespaces exist by now.
+    let state = serde_json::json!({
+        "ociVersion": OCI_VERSION,
+        "id": id,
+        "status": "created",
+        "pid": spawned.pid.as_raw(),
+        "bundle": loaded.bundle,
+        "annotations": loaded.spec.annotations().clone().unwrap_or_default(),
+    });
+    for stage in ["prestart", "createRuntime"] {
+        hooks::run(hooks_value, stage, &state)?;
+    }
+    spawned.chan.send(&Msg::HooksDone {
+        state: state.to_string(),
+    })?;
+    Ok(())
+}
+
+/// SCMP_ACT_NOTIFY: the init's seccomp listener goes to the agent at the
+/// spec's `listenerPath` (see [`super::agent`]).
+fn forward_listener(
+    spawned: &spawn::Spawned,
+    id: &str,
+    loaded: &bundle::Loaded,
+    n: &crate::oci::seccomp::Notify,
+) -> Result<(), OciError> {
+    use crate::sandbox::sync::Msg;
+    let fd = match spawned.chan.recv_with_fd()? {
+        Some((Msg::SeccompListener, Some(fd))) => fd,
+        Some((Msg::Failed(e), _)) => return Err(e.into()),
+        other => {
+            return Err(OciError::Refused(format!(
+                "expected the seccomp listener from the container init, got {:?}",
+                other.map(|(m, _)| m)
+            )))
+        }
+    };
+    let owner = super::agent::Owner {
+        id,
+        pid: spawned.pid.as_raw(),
+        status: "creating",
+        bundle: &loaded.bundle,
+        annotations: serde_json::json!(loaded.spec.annotations().clone().unwrap_or_default()),
+    };
+    super::agent::hand_over(n, &owner, &fd)
 }
 
 /// The container's cgroup: maibox's limits group plus, for device rules, the v1
 /// devices group. Removed on drop unless [`ContainerCgroup::persist`]ed.
 struct ContainerCgroup {
     limits: Option<crate::cgroup::RunCgroup>,
-    /// v1 groups outside maibox's own hierarchies: devices, freezer.
+    /// v1 groups outside maibox's own hierarchies: devices, freezer, cpuacct,
+    /// cpuset, and the unified group of a hybrid host.
     extra: Vec<PathBuf>,
+    /// Groups that existed before this create: never removed by its failure.
+    preexisting: Vec<PathBuf>,
+    /// Device rules, applied by [`ContainerCgroup::apply_devices`].
+    devices: Option<(DeviceRules, Vec<(bool, String)>)>,
+}
+
+enum DeviceRules {
+    /// A v1 devices group.
+    V1(PathBuf),
+    /// A v2 group, for a device program.
+    V2(PathBuf),
 }
 
 impl ContainerCgroup {
@@ -478,6 +679,16 @@ impl ContainerCgroup {
         Ok(())
     }
 
+    fn apply_devices(&self) -> Result<(), String> {
+        match &self.devices {
+            Some((DeviceRules::V1(dir), rules)) => {
+                crate::oci::cgroup::write_device_rules(dir, rules)
+            }
+            Some((DeviceRules::V2(dir), rules)) => crate::oci::devfilter::attach(dir, rules),
+            None => Ok(()),
+        }
+    }
+
     fn paths(&self) -> Vec<PathBuf> {
         let mut v = self.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
         v.extend(self.extra.iter().cloned());
@@ -494,7 +705,11 @@ impl ContainerCgroup {
 
 impl Drop for ContainerCgroup {
     fn drop(&mut self) {
-        let _ = crate::cgroup::remove_dirs(&std::mem::take(&mut self.extra));
+        let ours: Vec<PathBuf> = std::mem::take(&mut self.extra)
+            .into_iter()
+            .filter(|d| !self.preexisting.contains(d))
+            .collect();
+        let _ = crate::cgroup::remove_dirs(&ours);
     }
 }
 
@@ -508,38 +723,86 @@ fn container_cgroup(
     };
     let refuse =
         |e: String| OciError::Refused(format!("container cgroup {}: {e}", want.rel.display()));
-    let limits =
-        crate::cgroup::RunCgroup::create_at(&crate::cgroup::detect(), &want.rel, want.limits)
-            .map_err(|e| refuse(e.to_string()))?;
+    let layout = crate::cgroup::detect();
+    let preexisting = crate::oci::cgroup::existing_groups(&want.rel);
+    let limits = crate::cgroup::RunCgroup::create_at(&layout, &want.rel, want.limits)
+        .map_err(|e| refuse(e.to_string()))?;
+    if let Some(r) = linux.resources() {
+        crate::oci::cgroup::apply_exact(&limits.paths(), r).map_err(refuse)?;
+    }
     let mut group = ContainerCgroup {
         limits: Some(limits),
         extra: Vec::new(),
+        preexisting,
+        devices: None,
     };
     group
         .extra
-        .extend(crate::oci::cgroup::create_freezer(&want.rel).map_err(refuse)?);
+        .extend(crate::oci::cgroup::create_side_groups(&want.rel, &layout).map_err(refuse)?);
+    // A group someone froze beforehand would freeze the init mid-setup (and the
+    // runtime with it, waiting): refused, as runc does.
+    if crate::oci::cgroup::frozen(&group.paths()) {
+        return Err(refuse(
+            "the container's cgroup unexpectedly frozen (thaw it or choose another cgroupsPath)"
+                .into(),
+        ));
+    }
+    // On v1 the cpuset group is made in any case (inheriting its parent's CPUs
+    // and memory nodes), so that `update --cpuset-cpus` has it; on v2 the
+    // container's group takes cpuset files once the controller is enabled.
+    let v1_cpuset =
+        matches!(layout, crate::cgroup::Layout::V1 { .. }) && crate::oci::cgroup::has_v1("cpuset");
+    let cpuset = want
+        .cpuset
+        .clone()
+        .or_else(|| v1_cpuset.then(|| (String::new(), String::new())));
+    if let Some((cpus, mems)) = &cpuset {
+        let v2_dir = match layout {
+            crate::cgroup::Layout::V2 { .. } => group
+                .limits
+                .as_ref()
+                .and_then(|l| l.paths().into_iter().next()),
+            _ => None,
+        };
+        group.extra.extend(
+            crate::oci::cgroup::apply_cpuset(&want.rel, cpus, mems, v2_dir.as_deref())
+                .map_err(|e| refuse(format!("cpuset: {e}")))?,
+        );
+    }
+    if !want.blkio.is_empty() {
+        if let (crate::cgroup::Layout::V2 { .. }, Some(dir)) =
+            (&layout, group.paths().first().cloned())
+        {
+            crate::oci::cgroup::enable_v2_controller(&dir, "io")
+                .map_err(|e| refuse(format!("blockIO: {e}")))?;
+        }
+        crate::oci::blkio::apply(&group.paths(), &want.blkio)
+            .map_err(|e| refuse(format!("blockIO: {e}")))?;
+    }
     if !want.devices.is_empty() {
-        match crate::oci::cgroup::apply_devices(&want.rel, &want.devices).map_err(refuse)? {
-            Some(d) => group.extra.push(d),
-            None if can_mknod(spec) => {
+        // The rules are written once the init has made the container's device
+        // nodes (as runc does): a "deny all" would stop its mknod.
+        match crate::oci::cgroup::devices_group(&want.rel).map_err(refuse)? {
+            Some(d) => {
+                group.extra.push(d.clone());
+                group.devices = Some((DeviceRules::V1(d), want.devices.clone()));
+            }
+            // cgroup v2: the rules become a device program on the container's group.
+            None if matches!(layout, crate::cgroup::Layout::V2 { .. }) => {
+                let dirs = group.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
+                let dir = dirs
+                    .first()
+                    .ok_or_else(|| refuse("no cgroup v2 directory for the device rules".into()))?;
+                group.devices = Some((DeviceRules::V2(dir.clone()), want.devices.clone()));
+            }
+            None => {
                 return Err(refuse(
-                    "the spec gives device rules but this host has no v1 devices controller to enforce them (cgroup v2 device programs are not supported); drop CAP_MKNOD (e.g. --cap-drop MKNOD) so no device node can be made".into(),
+                    "the spec gives device rules but this host has neither a v1 devices controller nor cgroup v2 to enforce them".into(),
                 ))
             }
-            // Without CAP_MKNOD no new device node can appear; the nodes maibox
-            // creates are the spec's defaults.
-            None => {}
         }
     }
     Ok(Some(group))
-}
-
-fn can_mknod(spec: &oci_spec::runtime::Spec) -> bool {
-    spec.process()
-        .as_ref()
-        .and_then(|p| p.capabilities().as_ref())
-        .and_then(|c| c.bounding().as_ref())
-        .is_some_and(|b| b.contains(&oci_spec::runtime::Capability::Mknod))
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.
@@ -586,18 +849,22 @@ fn start(g: &Global, id: &str) -> Result<(), OciError> {
 /// Every process of the container: from its cgroup when it has one (processes that
 /// `exec` added included), else its init and its PID namespace.
 fn container_pids(s: &Saved) -> Vec<i32> {
-    let mut pids: Vec<i32> = s
-        .cgroup_paths
-        .first()
-        .and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-        .unwrap_or_default();
+    let mut pids = cgroup_pids(s);
     if pids.is_empty() {
         pids = processes(s);
     }
     pids.sort_unstable();
     pids.dedup();
     pids
+}
+
+/// The processes in the container's cgroup (none when it has none).
+fn cgroup_pids(s: &Saved) -> Vec<i32> {
+    s.cgroup_paths
+        .first()
+        .and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
 }
 
 /// Processes of the container: its init, plus everything in its PID namespace.
@@ -620,19 +887,28 @@ fn processes(s: &Saved) -> Vec<i32> {
     pids
 }
 
-fn kill(g: &Global, id: &str, sig: Signal, all: bool) -> Result<(), OciError> {
+fn kill(g: &Global, id: &str, sig: Option<Signal>, all: bool) -> Result<(), OciError> {
     let c = Container::open(&g.root, id, true)?;
     let s = c.load()?;
-    if c.status(&s) == Status::Stopped {
-        return Err(OciError::Refused(format!("container {id} is not running")));
-    }
-    let targets = if all { container_pids(&s) } else { vec![s.pid] };
+    let targets = match (c.status(&s), all) {
+        (Status::Stopped, false) => {
+            return Err(OciError::Refused(format!("container {id} is not running")))
+        }
+        // As runc: --all on a stopped container is no error. Whatever its
+        // cgroup still holds gets the signal; its init's pid, which may be
+        // someone else's by now, never does.
+        (Status::Stopped, true) => cgroup_pids(&s),
+        (_, true) => container_pids(&s),
+        (_, false) => vec![s.pid],
+    };
     for p in targets {
-        nix::sys::signal::kill(Pid::from_raw(p), sig)
-            .map_err(|e| OciError::Refused(format!("kill {p} with {sig}: {e}")))?;
+        nix::sys::signal::kill(Pid::from_raw(p), sig).map_err(|e| {
+            let name = sig.map_or("0", |s| s.as_str());
+            OciError::Refused(format!("kill {p} with {name}: {e}"))
+        })?;
     }
     // A frozen task acts on SIGKILL only once thawed.
-    if sig == Signal::SIGKILL && crate::oci::cgroup::frozen(&s.cgroup_paths) {
+    if sig == Some(Signal::SIGKILL) && crate::oci::cgroup::frozen(&s.cgroup_paths) {
         crate::oci::cgroup::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
     }
     Ok(())
@@ -649,10 +925,13 @@ fn features() -> serde_json::Value {
     serde_json::json!({
         "ociVersionMin": "1.0.0",
         "ociVersionMax": "1.2.0",
-        "hooks": ["prestart", "createRuntime", "poststart", "poststop"],
+        "hooks": ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"],
         "mountOptions": ["ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
             "relatime", "norelatime", "strictatime", "noatime", "nodiratime", "bind", "rbind",
-            "private", "rprivate", "slave", "rslave", "shared", "rshared"],
+            "private", "rprivate", "slave", "rslave", "shared", "rshared", "nosymfollow",
+            "symfollow", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec", "rexec",
+            "rnoatime", "rrelatime", "rstrictatime", "rnodiratime", "rdiratime",
+            "rnosymfollow", "rsymfollow"],
         "linux": {
             "namespaces": ["mount", "pid", "network", "ipc", "uts", "cgroup", "user"],
             "capabilities": caps,
@@ -661,7 +940,7 @@ fn features() -> serde_json::Value {
                 "enabled": true,
                 "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
                     "SCMP_ACT_KILL_THREAD", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP",
-                    "SCMP_ACT_TRACE", "SCMP_ACT_LOG"],
+                    "SCMP_ACT_TRACE", "SCMP_ACT_LOG", "SCMP_ACT_NOTIFY"],
                 "operators": ["SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ",
                     "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ"],
                 "archs": [if cfg!(target_arch = "x86_64") { "SCMP_ARCH_X86_64" } else { "SCMP_ARCH_AARCH64" }],
@@ -675,43 +954,6 @@ fn features() -> serde_json::Value {
         },
         "annotations": {"io.maibox.version": env!("CARGO_PKG_VERSION")}
     })
-}
-
-fn update(g: &Global, id: &str, resources: Option<&Path>) -> Result<(), OciError> {
-    let c = Container::open(&g.root, id, true)?;
-    let s = c.load()?;
-    if c.status(&s) == Status::Stopped {
-        return Err(OciError::Refused(format!("container {id} is not running")));
-    }
-    let text = match resources {
-        None => {
-            return Err(OciError::Refused(
-                "update needs --resources FILE (or - for stdin)".into(),
-            ))
-        }
-        Some(p) if p == Path::new("-") => {
-            let mut t = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                .map_err(io_err("read the resources from stdin"))?;
-            t
-        }
-        Some(p) => std::fs::read_to_string(p).map_err(io_err(format!("read {}", p.display())))?,
-    };
-    let r: oci_spec::runtime::LinuxResources = serde_json::from_str(&text)
-        .map_err(|e| OciError::Refused(format!("--resources: not LinuxResources JSON: {e}")))?;
-    if r.devices().as_ref().is_some_and(|d| !d.is_empty()) {
-        return Err(OciError::Refused(
-            "update of device rules is not supported".into(),
-        ));
-    }
-    let limits = crate::oci::cgroup::limits(&r)?;
-    if s.cgroup_paths.is_empty() {
-        return Err(OciError::Refused(format!(
-            "container {id} has no cgroup to update"
-        )));
-    }
-    crate::oci::cgroup::update(&s.cgroup_paths, &limits)
-        .map_err(|e| OciError::Refused(format!("update container {id}: {e}")))
 }
 
 /// `pause` / `resume`: freeze or thaw every process of the container.
@@ -786,8 +1028,12 @@ fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
     Ok(())
 }
 
-fn run(g: &Global, a: &CreateArgs, detach: bool) -> Result<i32, OciError> {
-    let Created { container, saved } = create(g, a, !detach)?;
+fn run(g: &Global, a: &CreateArgs, detach: bool, keep: bool) -> Result<i32, OciError> {
+    let Created {
+        container,
+        saved,
+        console,
+    } = create(g, a, !detach)?;
     drop(container);
     let pid = Pid::from_raw(saved.pid);
     if let Err(e) = start(g, &a.id) {
@@ -797,6 +1043,12 @@ fn run(g: &Global, a: &CreateArgs, detach: bool) -> Result<i32, OciError> {
     if detach {
         return Ok(0);
     }
+    let relay = match console {
+        Some(master) => Some(
+            crate::sandbox::console::relay(master).map_err(io_err("relay the container's pty"))?,
+        ),
+        None => None,
+    };
     let code = loop {
         match nix::sys::wait::waitpid(pid, None) {
             Ok(nix::sys::wait::WaitStatus::Exited(_, c)) => break c,
@@ -805,45 +1057,62 @@ fn run(g: &Global, a: &CreateArgs, detach: bool) -> Result<i32, OciError> {
             Err(e) => return Err(io_err("wait for the container")(e.into())),
         }
     };
-    delete(g, &a.id, true)?;
+    if let Some(r) = relay {
+        r.finish();
+    }
+    log_debug(g, &format!("container {} exited with {code}", a.id));
+    if !keep {
+        delete(g, &a.id, true)?;
+    }
     Ok(code)
 }
 
-fn list(g: &Global, format: ListFormat, quiet: bool) {
-    let mut rows = Vec::new();
-    for id in state::list(&g.root) {
-        let Ok(c) = Container::open(&g.root, &id, false) else {
-            continue;
-        };
-        let Ok(s) = c.load() else { continue };
-        rows.push((state_json(&s, c.status(&s)), s));
+/// runc's `ps` table: ps(1) with the caller's options (default -ef), its
+/// header and the lines of the container's processes.
+fn ps_table(pids: &[i32], args: &[String]) -> Result<(), OciError> {
+    let args: Vec<&str> = if args.is_empty() {
+        vec!["-ef"]
+    } else {
+        args.iter().map(String::as_str).collect()
+    };
+    let out = std::process::Command::new("ps")
+        .args(&args)
+        .output()
+        .map_err(io_err("run ps"))?;
+    if !out.status.success() {
+        return Err(OciError::Refused(format!(
+            "ps {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
-    if quiet {
-        for (_, s) in &rows {
-            println!("{}", s.id);
-        }
-        return;
-    }
-    match format {
-        ListFormat::Json => {
-            let v: Vec<&serde_json::Value> = rows.iter().map(|(v, _)| v).collect();
-            println!("{}", serde_json::to_string(&v).unwrap_or_default());
-        }
-        ListFormat::Table => {
-            println!("ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER");
-            for (v, s) in &rows {
-                println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}",
-                    s.id,
-                    v["pid"],
-                    v["status"].as_str().unwrap_or(""),
-                    s.bundle.display(),
-                    s.created,
-                    s.owner
-                );
-            }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or("");
+    let col = header
+        .split_whitespace()
+        .position(|h| h == "PID")
+        .ok_or_else(|| OciError::Refused("ps output has no PID column".into()))?;
+    println!("{header}");
+    for l in lines {
+        let pid = l
+            .split_whitespace()
+            .nth(col)
+            .and_then(|p| p.parse::<i32>().ok());
+        if pid.is_some_and(|p| pids.contains(&p)) {
+            println!("{l}");
         }
     }
+    Ok(())
+}
+
+fn deny_all_devices() -> oci_spec::runtime::LinuxResources {
+    let mut deny = oci_spec::runtime::LinuxDeviceCgroup::default();
+    deny.set_allow(false);
+    deny.set_access(Some("rwm".into()));
+    let mut r = oci_spec::runtime::LinuxResources::default();
+    r.set_devices(Some(vec![deny]));
+    r
 }
 
 fn spec(rootless: bool, dir: Option<&Path>) -> Result<(), OciError> {
@@ -863,10 +1132,26 @@ fn spec(rootless: bool, dir: Option<&Path>) -> Result<(), OciError> {
     } else {
         oci_spec::runtime::Spec::default()
     };
-    // Without cgroup support, the template must not ask for limits (runc's template
-    // has a device deny-all rule) that create would then refuse as unenforced.
+    // As runc's template: every device denied but the default ones (which the
+    // device rules always allow). A rootless container has no cgroup to
+    // enforce that with, so its template asks for no resources at all.
     if let Some(l) = s.linux_mut() {
-        l.set_resources(None);
+        l.set_resources(if rootless {
+            None
+        } else {
+            Some(deny_all_devices())
+        });
+    }
+    // As runc's template: an interactive shell on a pty, and no inheritable
+    // capabilities (CVE-2022-29162: inheritable capabilities reach programs
+    // the container executes with file capabilities).
+    s.set_hostname(Some("maibox".into()));
+    if let Some(p) = s.process_mut() {
+        p.set_terminal(Some(true));
+        if let Some(mut c) = p.capabilities().clone() {
+            c.set_inheritable(None);
+            p.set_capabilities(Some(c));
+        }
     }
     let text = serde_json::to_string_pretty(&s)
         .map_err(|e| OciError::Refused(format!("encode the spec: {e}")))?;

@@ -43,6 +43,22 @@ pub struct ExecArgs {
     /// Extra environment variables KEY=VALUE (without --process).
     #[arg(long, short = 'e')]
     pub env: Vec<String>,
+    /// The user to run as, UID[:GID] (without --process).
+    #[arg(long, short = 'u')]
+    pub user: Option<String>,
+    /// Exec even in a paused container (the process starts frozen).
+    #[arg(long)]
+    pub ignore_paused: bool,
+    /// Supplementary groups (without --process; repeatable).
+    #[arg(long = "additional-gids", short = 'g')]
+    pub additional_gids: Vec<u32>,
+    /// Pass the caller's descriptors 3 to 3+N-1 to the process.
+    #[arg(long, default_value_t = 0)]
+    pub preserve_fds: u32,
+    /// Join a group below the container's, [CONTROLLER[,CONTROLLER]:]PATH
+    /// (repeatable; `/` is the container's own).
+    #[arg(long = "cgroup")]
+    pub cgroup: Vec<String>,
     pub id: String,
     /// The command, when no --process is given.
     #[arg(trailing_var_arg = true)]
@@ -89,12 +105,20 @@ fn process_for(a: &ExecArgs, spec: &oci_spec::runtime::Spec) -> Result<OciProces
     if let Some(p) = &a.process {
         let text = std::fs::read_to_string(p)
             .map_err(|e| refused(format!("--process {}: {e}", p.display())))?;
-        let proc: oci_spec::runtime::Process = serde_json::from_str(&text).map_err(|e| {
+        let bad = |e: serde_json::Error| {
             refused(format!(
                 "--process {}: not an OCI process: {e}",
                 p.display()
             ))
-        })?;
+        };
+        let mut v: serde_json::Value = serde_json::from_str(&text).map_err(bad)?;
+        // As runc: a process without `user` runs as root, without `cwd` in /.
+        if let Some(o) = v.as_object_mut() {
+            o.entry("user")
+                .or_insert_with(|| serde_json::json!({"uid": 0, "gid": 0}));
+            o.entry("cwd").or_insert_with(|| "/".into());
+        }
+        let proc: oci_spec::runtime::Process = serde_json::from_value(v).map_err(bad)?;
         return Ok(bundle::oci_process(&proc)?);
     }
     if a.command.is_empty() {
@@ -112,20 +136,59 @@ fn process_for(a: &ExecArgs, spec: &oci_spec::runtime::Spec) -> Result<OciProces
     if let Some(c) = &a.cwd {
         p.cwd = c.clone();
     }
+    // As runc: the container's terminal setting is not inherited; `-t` asks.
+    p.terminal = false;
+    if let Some(u) = &a.user {
+        let (uid, gid) = parse_user(u)?;
+        p.uid = uid;
+        p.gid = gid;
+        p.additional_gids.clear();
+    }
+    if !a.additional_gids.is_empty() {
+        p.additional_gids = a.additional_gids.clone();
+    }
     Ok(p)
+}
+
+/// `--user UID[:GID]` (numeric, as runc takes it).
+fn parse_user(u: &str) -> Result<(u32, u32), OciError> {
+    let bad = || refused(format!("--user {u:?}: expected UID[:GID], numeric"));
+    let (uid, gid) = match u.split_once(':') {
+        Some((a, b)) => (a, Some(b)),
+        None => (u, None),
+    };
+    let uid: u32 = uid.parse().map_err(|_| bad())?;
+    let gid: u32 = match gid {
+        Some(g) => g.parse().map_err(|_| bad())?,
+        None => 0,
+    };
+    Ok((uid, gid))
 }
 
 /// Runs `exec`. Returns the exit code of the runtime command.
 pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
+    // Before this command opens anything of its own.
+    let preserved = super::fds::inherited(a.preserve_fds);
+    let subs = super::subcgroup::parse(&a.cgroup).map_err(refused)?;
     state::check_id(&a.id)?;
     let c = Container::open(&g.root, &a.id, false)?;
     let s = c.load()?;
     let status = c.status(&s);
-    if matches!(status, Status::Stopped | Status::Paused) {
-        return Err(refused(format!(
-            "cannot exec in container {}: it is {status}",
-            a.id
-        )));
+    match status {
+        Status::Stopped => {
+            return Err(refused(format!(
+                "cannot exec in a stopped container ({})",
+                a.id
+            )))
+        }
+        // Its process would stay frozen until `resume`: only when asked for.
+        Status::Paused if !a.ignore_paused => {
+            return Err(refused(format!(
+                "cannot exec in a paused container ({}): resume it, or pass --ignore-paused",
+                a.id
+            )))
+        }
+        _ => {}
     }
     let spec = oci_spec::runtime::Spec::load(s.bundle.join("config.json")).map_err(|e| {
         OciError::Bundle(BundleError::Parse {
@@ -135,6 +198,8 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     })?;
     let mut process = process_for(a, &spec)?;
     process.terminal |= a.tty;
+    // Our end of the console socket of a foreground exec, which relays the pty itself.
+    let mut own_console: Option<OwnedFd> = None;
     let console = match (&a.console_socket, process.terminal) {
         (Some(p), true) => Some(crate::sandbox::console::connect(p)?),
         (None, false) => None,
@@ -143,9 +208,15 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
                 "--console-socket given but the process has no terminal",
             ))
         }
+        (None, true) if !a.detach => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+                .map_err(|e| refused(format!("create the console socket pair: {e}")))?;
+            own_console = Some(ours.into());
+            Some(OwnedFd::from(theirs))
+        }
         (None, true) => {
             return Err(refused(
-                "a terminal needs --console-socket to receive the pty",
+                "a detached terminal needs --console-socket to receive the pty",
             ))
         }
     };
@@ -155,24 +226,48 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         .and_then(|l| l.seccomp().as_ref())
         .map(super::seccomp::compile)
         .transpose()?;
+    if !a.cgroup.is_empty() && s.cgroup_paths.is_empty() {
+        return Err(refused(format!(
+            "--cgroup: container {} has no cgroup",
+            a.id
+        )));
+    }
+    let cgroups = super::subcgroup::targets(&s.cgroup_paths, &subs).map_err(refused)?;
     let (namespaces, userns) = open_namespaces(s.pid)?;
     // The fds above must belong to the container's init, not to a recycled pid.
     if !state::alive(s.pid, s.start_time) {
         return Err(refused(format!("container {} ended", a.id)));
     }
+    // The namespaces are pinned by their fds now. The lock must not outlive this
+    // point: a forked helper would inherit it, and one frozen in a paused
+    // container (--ignore-paused) would hold off the `resume` that thaws it, as
+    // would a long exec every `kill` or `delete`.
+    drop(c);
     if !a.detach {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| refused(format!("become a subreaper: {e}")))?;
     }
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| refused(format!("pipe: {e}")))?;
+    // SCMP_ACT_NOTIFY: the process passes its listener back on this, for the agent.
+    let notify = seccomp.as_ref().and_then(|c| c.notify.clone());
+    let listener_pair = match notify {
+        Some(_) => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+                .map_err(|e| refused(format!("socket pair for the seccomp listener: {e}")))?;
+            Some((OwnedFd::from(ours), OwnedFd::from(theirs)))
+        }
+        None => None,
+    };
     let job = Job {
         namespaces: &namespaces,
         userns,
-        cgroups: &s.cgroup_paths,
+        cgroups: &cgroups,
         process: &process,
         seccomp: seccomp.as_ref(),
         console: console.as_ref(),
+        preserved: &preserved,
+        listener_sock: listener_pair.as_ref().map(|(_, theirs)| theirs),
     };
     // SAFETY: the runtime is single-threaded here; the child only sets up and execs.
     let helper = match unsafe { fork() } {
@@ -184,7 +279,28 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         Err(e) => return Err(refused(format!("fork: {e}"))),
     };
     drop(w);
-    let (pid, error) = read_report(r);
+    drop(console);
+    let mut report = Report::new(r);
+    let pid = report.pid();
+    if let (Some(n), Some((ours, theirs)), Some(pid)) = (&notify, listener_pair, pid) {
+        // Only the process keeps the other end: end-of-file once it is gone.
+        drop(theirs);
+        if let Some(listener) = super::agent::receive_listener(&ours)? {
+            let owner = super::agent::Owner {
+                id: &a.id,
+                pid,
+                status: "running",
+                bundle: &s.bundle,
+                annotations: serde_json::json!(s.annotations),
+            };
+            if let Err(e) = super::agent::hand_over(n, &owner, &listener) {
+                let _ =
+                    nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                return Err(e);
+            }
+        }
+    }
+    let error = report.error();
     let _ = nix::sys::wait::waitpid(helper, None);
     if let Some(e) = error {
         return Err(refused(format!("exec in container {}: {e}", a.id)));
@@ -196,14 +312,28 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     if a.detach {
         return Ok(0);
     }
-    loop {
+    let relay = match &own_console {
+        Some(sock) => {
+            let master = crate::sandbox::console::receive_master(sock.as_fd())?;
+            Some(
+                crate::sandbox::console::relay(master)
+                    .map_err(|e| refused(format!("relay the process's pty: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    let code = loop {
         match nix::sys::wait::waitpid(Pid::from_raw(pid), None) {
-            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => return Ok(code),
-            Ok(nix::sys::wait::WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
+            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => break code,
+            Ok(nix::sys::wait::WaitStatus::Signaled(_, sig, _)) => break 128 + sig as i32,
             Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return Err(refused(format!("wait for the exec'd process: {e}"))),
         }
+    };
+    if let Some(r) = relay {
+        r.finish();
     }
+    Ok(code)
 }
 
 fn write_pid(f: &Path, pid: i32) -> Result<(), OciError> {
@@ -213,21 +343,45 @@ fn write_pid(f: &Path, pid: i32) -> Result<(), OciError> {
         .map_err(|e| refused(format!("write {}: {e}", f.display())))
 }
 
-/// "pid N" from the helper, then "error ..." lines if setup failed; end-of-file once
-/// the process has exec'd (the pipe is close-on-exec).
-fn read_report(r: OwnedFd) -> (Option<i32>, Option<String>) {
-    let (mut pid, mut error) = (None, None);
-    for line in std::io::BufReader::new(std::fs::File::from(r))
-        .lines()
-        .map_while(Result::ok)
-    {
-        if let Some(p) = line.strip_prefix("pid ") {
-            pid = p.parse().ok();
-        } else if let Some(e) = line.strip_prefix("error ") {
-            error.get_or_insert_with(|| e.to_string());
+/// The helper's report: "pid N" once the process is forked, then "error ..."
+/// lines if its setup failed; end-of-file once it has exec'd (the pipe is
+/// close-on-exec). Read in two steps, so that the runtime can serve the process
+/// (its seccomp listener) between the pid and the exec.
+struct Report {
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    error: Option<String>,
+}
+
+impl Report {
+    fn new(r: OwnedFd) -> Report {
+        Report {
+            lines: std::io::BufReader::new(std::fs::File::from(r)).lines(),
+            error: None,
         }
     }
-    (pid, error)
+
+    /// The process's pid; `None` if the helper failed first.
+    fn pid(&mut self) -> Option<i32> {
+        for line in self.lines.by_ref().map_while(Result::ok) {
+            if let Some(p) = line.strip_prefix("pid ") {
+                return p.parse().ok();
+            }
+            if let Some(e) = line.strip_prefix("error ") {
+                self.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        None
+    }
+
+    /// The first error reported, after reading to the end.
+    fn error(mut self) -> Option<String> {
+        for line in self.lines.by_ref().map_while(Result::ok) {
+            if let Some(e) = line.strip_prefix("error ") {
+                self.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        self.error
+    }
 }
 
 struct Job<'a> {
@@ -237,6 +391,24 @@ struct Job<'a> {
     process: &'a OciProcess,
     seccomp: Option<&'a super::seccomp::Compiled>,
     console: Option<&'a OwnedFd>,
+    /// `--preserve-fds`: the caller's descriptors, kept open through execve.
+    preserved: &'a [i32],
+    /// SCMP_ACT_NOTIFY: where the process passes its listener (close-on-exec).
+    listener_sock: Option<&'a OwnedFd>,
+}
+
+/// An OS error as the kernel's text, lowercase ("no such file or directory").
+fn lowercase_os_error(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => {
+            let text = nix::errno::Errno::from_raw(n).desc();
+            let mut c = text.chars();
+            c.next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default()
+        }
+        None => e.to_string(),
+    }
 }
 
 fn report(w: &OwnedFd, line: &str) {
@@ -254,7 +426,11 @@ fn helper(job: &Job, w: OwnedFd) -> ! {
     for dir in job.cgroups {
         let f = dir.join("cgroup.procs");
         if let Err(e) = std::fs::write(&f, &me) {
-            fail(format!("join the container's cgroup {}: {e}", f.display()));
+            fail(format!(
+                "adding pid {me} to the container's cgroup: {}: {}",
+                f.display(),
+                lowercase_os_error(&e)
+            ));
         }
     }
     for (fd, flag) in job.namespaces {
@@ -274,6 +450,16 @@ fn helper(job: &Job, w: OwnedFd) -> ! {
     }
 }
 
+/// Right after a notifying filter goes on: its listener to the runtime, which
+/// hands it to the agent before this process's notified calls can be answered.
+fn pass_listener(job: &Job, listener: Option<OwnedFd>) -> Result<(), crate::sandbox::SetupError> {
+    let (Some(l), Some(sock)) = (listener, job.listener_sock) else {
+        return Ok(());
+    };
+    super::agent::send_listener(sock, &l)
+        .map_err(|e| crate::sandbox::SetupError::new(crate::sandbox::Step::Seccomp, e))
+}
+
 /// In the process itself, inside the container: identity, limits, seccomp, execve.
 fn start(job: &Job, w: &OwnedFd) -> ! {
     let fail = |e: String| -> ! {
@@ -282,10 +468,13 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
         unsafe { libc::_exit(1) }
     };
     let p = job.process;
-    // Only stdio and the report pipe (close-on-exec) reach the process: a leaked
-    // runtime fd is how CVE-2024-21626 reached the host.
+    // Only stdio, the descriptors the caller preserved and the report pipe
+    // (close-on-exec) reach the process: a leaked runtime fd is how
+    // CVE-2024-21626 reached the host.
     let mut keep = vec![w.as_raw_fd()];
     keep.extend(job.console.map(|c| c.as_raw_fd()));
+    keep.extend_from_slice(job.preserved);
+    keep.extend(job.listener_sock.map(|l| l.as_raw_fd()));
     if let Err(e) = crate::sandbox::privs::close_fds_except(&keep) {
         fail(e.to_string());
     }
@@ -293,7 +482,8 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
         let tty = nix::unistd::setsid()
             .map_err(|e| e.to_string())
             .and_then(|_| {
-                crate::sandbox::console::attach(c.as_fd(), p.uid, p.gid).map_err(|e| e.to_string())
+                crate::sandbox::console::attach(c.as_fd(), p.uid, p.console_size)
+                    .map_err(|e| e.to_string())
             });
         if let Err(e) = tty {
             fail(e);
@@ -316,13 +506,22 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
     }
     let steps = || -> Result<std::ffi::CString, crate::sandbox::SetupError> {
         if !p.no_new_privileges {
-            engine::install_seccomp(job.seccomp)?;
+            pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
         }
+        let entered = std::env::set_current_dir(&p.cwd).is_ok();
         engine::switch_identity(p, job.userns)?;
-        engine::enter_cwd(&p.cwd)?;
+        if entered {
+            engine::check_cwd(&p.cwd)?;
+        } else {
+            engine::enter_cwd(&p.cwd)?;
+        }
         let program = engine::resolve_in_path(p)?;
+        // As runc: the spec's umask, or 022 rather than whatever the runtime had.
+        nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+            p.umask.unwrap_or(0o022),
+        ));
         if p.no_new_privileges {
-            engine::install_seccomp(job.seccomp)?;
+            pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
         }
         Ok(program)
     };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
-    #[error("{stage} hook {path}: {what}")]
+    #[error("{stage}: error running hook {path}: {what}")]
     Failed {
         stage: String,
         path: String,
@@ -89,7 +89,13 @@ fn run_one(stage: &str, h: &Hook, input: &[u8]) -> Result<(), HookError> {
                     use std::io::Read;
                     let _ = e.read_to_string(&mut msg);
                 }
-                return Err(err(format!("{st}: {}", msg.trim())));
+                let why = describe(st);
+                let msg = msg.trim();
+                return Err(err(if msg.is_empty() {
+                    why
+                } else {
+                    format!("{why}: {msg}")
+                }));
             }
             Ok(None) => {}
             Err(e) => return Err(err(format!("wait: {e}"))),
@@ -100,5 +106,56 @@ fn run_one(stage: &str, h: &Hook, input: &[u8]) -> Result<(), HookError> {
             return Err(err(format!("timed out after {}s", h.timeout.unwrap_or(0))));
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// How a hook ended, in words: "exit status 3", "killed by SIGSYS (bad system
+/// call)" (a seccomp filter's kill reads as what it is).
+fn describe(st: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(sig)) => {
+            let name = nix::sys::signal::Signal::try_from(sig)
+                .map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_string());
+            // SAFETY: strsignal returns a static or thread-local C string.
+            let text = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(sig)) }
+                .to_string_lossy()
+                .to_lowercase();
+            format!("killed by {name} ({text})")
+        }
+        (None, None) => st.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_say_how_the_hook_ended() {
+        let state = serde_json::json!({});
+        let hooks =
+            |args: &[&str]| serde_json::json!({"poststart": [{"path": "/bin/sh", "args": args}]});
+        let e = run(
+            Some(&hooks(&["sh", "-c", "echo oops >&2; exit 3"])),
+            "poststart",
+            &state,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "poststart: error running hook /bin/sh: exit status 3: oops"
+        );
+        let e = run(
+            Some(&hooks(&["sh", "-c", "kill -SYS $$"])),
+            "poststart",
+            &state,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.ends_with("killed by SIGSYS (bad system call)"), "{e}");
+        assert!(run(Some(&hooks(&["sh", "-c", "true"])), "poststart", &state).is_ok());
     }
 }

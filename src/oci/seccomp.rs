@@ -19,6 +19,12 @@
 //! allows around it), and an unnamed call ends with the default action: the OCI
 //! semantics. Names this kernel's table does not know are skipped, as runc does:
 //! Docker's profile lists syscalls of many kernel versions.
+//!
+//! A call numbered above every call the profile names is one its author could
+//! not know (a newer kernel's). When the default is to fail calls with an errno,
+//! such a call fails with ENOSYS instead, as with runc: "no such call" lets a
+//! program fall back to an older call the profile does decide on (clone3 to
+//! clone). Only the errno changes; a default that kills or traps stays as it is.
 
 use std::collections::BTreeMap;
 
@@ -45,7 +51,24 @@ pub struct Compiled {
     pub flags: libc::c_ulong,
     /// Names skipped because this kernel's syscall table does not have them.
     pub unknown: Vec<String>,
+    /// SCMP_ACT_NOTIFY: the index of the one program that returns USER_NOTIF
+    /// (installed with a listener), and where the listener goes.
+    pub notify: Option<Notify>,
 }
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notify {
+    pub program: usize,
+    /// `listenerPath`: the seccomp agent's unix socket on the host.
+    pub listener_path: std::path::PathBuf,
+    pub listener_metadata: String,
+}
+
+/// seccompiler has no USER_NOTIF action: SCMP_ACT_NOTIFY is compiled as this
+/// errno and the returns are rewritten afterwards. A profile's own errnoRet of
+/// this value is refused, so the two cannot be confused.
+const NOTIFY_PLACEHOLDER: u32 = 4094;
+const RET_ERRNO: u32 = 0x0005_0000;
 
 fn field_err(field: &str, message: impl Into<String>) -> BundleError {
     BundleError::Invalid {
@@ -62,7 +85,14 @@ fn action(
     Ok(match a {
         LinuxSeccompAction::ScmpActAllow => SeccompAction::Allow,
         LinuxSeccompAction::ScmpActErrno => {
-            SeccompAction::Errno(errno.unwrap_or(libc::EPERM as u32))
+            let e = errno.unwrap_or(libc::EPERM as u32);
+            if e == NOTIFY_PLACEHOLDER {
+                return Err(field_err(
+                    field,
+                    format!("errnoRet {e} is reserved by maibox (it stands for SCMP_ACT_NOTIFY)"),
+                ));
+            }
+            SeccompAction::Errno(e)
         }
         LinuxSeccompAction::ScmpActKill | LinuxSeccompAction::ScmpActKillThread => {
             SeccompAction::KillThread
@@ -73,12 +103,7 @@ fn action(
             SeccompAction::Trace(errno.unwrap_or(libc::EPERM as u32))
         }
         LinuxSeccompAction::ScmpActLog => SeccompAction::Log,
-        LinuxSeccompAction::ScmpActNotify => {
-            return Err(BundleError::Unenforced {
-                field: format!("linux.seccomp.{field}: SCMP_ACT_NOTIFY"),
-                hint: "maibox has no seccomp agent (listenerPath) support".into(),
-            })
-        }
+        LinuxSeccompAction::ScmpActNotify => SeccompAction::Errno(NOTIFY_PLACEHOLDER),
     })
 }
 
@@ -193,25 +218,40 @@ fn flags(s: &LinuxSeccomp) -> Result<libc::c_ulong, BundleError> {
 
 /// Compiles `linux.seccomp`.
 pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, BundleError> {
-    if s.listener_path().is_some() {
-        return Err(BundleError::Unenforced {
-            field: "linux.seccomp.listenerPath".into(),
-            hint: "maibox has no seccomp agent support".into(),
-        });
-    }
     let default = action(s.default_action(), s.default_errno_ret(), "defaultAction")?;
+    let notify_action = SeccompAction::Errno(NOTIFY_PLACEHOLDER);
+    // The container's setup goes on after its filter is installed (the listener
+    // reaches the agent through the runtime, then `Ready`, both written by the
+    // init): a notifying default, or notifying write, would hold those calls for
+    // an agent that has no listener yet.
+    if default == notify_action {
+        return Err(field_err(
+            "defaultAction",
+            "SCMP_ACT_NOTIFY cannot be used as the default action: the container's setup \
+             makes calls after the filter is installed, before any agent has the listener",
+        ));
+    }
     let mut named = RuleMap::new();
     let mut by_action: BTreeMap<u32, (SeccompAction, RuleMap)> = BTreeMap::new();
     let mut unknown = Vec::new();
+    let mut highest_named: Option<i64> = None;
     for (i, entry) in s.syscalls().iter().flatten().enumerate() {
         let field = format!("syscalls[{i}]");
         let act = action(entry.action(), entry.errno_ret(), &field)?;
+        if act == notify_action && entry.names().iter().any(|n| n == "write") {
+            return Err(field_err(
+                &field,
+                "SCMP_ACT_NOTIFY cannot be used for the write syscall: the container's \
+                 setup writes to the runtime after the filter is installed",
+            ));
+        }
         let rs = rules(entry.args().as_deref().unwrap_or(&[]), &field)?;
         for name in entry.names() {
             let Some(nr) = syscalls::number(name) else {
                 unknown.push(name.clone());
                 continue;
             };
+            highest_named = highest_named.max(Some(nr));
             add(&mut named, nr, &rs);
             if act != SeccompAction::Allow {
                 let slot = by_action
@@ -223,12 +263,27 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, BundleError> {
     }
     let mut programs = vec![crate::confine::seccomp::arch_guard()];
     if default != SeccompAction::Allow {
-        programs.push(compile_filter(
+        let mut p = compile_filter(
             named,
-            default,
+            default.clone(),
             SeccompAction::Allow,
             "defaultAction",
-        )?);
+        )?;
+        if let (SeccompAction::Errno(e), Some(top)) = (&default, highest_named) {
+            if *e != libc::ENOSYS as u32 && *e != NOTIFY_PLACEHOLDER {
+                p.splice(0..0, enosys_above(top));
+                if p.len() > 4096 {
+                    return Err(field_err(
+                        "defaultAction",
+                        format!(
+                            "compiles to {} BPF instructions, over the kernel's 4096",
+                            p.len()
+                        ),
+                    ));
+                }
+            }
+        }
+        programs.push(p);
     }
     // Also for an action equal to the default: the default filter allows every
     // named call, so the entry's own filter must apply its action.
@@ -237,11 +292,73 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, BundleError> {
     }
     unknown.sort();
     unknown.dedup();
+    let notifying: Vec<usize> = programs
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, p)| notify_returns(p).then_some(i))
+        .collect();
+    // An empty listenerPath is no path; one without a notifying action has nothing
+    // to receive (runc runs such specs too).
+    let listener_path = s
+        .listener_path()
+        .as_ref()
+        .filter(|p| !p.as_os_str().is_empty());
+    let notify = match (notifying.as_slice(), listener_path) {
+        ([], _) => None,
+        ([program], Some(path)) => Some(Notify {
+            program: *program,
+            listener_path: path.clone(),
+            listener_metadata: s.listener_metadata().clone().unwrap_or_default(),
+        }),
+        ([_], None) => {
+            return Err(field_err(
+                "listenerPath",
+                "SCMP_ACT_NOTIFY needs a listenerPath (the seccomp agent's socket)",
+            ))
+        }
+        _ => {
+            return Err(BundleError::Unenforced {
+                field: "linux.seccomp: SCMP_ACT_NOTIFY".into(),
+                hint: "notifications from more than one filter are not supported".into(),
+            })
+        }
+    };
     Ok(Compiled {
         programs,
         flags: flags(s)?,
         unknown,
+        notify,
     })
+}
+
+/// BPF that fails every call numbered above `top` with ENOSYS, to go in front
+/// of a program (which loads what it needs itself). Foreign architectures and
+/// x32 numbers never get here: the architecture guard kills them first.
+fn enosys_above(top: i64) -> Vec<seccompiler::sock_filter> {
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JMP_JGT_K: u16 = 0x25;
+    const BPF_RET_K: u16 = 0x06;
+    const SECCOMP_DATA_NR: u32 = 0;
+    let ins = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    vec![
+        ins(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
+        ins(BPF_JMP_JGT_K, 0, 1, u32::try_from(top).unwrap_or(u32::MAX)),
+        ins(BPF_RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
+    ]
+}
+
+/// Rewrites the placeholder returns of SCMP_ACT_NOTIFY into USER_NOTIF; true if
+/// there were any.
+fn notify_returns(p: &mut BpfProgram) -> bool {
+    const BPF_RET_K: u16 = 0x06;
+    let mut any = false;
+    for ins in p.iter_mut() {
+        if ins.code == BPF_RET_K && ins.k == RET_ERRNO | NOTIFY_PLACEHOLDER {
+            ins.k = crate::confine::notify::RET_USER_NOTIF;
+            any = true;
+        }
+    }
+    any
 }
 
 #[cfg(test)]
@@ -263,13 +380,49 @@ mod tests {
     }
 
     #[test]
-    fn notify_and_listener_are_refused() {
+    fn notify_needs_a_listener_path_and_compiles_to_one_program() {
         let mut s = docker_profile();
-        s.set_default_action(LinuxSeccompAction::ScmpActNotify);
+        let notify = |names: &[&str]| {
+            oci_spec::runtime::LinuxSyscallBuilder::default()
+                .names(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .action(LinuxSeccompAction::ScmpActNotify)
+                .build()
+                .unwrap()
+        };
+        let mut calls = s.syscalls().clone().unwrap();
+        calls.push(notify(&["mkdir", "mkdirat"]));
+        calls.push(notify(&["chmod"]));
+        s.set_syscalls(Some(calls.clone()));
         assert!(compile(&s)
             .unwrap_err()
             .to_string()
-            .contains("SCMP_ACT_NOTIFY"));
+            .contains("needs a listenerPath"));
+        s.set_listener_path(Some("/run/agent.sock".into()));
+        let c = compile(&s).unwrap();
+        let n = c.notify.unwrap();
+        assert_eq!(n.listener_path, std::path::Path::new("/run/agent.sock"));
+        let notifying = c
+            .programs
+            .iter()
+            .filter(|p| {
+                p.iter()
+                    .any(|i| i.k == crate::confine::notify::RET_USER_NOTIF)
+            })
+            .count();
+        assert_eq!(notifying, 1);
+        assert!(c.programs[n.program]
+            .iter()
+            .all(|i| i.k != RET_ERRNO | NOTIFY_PLACEHOLDER));
+        // Refused: notifying write, and a notifying default.
+        calls.push(notify(&["write"]));
+        s.set_syscalls(Some(calls));
+        let e = compile(&s).unwrap_err().to_string();
+        assert!(e.contains("cannot be used for the write syscall"), "{e}");
+        let mut d = docker_profile();
+        d.set_default_action(LinuxSeccompAction::ScmpActNotify);
+        d.set_listener_path(Some("/run/agent.sock".into()));
+        let e = compile(&d).unwrap_err().to_string();
+        assert!(e.contains("cannot be used as the default action"), "{e}");
     }
 
     #[test]

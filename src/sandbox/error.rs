@@ -45,6 +45,10 @@ pub enum Step {
     Image,
     /// Docker backend: creating, filling or starting the container.
     Container,
+    /// OCI: the spec's hooks.
+    Hooks,
+    /// Recording the run's start in the audit log, done while the sandbox sets up.
+    Audit,
 }
 
 impl fmt::Display for Step {

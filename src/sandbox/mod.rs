@@ -4,6 +4,7 @@
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
 //! [`crate::monitor`] supervises it to the end.
 
+pub mod cgroupfs;
 pub mod console;
 pub mod dev;
 pub mod error;
@@ -69,15 +70,25 @@ pub struct Prepared {
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Builds the sandbox. `attach` is called with the sandbox's host pid before it
-/// does anything (the place to move it into its cgroup).
+/// does anything (the place to move it into its cgroup). `meanwhile` runs in the
+/// supervisor while the sandbox builds its view, which would otherwise be idle
+/// time; its failure ends the sandbox before any code runs.
 pub fn prepare(
     job: &Job,
     attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
     cgroup_self_attach: Vec<OwnedFd>,
+    meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
     let old_sigmask = init::block_handled()?;
-    let r = prepare_inner(job, attach, cgroup_self_attach, created_at, old_sigmask);
+    let r = prepare_inner(
+        job,
+        attach,
+        cgroup_self_attach,
+        meanwhile,
+        created_at,
+        old_sigmask,
+    );
     if r.is_err() {
         let _ = old_sigmask.thread_set_mask();
     }
@@ -88,6 +99,7 @@ fn prepare_inner(
     job: &Job,
     attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
     cgroup_self_attach: Vec<OwnedFd>,
+    meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
     created_at: Instant,
     old_sigmask: SigSet,
 ) -> Result<Prepared, SetupError> {
@@ -119,6 +131,11 @@ fn prepare_inner(
         },
         attach,
     )?;
+    if let Err(e) = meanwhile() {
+        let _ = nix::sys::signal::kill(spawned.pid, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(spawned.pid, None);
+        return Err(e);
+    }
     let timings_us = wait_ready(&spawned)?;
     Ok(Prepared {
         pid: spawned.pid,

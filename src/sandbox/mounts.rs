@@ -11,6 +11,14 @@ pub const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 pub const MOUNT_ATTR_NOSUID: u64 = 0x0000_0002;
 pub const MOUNT_ATTR_NODEV: u64 = 0x0000_0004;
 pub const MOUNT_ATTR_NOEXEC: u64 = 0x0000_0008;
+/// The atime mode is a 3-bit field: changing it clears the whole field.
+pub const MOUNT_ATTR_ATIME_MASK: u64 = 0x0000_0070;
+pub const MOUNT_ATTR_NOATIME: u64 = 0x0000_0010;
+pub const MOUNT_ATTR_STRICTATIME: u64 = 0x0000_0020;
+pub const MOUNT_ATTR_NODIRATIME: u64 = 0x0000_0080;
+pub const MOUNT_ATTR_NOSYMFOLLOW: u64 = 0x0020_0000;
+/// Linux 5.10; nix 0.29 has no name for it.
+pub const MS_NOSYMFOLLOW: MsFlags = MsFlags::from_bits_retain(256);
 
 /// `struct mount_attr` from <linux/mount.h>; the libc crate does not define it.
 #[repr(C)]
@@ -27,11 +35,22 @@ struct MountAttr {
 /// the flags asked for: a remount must restate every locked flag of the source
 /// mount (atime, nodev…) or fail with EPERM inside a user namespace.
 pub fn set_attr(step: Step, target: &Path, attrs: u64, recursive: bool) -> Result<(), SetupError> {
+    change_attr(step, target, attrs, 0, recursive)
+}
+
+/// Sets `set` and clears `clear` (see [`set_attr`]).
+pub fn change_attr(
+    step: Step,
+    target: &Path,
+    set: u64,
+    clear: u64,
+    recursive: bool,
+) -> Result<(), SetupError> {
     let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
         .step(step, format!("path {}", target.display()))?;
     let attr = MountAttr {
-        attr_set: attrs,
-        attr_clr: 0,
+        attr_set: set,
+        attr_clr: clear,
         propagation: 0,
         userns_fd: 0,
     };

@@ -16,6 +16,7 @@ use crate::oci::view::{CapabilitySets, IdMaps, OciMount, OciProcess, OciView};
 use nix::mount::{mount, MsFlags};
 use nix::sched::CloneFlags;
 use nix::unistd::{Gid, Pid, Uid};
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -68,7 +69,11 @@ pub fn write_maps(pid: Pid, maps: &IdMaps) -> Result<(), SetupError> {
 
 /// Everything the child does for an OCI view, up to `Ready`. Returns the start gate
 /// (the FIFO `start` writes to), if any.
-pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+/// Returns the start gate and, with hooks, the container's state for them.
+pub fn setup(
+    v: &OciView,
+    chan: &Channel,
+) -> Result<(Option<OwnedFd>, Option<serde_json::Value>), SetupError> {
     if v.die_with_parent {
         nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
             .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")?;
@@ -89,29 +94,35 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
         nix::unistd::setresuid(u, u, u)
             .step(Step::Identity, "setresuid(0) in the user namespace")?;
     }
-    // Opened now, while the state directory is still reachable by path. O_RDWR never
-    // blocks on a FIFO, and keeps it open for `start`'s non-blocking open.
-    let gate = match &v.start_fifo {
-        Some(p) => {
-            let fd = nix::fcntl::open(
-                p,
-                nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
-                nix::sys::stat::Mode::empty(),
-            )
-            .step(Step::Sync, format!("open the start FIFO {}", p.display()))?;
-            // SAFETY: a fresh descriptor owned by nothing else.
-            Some(unsafe { OwnedFd::from_raw_fd(fd) })
-        }
-        None => None,
-    };
+    for j in &v.namespaces.join {
+        let Some(fd) = j.fd else { continue };
+        // SAFETY: the namespace file the runtime opened; inherited, open until
+        // close_fds_except below.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        nix::sched::setns(fd, CloneFlags::from_bits_truncate(j.flag)).step(
+            Step::Namespaces,
+            format!("join the {} namespace {}", j.kind, j.path.display()),
+        )?;
+    }
+    // SAFETY: the runtime opened the FIFO for us and the clone gave us our own
+    // copy of that descriptor, which nothing else in this process owns.
+    let gate = v.start_fifo.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
     // Leaked descriptors are how CVE-2024-21626 reached the host: close them all
-    // before anything resolves a path the spec chose.
+    // (but those the caller preserved) before anything resolves a path the spec
+    // chose.
     let mut keep = vec![chan.raw_fd()];
     if let Some(g) = &gate {
         keep.push(g.as_raw_fd());
     }
     keep.extend(v.console);
+    keep.extend_from_slice(&v.preserve_fds);
     super::privs::close_fds_except(&keep)?;
+    // Read before the cgroup namespace hides the paths (see cgroupfs).
+    let groups = if v.mounts.iter().any(|m| m.kind == "cgroup") {
+        super::cgroupfs::current_groups()?
+    } else {
+        Vec::new()
+    };
     if v.namespaces.cgroup {
         nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
             .step(Step::Cgroup, "unshare the cgroup namespace")?;
@@ -123,9 +134,26 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
         let p = format!("/proc/sys/{}", k.replace('.', "/"));
         std::fs::write(&p, val).step(Step::Namespaces, format!("sysctl {k}={val}"))?;
     }
-    build_root(v)?;
+    let sources = if v.bind_sources_from_runtime() {
+        receive_bind_sources(chan)?
+    } else {
+        BTreeMap::new()
+    };
+    let hook_state = build_root(v, chan, &groups, &sources)?;
+    // The sources are bound: nothing of the host's stays open in the container.
+    drop(sources);
     if let Some(h) = &v.hostname {
         nix::unistd::sethostname(h).step(Step::Hostname, "sethostname")?;
+    }
+    if let Some(d) = &v.domainname {
+        // SAFETY: a valid buffer and its length; nix has no wrapper.
+        let rc = unsafe { libc::setdomainname(d.as_ptr().cast(), d.len()) };
+        if rc != 0 {
+            return Err(SetupError::new(
+                Step::Hostname,
+                format!("setdomainname: {}", std::io::Error::last_os_error()),
+            ));
+        }
     }
     for (res, soft, hard) in &v.process.rlimits {
         let lim = libc::rlimit {
@@ -157,14 +185,31 @@ pub fn setup(v: &OciView, chan: &Channel) -> Result<Option<OwnedFd>, SetupError>
         // SAFETY: the connected console socket, inherited from the runtime; we own
         // our copy and close it once the master is sent.
         let console = unsafe { OwnedFd::from_raw_fd(fd) };
-        super::console::attach(console.as_fd(), v.process.uid, v.process.gid)?;
+        super::console::attach(console.as_fd(), v.process.uid, v.process.console_size)?;
     }
-    if !v.process.no_new_privileges {
-        install_seccomp(v.seccomp.as_ref())?;
+    // A notifying profile goes on here in any case (as runc does): its listener
+    // must reach the runtime, which is gone once the container starts.
+    if !v.process.no_new_privileges || notifies(v) {
+        if v.process.no_new_privileges {
+            nix::sys::prctl::set_no_new_privs()
+                .step(Step::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)")?;
+        }
+        if let Some(listener) = install_seccomp(v.seccomp.as_ref())? {
+            chan.send_fd(&Msg::SeccompListener, listener.as_fd())?;
+        }
     }
+    // As runc: the cwd is entered as root first, so that a directory the
+    // container's user may not search still works; only if that fails is it
+    // tried again as the user. The check that it lies inside the root follows
+    // either way.
+    let entered = std::env::set_current_dir(&v.process.cwd).is_ok();
     switch_identity(&v.process, v.namespaces.user.is_some())?;
-    enter_cwd(&v.process.cwd)?;
-    Ok(gate)
+    if entered {
+        check_cwd(&v.process.cwd)?;
+    } else {
+        enter_cwd(&v.process.cwd)?;
+    }
+    Ok((gate, hook_state))
 }
 
 /// After `Ready`: blocks until `start` (or, without a FIFO, the `Start` message).
@@ -246,19 +291,80 @@ fn secure_join(root: &Path, dest: &str) -> Result<PathBuf, SetupError> {
 }
 
 fn ms(bits: libc::c_ulong) -> MsFlags {
-    MsFlags::from_bits_truncate(bits)
+    // Retain: flags newer than nix's table (MS_NOSYMFOLLOW) must reach mount(2).
+    MsFlags::from_bits_retain(bits)
 }
 
-fn build_root(v: &OciView) -> Result<(), SetupError> {
+/// The bind sources the runtime opened for us, by mount index.
+fn receive_bind_sources(chan: &Channel) -> Result<BTreeMap<usize, OwnedFd>, SetupError> {
+    let mut out = BTreeMap::new();
+    loop {
+        match chan.recv_with_fd()? {
+            Some((Msg::MountSource { index }, Some(fd))) => {
+                out.insert(index, fd);
+            }
+            Some((Msg::MountSourcesDone, _)) => return Ok(out),
+            other => {
+                return Err(SetupError::new(
+                    Step::BindHost,
+                    format!(
+                        "expected the bind sources from the runtime, got {:?}",
+                        other.map(|(m, _)| m)
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+fn build_root(
+    v: &OciView,
+    chan: &Channel,
+    groups: &[(String, String)],
+    sources: &BTreeMap<usize, OwnedFd>,
+) -> Result<Option<serde_json::Value>, SetupError> {
     super::mounts::make_private()?;
     let root = &v.root;
     // pivot_root needs the new root to be a mount point.
     bind(Step::RootTmpfs, &root.display().to_string(), root, true)?;
-    for m in &v.mounts {
-        mount_one(root, m)?;
+    let mut read_only_later = Vec::new();
+    for (i, m) in v.mounts.iter().enumerate() {
+        if m.kind == "cgroup" {
+            let target = secure_join(root, &m.destination)?;
+            super::cgroupfs::mount_cgroups(&target, ms(m.flags), groups)?;
+            continue;
+        }
+        // A fresh tmpfs asked read-only (`/dev` with "ro") still has to take
+        // the mount points and device nodes that go in it: it is made
+        // writable and turned read-only once they are there, as runc does.
+        let mut m = std::borrow::Cow::Borrowed(m);
+        if m.kind == "tmpfs" && !m.bind && m.flags & libc::MS_RDONLY != 0 {
+            read_only_later.push(m.clone().into_owned());
+            m.to_mut().flags &= !libc::MS_RDONLY;
+        }
+        mount_one(root, &m, sources.get(&i))?;
     }
     default_devices(root, v.namespaces.user.is_some())?;
+    spec_devices(root, &v.devices, v.namespaces.user.is_some())?;
+    for m in &read_only_later {
+        remount_read_only(root, m)?;
+    }
+    let hook_state = if v.hooks_sync {
+        let state = runtime_hooks(chan)?;
+        // Mounted but not yet pivoted: the hook's path resolves as the runtime sees
+        // it; it runs in the container's root directory (as with runc).
+        std::env::set_current_dir(root)
+            .step(Step::Hooks, format!("chdir to {}", root.display()))?;
+        run_hooks(v, "createContainer", &state)?;
+        Some(state)
+    } else {
+        None
+    };
     super::rootfs::pivot(root)?;
+    if let Some(p) = v.root_propagation {
+        mount(None::<&str>, "/", None::<&str>, ms(p), None::<&str>)
+            .step(Step::MountPropagation, "set linux.rootfsPropagation on /")?;
+    }
     for p in &v.masked_paths {
         mask(p)?;
     }
@@ -278,14 +384,90 @@ fn build_root(v: &OciView) -> Result<(), SetupError> {
     if v.root_readonly {
         set_attr(Step::ReadOnlyRoot, Path::new("/"), MOUNT_ATTR_RDONLY, false)?;
     }
-    Ok(())
+    Ok(hook_state)
 }
 
-fn mount_one(root: &Path, m: &OciMount) -> Result<(), SetupError> {
+/// Hands over to the runtime for its `prestart`/`createRuntime` hooks, which the
+/// spec orders before `createContainer`; returns the state it sends back.
+fn runtime_hooks(chan: &Channel) -> Result<serde_json::Value, SetupError> {
+    chan.send(&Msg::HooksPoint)?;
+    match chan.recv()? {
+        Some(Msg::HooksDone { state }) => serde_json::from_str(&state)
+            .map_err(|e| SetupError::new(Step::Hooks, format!("state from the runtime: {e}"))),
+        other => Err(SetupError::new(
+            Step::Hooks,
+            format!("expected HooksDone from the runtime, got {other:?}"),
+        )),
+    }
+}
+
+fn run_hooks(v: &OciView, stage: &str, state: &serde_json::Value) -> Result<(), SetupError> {
+    crate::oci::hooks::run(v.hooks.as_ref(), stage, state)
+        .map_err(|e| SetupError::new(Step::Hooks, e.to_string()))
+}
+
+/// Turns a tmpfs mounted writable for setup read-only, with its other flags
+/// and options as the spec gives them.
+fn remount_read_only(root: &Path, m: &OciMount) -> Result<(), SetupError> {
+    let target = secure_join(root, &m.destination)?;
+    let data = (!m.data.is_empty()).then_some(m.data.as_str());
+    mount(
+        None::<&str>,
+        &target,
+        None::<&str>,
+        ms(m.flags) | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+        data,
+    )
+    .step(
+        Step::BindHost,
+        format!("remount {} read-only", m.destination),
+    )
+}
+
+/// mount_setattr's view of a bind mount's flags: (set, clear).
+fn bind_attrs(f: MsFlags) -> (u64, u64) {
+    use super::mounts::MOUNT_ATTR_STRICTATIME;
+    use super::mounts::{MOUNT_ATTR_ATIME_MASK, MOUNT_ATTR_NOATIME, MOUNT_ATTR_NODIRATIME};
+    let mut set = 0;
+    let mut clear = 0;
+    for (flag, attr) in [
+        (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
+        (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
+        (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
+        (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
+        (MsFlags::MS_NODIRATIME, MOUNT_ATTR_NODIRATIME),
+        (
+            super::mounts::MS_NOSYMFOLLOW,
+            super::mounts::MOUNT_ATTR_NOSYMFOLLOW,
+        ),
+    ] {
+        if f.contains(flag) {
+            set |= attr;
+        }
+    }
+    if f.contains(MsFlags::MS_NOATIME) {
+        set |= MOUNT_ATTR_NOATIME;
+        clear |= MOUNT_ATTR_ATIME_MASK;
+    } else if f.contains(MsFlags::MS_STRICTATIME) {
+        set |= MOUNT_ATTR_STRICTATIME;
+        clear |= MOUNT_ATTR_ATIME_MASK;
+    } else if f.contains(MsFlags::MS_RELATIME) {
+        clear |= MOUNT_ATTR_ATIME_MASK;
+    }
+    (set, clear)
+}
+
+/// Mounts `m` under `root`; a bind takes its source from `opened` when the
+/// runtime opened it for us.
+fn mount_one(root: &Path, m: &OciMount, opened: Option<&OwnedFd>) -> Result<(), SetupError> {
     let step = Step::BindHost;
     let target = secure_join(root, &m.destination)?;
     if m.bind {
-        let src = Path::new(&m.source);
+        let source = opened.map_or_else(
+            || m.source.clone(),
+            |fd| format!("/proc/self/fd/{}", fd.as_raw_fd()),
+        );
+        let src = Path::new(&source);
         let meta = std::fs::metadata(src).step(step, format!("bind source {}", m.source))?;
         if meta.is_dir() {
             mkdir_p(step, &target)?;
@@ -297,21 +479,33 @@ fn mount_one(root: &Path, m: &OciMount) -> Result<(), SetupError> {
                 touch(step, &target)?;
             }
         }
-        bind(step, &m.source, &target, m.recursive)?;
-        let mut attrs = 0;
-        let f = ms(m.flags);
-        for (flag, attr) in [
-            (MsFlags::MS_RDONLY, MOUNT_ATTR_RDONLY),
-            (MsFlags::MS_NOSUID, MOUNT_ATTR_NOSUID),
-            (MsFlags::MS_NODEV, MOUNT_ATTR_NODEV),
-            (MsFlags::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
-        ] {
-            if f.contains(flag) {
-                attrs |= attr;
+        if opened.is_some() {
+            let mut flags = MsFlags::MS_BIND;
+            if m.recursive {
+                flags |= MsFlags::MS_REC;
             }
+            mount(
+                Some(source.as_str()),
+                &target,
+                None::<&str>,
+                flags,
+                None::<&str>,
+            )
+            .step(
+                step,
+                format!(
+                    "bind {} (opened by the runtime) on {}",
+                    m.source,
+                    target.display()
+                ),
+            )?;
+        } else {
+            bind(step, &m.source, &target, m.recursive)?;
         }
-        if attrs != 0 {
-            set_attr(step, &target, attrs, m.recursive)?;
+        // A bind mount ignores mount(2)'s flags: each one is applied as an attribute.
+        let (set, clear) = bind_attrs(ms(m.flags));
+        if set != 0 || clear != 0 {
+            super::mounts::change_attr(step, &target, set, clear, false)?;
         }
     } else {
         mkdir_p(step, &target)?;
@@ -342,6 +536,55 @@ fn mount_one(root: &Path, m: &OciMount) -> Result<(), SetupError> {
             None::<&str>,
         )
         .step(step, format!("set propagation of {}", m.destination))?;
+    }
+    if m.rec_set != 0 || m.rec_clear != 0 {
+        super::mounts::change_attr(step, &target, m.rec_set, m.rec_clear, true)?;
+    }
+    Ok(())
+}
+
+/// `linux.devices`: made with mknod (mode and owner as the spec says), or inside
+/// a user namespace, where mknod is refused, bound from the same path on the
+/// host, as runc does.
+fn spec_devices(
+    root: &Path,
+    devices: &[crate::oci::view::OciDevice],
+    in_userns: bool,
+) -> Result<(), SetupError> {
+    use nix::sys::stat::{Mode, SFlag};
+    let step = Step::Dev;
+    for d in devices {
+        let p = secure_join(root, &d.path)?;
+        if let Some(parent) = p.parent() {
+            mkdir_p(step, parent)?;
+        }
+        // As runc: a node already there (a default device, a bind) stays; and
+        // nothing of the image is ever removed.
+        if std::fs::symlink_metadata(&p).is_ok() {
+            continue;
+        }
+        if in_userns {
+            touch(step, &p)?;
+            bind(step, &d.path, &p, false)?;
+            continue;
+        }
+        nix::sys::stat::mknod(
+            &p,
+            SFlag::from_bits_truncate(d.kind),
+            Mode::from_bits_truncate(d.mode),
+            nix::sys::stat::makedev(d.major, d.minor),
+        )
+        .step(step, format!("mknod {}", d.path))?;
+        // mknod is subject to the umask.
+        nix::sys::stat::fchmodat(
+            None,
+            &p,
+            Mode::from_bits_truncate(d.mode),
+            nix::sys::stat::FchmodatFlags::NoFollowSymlink,
+        )
+        .step(step, format!("chmod {}", d.path))?;
+        nix::unistd::chown(&p, Some(Uid::from_raw(d.uid)), Some(Gid::from_raw(d.gid)))
+            .step(step, format!("chown {}", d.path))?;
     }
     Ok(())
 }
@@ -495,8 +738,13 @@ pub(crate) fn switch_identity(p: &OciProcess, in_userns: bool) -> Result<(), Set
         .step(step, "set the inheritable set")?;
     caps::set(None, CapSet::Permitted, &permitted).step(step, "set the permitted set")?;
     caps::clear(None, CapSet::Ambient).step(step, "clear the ambient set")?;
+    // The kernel raises an ambient capability only if it is also permitted and
+    // inheritable; runc's own template lists ambient capabilities without
+    // inheritable ones. As runc does, such a request is skipped (silently: this
+    // process's stderr is the container's): the process gets fewer
+    // capabilities than asked, never more.
     for cap in cap_set(step, &c.ambient)? {
-        caps::raise(None, CapSet::Ambient, cap).step(step, format!("raise ambient {cap}"))?;
+        let _ = caps::raise(None, CapSet::Ambient, cap);
     }
     if p.no_new_privileges {
         nix::sys::prctl::set_no_new_privs().step(Step::NoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)")?;
@@ -510,8 +758,13 @@ pub(crate) fn switch_identity(p: &OciProcess, in_userns: bool) -> Result<(), Set
 /// the container's root: a cwd reached through a leaked descriptor
 /// (`/proc/self/fd/N`, CVE-2024-21626) shows up as an unreachable directory.
 pub(crate) fn enter_cwd(cwd: &str) -> Result<(), SetupError> {
+    std::env::set_current_dir(cwd).step(Step::PivotRoot, format!("chdir to process.cwd {cwd}"))?;
+    check_cwd(cwd)
+}
+
+/// The current directory, entered for `cwd`, must lie inside the container's root.
+pub(crate) fn check_cwd(cwd: &str) -> Result<(), SetupError> {
     let step = Step::PivotRoot;
-    std::env::set_current_dir(cwd).step(step, format!("chdir to process.cwd {cwd}"))?;
     let here = nix::unistd::getcwd().step(
         step,
         format!("process.cwd {cwd} is outside the container's root"),
@@ -605,7 +858,7 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
             }
         }
     }
-    let gate = match setup(v, chan) {
+    let (gate, hook_state) = match setup(v, chan) {
         Ok(g) => g,
         Err(e) => return fail(e),
     };
@@ -625,9 +878,25 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
         eprintln!("maibox: {e}");
         return 125;
     }
-    // With no_new_privs, as late as possible: only execve is left.
-    if v.process.no_new_privileges {
+    // As runc: the spec's umask, or 022 rather than whatever the runtime had.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+        v.process.umask.unwrap_or(0o022),
+    ));
+    // With no_new_privs, as late as possible: only the startContainer hooks and
+    // execve are left.
+    if v.process.no_new_privileges && !notifies(v) {
         if let Err(e) = install_seccomp(v.seccomp.as_ref()) {
+            eprintln!("maibox: {e}");
+            return 125;
+        }
+    }
+    // In the container, as its user and under its seccomp filter, before the
+    // program (runtime spec; runc runs them the same way). The state says
+    // `created`, with the pid this process has here.
+    if let Some(mut state) = hook_state {
+        state["status"] = "created".into();
+        state["pid"] = std::process::id().into();
+        if let Err(e) = run_hooks(v, "startContainer", &state) {
             eprintln!("maibox: {e}");
             return 125;
         }
@@ -636,15 +905,30 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
 }
 
 /// The spec's seccomp programs, in order (see [`crate::oci::seccomp`]).
-pub(crate) fn install_seccomp(c: Option<&crate::oci::seccomp::Compiled>) -> Result<(), SetupError> {
+fn notifies(v: &OciView) -> bool {
+    v.seccomp.as_ref().is_some_and(|c| c.notify.is_some())
+}
+
+/// Returns the listener of the notifying program (SCMP_ACT_NOTIFY), if any.
+pub(crate) fn install_seccomp(
+    c: Option<&crate::oci::seccomp::Compiled>,
+) -> Result<Option<OwnedFd>, SetupError> {
     let Some(c) = c else {
-        return Ok(());
+        return Ok(None);
     };
-    for p in &c.programs {
-        crate::confine::seccomp::install_filter_flags(p, c.flags)
-            .step(Step::Seccomp, "install the spec's seccomp filter")?;
+    let mut listener = None;
+    for (i, p) in c.programs.iter().enumerate() {
+        if c.notify.as_ref().is_some_and(|n| n.program == i) {
+            listener = Some(
+                crate::confine::seccomp::install_filter_flags_listening(p, c.flags)
+                    .step(Step::Seccomp, "install the spec's notifying seccomp filter")?,
+            );
+        } else {
+            crate::confine::seccomp::install_filter_flags(p, c.flags)
+                .step(Step::Seccomp, "install the spec's seccomp filter")?;
+        }
     }
-    Ok(())
+    Ok(listener)
 }
 
 /// Signal dispositions and mask back to defaults, then execve. Returns only on failure.

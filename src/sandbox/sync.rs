@@ -27,6 +27,17 @@ pub enum Msg {
     ExecFailed { errno: i32, message: String },
     /// Payload → supervisor, with the fd attached: the seccomp filter's listener.
     SeccompListener,
+    /// OCI init → runtime: mounted, stopped before pivot_root for the runtime's
+    /// `prestart`/`createRuntime` hooks.
+    HooksPoint,
+    /// OCI runtime → init: those hooks ran; the container's state (JSON) for
+    /// the init's own `createContainer`/`startContainer` hooks.
+    HooksDone { state: String },
+    /// OCI runtime → init, with the fd attached: the source of the spec's
+    /// mount number `index`, opened by the host's root (user namespaces).
+    MountSource { index: usize },
+    /// OCI runtime → init: every such source is sent.
+    MountSourcesDone,
     /// Init → supervisor: the payload ended.
     PayloadExit {
         code: Option<i32>,
