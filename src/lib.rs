@@ -22,4 +22,5 @@ pub mod report;
 pub mod run;
 pub mod run_audit;
 pub mod sandbox;
+pub mod timeline;
 pub mod units;

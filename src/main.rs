@@ -50,6 +50,10 @@ enum Cmd {
         rules: bool,
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Also run an external analyser and merge its findings into the verdict
+        /// (bandit: $MAIBOX_BANDIT, else `bandit` or `python3 -m bandit` on PATH).
+        #[arg(long = "with", value_enum, value_name = "TOOL")]
+        with: Vec<WithTool>,
     },
     /// The tamper-evident audit log: verify, show, tail, key.
     Audit {
@@ -190,6 +194,10 @@ struct ExecArgs {
     /// Run even if the assessment refuses the code; the reason is printed and recorded.
     #[arg(long = "override", value_name = "REASON", value_parser = parse_reason)]
     override_reason: Option<String>,
+    /// Also run an external analyser and merge its findings into the assessment's verdict
+    /// (bandit: $MAIBOX_BANDIT, else `bandit` or `python3 -m bandit` on PATH).
+    #[arg(long = "with", value_enum, value_name = "TOOL")]
+    with: Vec<WithTool>,
     /// Run CODE instead of a file.
     #[arg(short = 'c', value_name = "CODE", conflicts_with = "script")]
     code: Option<String>,
@@ -199,6 +207,26 @@ struct ExecArgs {
     /// Arguments for the script (after --).
     #[arg(last = true)]
     args: Vec<String>,
+}
+
+/// External analysers that `--with` adds to the static assessment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum WithTool {
+    Bandit,
+}
+
+/// The assessment, with the findings of the `--with` tools merged in.
+fn assess_with(
+    origin: &str,
+    bytes: &[u8],
+    cfg: &maibox::assess::AssessConfig,
+    with: &[WithTool],
+) -> anyhow::Result<maibox::assess::Assessment> {
+    let mut a = maibox::assess::assess(origin, bytes, cfg)?;
+    if with.contains(&WithTool::Bandit) {
+        maibox::assess::bandit::with_bandit(&mut a, bytes, cfg)?;
+    }
+    Ok(a)
 }
 
 fn parse_verdict(s: &str) -> Result<Verdict, String> {
@@ -274,7 +302,8 @@ fn route_oci_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
         return args;
     };
     // Only maibox's own options count: after `--` come the code's arguments.
-    let oci = args[pos + 1..].iter().take_while(|a| *a != "--").any(|a| {
+    let own = || args[pos + 1..].iter().take_while(|a| *a != "--");
+    let oci_flag = own().any(|a| {
         let a = a.to_string_lossy();
         [
             "--process",
@@ -283,17 +312,85 @@ fn route_oci_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
             "--detach",
             "-d",
             "--console-socket",
+            "--tty",
+            "-t",
+            "--user",
+            "-u",
+            "--cwd",
+            "--additional-gids",
+            "-g",
+            "--ignore-paused",
+            "--preserve-fds",
+            "--cgroup",
         ]
         .iter()
         .any(|f| a == *f || a.starts_with(&format!("{f}=")))
     });
-    if oci {
+    // `exec ID CMD...` without flags (runc's plain form): an argument naming a
+    // container under the state root, and no file of that name, means OCI.
+    let root = args
+        .iter()
+        .position(|a| a == "--root")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .or_else(|| {
+            args.iter().find_map(|a| {
+                a.to_str()
+                    .and_then(|s| s.strip_prefix("--root="))
+                    .map(PathBuf::from)
+            })
+        })
+        .unwrap_or_else(|| PathBuf::from(maibox::oci::state::DEFAULT_ROOT));
+    let names_container = || {
+        own().any(|a| {
+            let s = a.to_string_lossy();
+            !s.starts_with('-')
+                && !s.contains('/')
+                && root.join(&*s).join("state.json").is_file()
+                && !std::path::Path::new(a).exists()
+        })
+    };
+    // runc's callers name a state root before the verb; maibox's own exec has no
+    // use for one. So `--root DIR exec ID ...` is OCI even when ID does not exist
+    // (and fails as runc's does: no such container, status 255).
+    let state_root = args[..pos].iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--root" || a.starts_with("--root=")
+    });
+    if oci_flag || state_root || names_container() {
         args[pos] = "oci-exec".into();
     }
     args
 }
 
+/// `-v` alone, after any of runc's global options (`--root DIR -v`).
+fn is_runc_version(args: &[String]) -> bool {
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--root" | "--log" | "--log-format" => {
+                rest.next();
+            }
+            "--debug" | "--systemd-cgroup" => {}
+            "-v" => return rest.next().is_none(),
+            s if s.starts_with("--root=") || s.starts_with("--log=") => {}
+            s if s.starts_with("--log-format=") => {}
+            _ => return false,
+        }
+    }
+    false
+}
+
 fn main() {
+    maibox::timeline::mark("start");
+    // runc's `-v` (what runc-compatible tooling and runc's own tests call):
+    // version, commit and runtime-spec version, one per line.
+    if is_runc_version(&std::env::args().skip(1).collect::<Vec<_>>()) {
+        println!("maibox version {}", env!("CARGO_PKG_VERSION"));
+        println!("commit: none");
+        println!("spec: {}", maibox::oci::cli::OCI_VERSION);
+        return;
+    }
     let cli = match Cli::try_parse_from(route_oci_exec(std::env::args_os().collect())) {
         Ok(c) => c,
         Err(e) => {
@@ -309,10 +406,12 @@ fn main() {
             std::process::exit(exit::MAIBOX_FAILED);
         }
     };
-    if !matches!(cli.cmd, Cmd::Exec(_)) {
+    if !matches!(cli.cmd, Cmd::Exec(_) | Cmd::Oci(_)) {
         // Listing commands behave like any Unix filter when the reader goes away
         // (`maibox seccomp | head`). `exec` keeps SIGPIPE ignored: its supervisor
-        // must outlive a closed stdout to finish the run and its audit record.
+        // must outlive a closed stdout to finish the run and its audit record; so
+        // do the OCI verbs, which write to hooks that may not read their input
+        // and must still finish the container's bookkeeping.
         // SAFETY: setting a signal disposition at start-up, before any thread exists.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -377,7 +476,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             fail_at,
             rules,
             config,
-        } => assess(script, json, fail_at, rules, config),
+            with,
+        } => assess(script, json, fail_at, rules, config, &with),
         Cmd::Policy { trust, config } => {
             let (cfg, _) = Config::load(config.as_deref())?;
             let t = trust.unwrap_or(cfg.default_trust);
@@ -393,6 +493,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
 fn exec(a: ExecArgs) -> anyhow::Result<i32> {
     let started = std::time::Instant::now();
     let (cfg, _origin) = Config::load(a.config.as_deref())?;
+    maibox::timeline::mark("config");
     let trust = a.trust.unwrap_or(cfg.default_trust);
     let source = match (&a.code, &a.script) {
         (Some(c), _) => Source::Inline(c),
@@ -405,7 +506,8 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         _ => StdinMode::Pump,
     };
     let code = run::read_code(source)?;
-    let assessment = maibox::assess::assess(&code.origin, &code.bytes, &cfg.assessment)?;
+    let assessment = assess_with(&code.origin, &code.bytes, &cfg.assessment, &a.with)?;
+    maibox::timeline::mark("assess");
     let decision = gate::decide(&cfg, trust, &assessment, a.override_reason.as_deref());
     let trust = match &decision {
         Decision::Refused { verdict, refuse_at } => {
@@ -466,13 +568,13 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
     for note in &policy.adjustments {
         eprintln!("maibox: note: {note}");
     }
+    maibox::timeline::mark("policy");
     let summary = gate::AssessmentSummary::of(&assessment);
     let run_id = run::new_run_id();
-    let mut audit_log = maibox::run_audit::open(&cfg.audit).context("opening the audit log")?;
-    if let Some(log) = audit_log.as_mut() {
-        maibox::run_audit::start(log, &run_id, &policy, &code, &summary, &decision)
-            .context("recording the run in the audit log (nothing ran)")?;
-    }
+    // The log is opened and the start record written (and synced) while the sandbox
+    // builds its view; the code starts only once the record is on disk.
+    let audit = RunAudit::default();
+    let before_code = audit.before_code(&cfg.audit, &run_id, &policy, &code, &summary, &decision);
     let stats = match &a.stats {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(run::StatsSink::Stderr),
@@ -487,15 +589,16 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         assessment: Some(summary),
         decision: Some(decision),
     };
-    let r = run::run(&policy, &code, &a.args, stdin, ctx, &cfg.network);
-    if let Some(log) = audit_log.as_mut() {
-        if let Err(e) = maibox::run_audit::end(log, &r.report) {
-            eprintln!(
-                "maibox: error: the end of run {} could not be recorded in the audit log: {e}",
-                r.report.run_id
-            );
-        }
-    }
+    let r = run::run(
+        &policy,
+        &code,
+        &a.args,
+        stdin,
+        ctx,
+        &cfg.network,
+        before_code,
+    );
+    audit.end(&r.report)?;
     if let maibox::monitor::Ending::SetupFailed(e) = &r.outcome.ending {
         eprintln!("maibox: error: {e}");
     }
@@ -547,6 +650,7 @@ fn assess(
     fail_at: Option<Verdict>,
     rules: bool,
     config: Option<PathBuf>,
+    with: &[WithTool],
 ) -> anyhow::Result<i32> {
     if rules {
         for r in maibox::assess::rules() {
@@ -562,7 +666,7 @@ fn assess(
         Source::File(&path)
     };
     let bytes = run::read_bytes(source)?;
-    let a = maibox::assess::assess(&bytes.origin, &bytes.bytes, &cfg.assessment)?;
+    let a = assess_with(&bytes.origin, &bytes.bytes, &cfg.assessment, with)?;
     if json {
         println!("{}", serde_json::to_string(&a)?);
     } else {
@@ -645,6 +749,66 @@ fn doctor(json: bool) -> anyhow::Result<i32> {
     Ok(if failed { 1 } else { 0 })
 }
 
+/// The audit side of one `maibox exec`: the log, once opened, and why recording the
+/// run's start failed, if it did (then nothing ran).
+#[derive(Default)]
+struct RunAudit {
+    log: std::cell::RefCell<Option<maibox::audit::AuditLog>>,
+    failed: std::cell::RefCell<Option<anyhow::Error>>,
+}
+
+impl RunAudit {
+    /// The work `run` does while the sandbox sets up: open the log, record the start.
+    fn before_code<'a>(
+        &'a self,
+        cfg: &'a maibox::audit::AuditConfig,
+        run_id: &str,
+        policy: &'a Policy,
+        code: &'a run::Code,
+        summary: &gate::AssessmentSummary,
+        decision: &Decision,
+    ) -> run::BeforeCode<'a> {
+        let (run_id, summary, decision) = (run_id.to_string(), summary.clone(), decision.clone());
+        run::BeforeCode::new(move || {
+            let r = maibox::run_audit::open(cfg)
+                .context("opening the audit log")
+                .and_then(|log| {
+                    maibox::timeline::mark("audit-open");
+                    let Some(mut log) = log else { return Ok(()) };
+                    let r = maibox::run_audit::start(
+                        &mut log, &run_id, policy, code, &summary, &decision,
+                    )
+                    .context("recording the run in the audit log (nothing ran)");
+                    *self.log.borrow_mut() = Some(log);
+                    r
+                });
+            maibox::timeline::mark("audit-start");
+            r.map_err(|e| {
+                let msg = format!("{e:#}");
+                *self.failed.borrow_mut() = Some(e);
+                msg
+            })
+        })
+    }
+
+    /// Records the run's end; an error when its start could not be recorded.
+    fn end(&self, r: &maibox::report::Report) -> anyhow::Result<()> {
+        if let Some(e) = self.failed.borrow_mut().take() {
+            return Err(e);
+        }
+        if let Some(log) = self.log.borrow_mut().as_mut() {
+            if let Err(e) = maibox::run_audit::end(log, r) {
+                eprintln!(
+                    "maibox: error: the end of run {} could not be recorded in the audit log: {e}",
+                    r.run_id
+                );
+            }
+        }
+        maibox::timeline::mark("audit-end");
+        Ok(())
+    }
+}
+
 /// `--timings`: one line, in the order things happen.
 fn timings_line(r: &maibox::report::Report, total: std::time::Duration) -> String {
     let mut parts = Vec::new();
@@ -663,6 +827,11 @@ fn timings_line(r: &maibox::report::Report, total: std::time::Duration) -> Strin
     ));
     parts.push(format!("code {:.2} ms", r.usage.wall_time_s * 1e3));
     parts.push(format!("whole command {:.2} ms", total.as_secs_f64() * 1e3));
+    let phases: Vec<String> = maibox::timeline::phases()
+        .iter()
+        .map(|(name, d)| format!("{name} {:.2}", d.as_secs_f64() * 1e3))
+        .collect();
+    parts.push(format!("supervisor phases ms: {}", phases.join(", ")));
     parts.join("; ")
 }
 
@@ -698,5 +867,13 @@ mod route_tests {
         let py = ["maibox", "exec", "code.py", "--", "-d", "--process"];
         assert_eq!(routed(&py)[1], "exec");
         assert_eq!(routed(&["maibox", "exec", "-c", "pass"])[1], "exec");
+        // A state root before the verb is runc's form, whether or not the
+        // container exists; so are --preserve-fds and --cgroup.
+        let plain = ["maibox", "--root", "/nonexistent", "exec", "nosuch", "true"];
+        assert_eq!(routed(&plain)[3], "oci-exec");
+        assert_eq!(
+            routed(&["maibox", "exec", "--preserve-fds=2", "id", "cat"])[1],
+            "oci-exec"
+        );
     }
 }

@@ -188,6 +188,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
     let mut usage_cg = crate::cgroup::Usage::default();
     let mut max_pids = 0u64;
     let (mut out_open, mut err_open, mut chan_open) = (true, true, true);
+    let mut next_sample = started;
 
     let sigfd = SignalFd::with_flags(
         &crate::sandbox::init::handled_set(),
@@ -237,10 +238,21 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
             50
         } else {
             let until = deadline.saturating_duration_since(now);
-            let until = cg.as_ref().map(|c| until.min(c.sample)).unwrap_or(until);
+            let to_sample = |c: &Cgroup| match next_sample.checked_duration_since(now) {
+                Some(d) if !d.is_zero() => d,
+                _ => c.sample,
+            };
+            let until = cg
+                .as_ref()
+                .map(|c| until.min(to_sample(c)))
+                .unwrap_or(until);
             until.as_millis().min(60_000) as i32 + 1
         };
-        if let Some(c) = cg.as_mut() {
+        // Sampled on the clock, not on every wake-up: a chatty program wakes the loop
+        // for each chunk of output, and a sample reads half a dozen cgroup files.
+        let sample_due = now >= next_sample;
+        if let Some(c) = cg.as_mut().filter(|_| sample_due) {
+            next_sample = now + c.sample;
             let u = c.group.stats();
             max_pids = max_pids.max(u.pids_current);
             write_sample(&mut c.stats, started.elapsed(), &u);
@@ -359,6 +371,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
                     })
                 }) {
                     Ok(Some(Msg::PayloadExit { code, signal })) => {
+                        crate::timeline::mark("payload-exit");
                         tracing::debug!(
                             elapsed_us = started.elapsed().as_micros() as u64,
                             "payload exited"
@@ -376,7 +389,10 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
                         ending = Some(Ending::ExecFailed { errno, message })
                     }
                     Ok(Some(Msg::Failed(e))) => ending = Some(Ending::SetupFailed(e)),
-                    Ok(Some(Msg::Started(c))) => confined = Some(c),
+                    Ok(Some(Msg::Started(c))) => {
+                        crate::timeline::mark("payload-exec");
+                        confined = Some(c)
+                    }
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => chan_open = false,
                 },
@@ -391,6 +407,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
                                         "SIGCHLD"
                                     );
                                     if let Some(r) = try_reap(p.pid) {
+                                        crate::timeline::mark("init-reaped");
                                         reaped = Some(r);
                                     }
                                 } else if let Ok(sig) = Signal::try_from(signo) {
@@ -441,6 +458,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         }
         if reaped.is_none() {
             if let Some(r) = try_reap(p.pid) {
+                crate::timeline::mark("init-reaped");
                 reaped = Some(r);
             }
         }

@@ -122,17 +122,61 @@ pub struct Context {
     pub decision: Option<crate::gate::Decision>,
 }
 
+/// What must be done before the code runs but need not delay the sandbox (the audit
+/// log's start record, with its fsync): it runs once, while the sandbox builds its
+/// view, or, on a run that ends before that, before `run` returns. If it fails, the
+/// code never starts.
+#[derive(Default)]
+pub struct BeforeCode<'a> {
+    work: Option<Box<dyn FnOnce() -> Result<(), String> + 'a>>,
+}
+
+impl<'a> BeforeCode<'a> {
+    pub fn new(work: impl FnOnce() -> Result<(), String> + 'a) -> Self {
+        BeforeCode {
+            work: Some(Box::new(work)),
+        }
+    }
+
+    fn run(&mut self) -> Result<(), SetupError> {
+        match self.work.take() {
+            Some(w) => w().map_err(|e| SetupError::new(crate::sandbox::Step::Audit, e)),
+            None => Ok(()),
+        }
+    }
+}
+
 pub fn run(
+    policy: &Policy,
+    code: &Code,
+    args: &[String],
+    stdin: StdinMode,
+    ctx: Context,
+    net: &crate::net::NetConfig,
+    mut before_code: BeforeCode,
+) -> Run {
+    if policy.backend == crate::config::Backend::Docker {
+        if let Err(e) = before_code.run() {
+            return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
+        }
+        return crate::backend::docker::run(policy, code, args, stdin, ctx);
+    }
+    let r = run_native(policy, code, args, stdin, ctx, net, &mut before_code);
+    // A run that failed before the sandbox was far along still gets its start
+    // recorded (ahead of the end the caller records).
+    let _ = before_code.run();
+    r
+}
+
+fn run_native(
     policy: &Policy,
     code: &Code,
     args: &[String],
     stdin: StdinMode,
     mut ctx: Context,
     net: &crate::net::NetConfig,
+    before_code: &mut BeforeCode,
 ) -> Run {
-    if policy.backend == crate::config::Backend::Docker {
-        return crate::backend::docker::run(policy, code, args, stdin, ctx);
-    }
     let run_id = ctx.run_id.clone();
     // Allowlist mode: the proxy's socket is bound before the sandbox is cloned (the
     // supervisor must still be single-threaded then); its thread starts after.
@@ -174,6 +218,7 @@ pub fn run(
             return finish(policy, outcome, ctx, 0.0, Vec::new(), None, None);
         }
     };
+    crate::timeline::mark("cgroup");
     let cg_err = |e: crate::cgroup::CgroupError| {
         SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())
     };
@@ -198,35 +243,40 @@ pub fn run(
             _ => Ok(()),
         }
     };
-    let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut attach, self_attach) {
-        Ok(prepared) => {
-            let running = match proxy.take().map(|p| p.start()).transpose() {
-                Ok(r) => r,
-                Err(e) => {
-                    // Fail closed: dropping `prepared` ends the waiting init.
-                    drop(prepared);
-                    let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
-                    return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
-                }
-            };
-            ctx.proxy = running;
-            let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
-            let steps = prepared.timings_us.clone();
-            let limits = monitor::Limits {
-                timeout: policy.limits.timeout,
-                output_bytes: policy.limits.output_bytes,
-                seccomp: Some(crate::confine::notify::Classifier::new(&policy.seccomp)),
-            };
-            let cg = group.as_ref().map(|g| monitor::Cgroup {
-                group: g,
-                sample: std::time::Duration::from_millis(policy.cgroup.sample_ms),
-                cpu_time: policy.limits.cpu_time,
-                stats: ctx.stats.take(),
-            });
-            (monitor::run(prepared, &limits, cg), setup_ms, steps)
-        }
-        Err(e) => (setup_failed(e), 0.0, Vec::new()),
-    };
+    let mut meanwhile = || before_code.run();
+    let (outcome, setup_ms, steps) =
+        match sandbox::prepare(&job, &mut attach, self_attach, &mut meanwhile) {
+            Ok(prepared) => {
+                crate::timeline::mark("sandbox-setup");
+                let running = match proxy.take().map(|p| p.start()).transpose() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // Fail closed: dropping `prepared` ends the waiting init.
+                        drop(prepared);
+                        let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
+                        return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
+                    }
+                };
+                ctx.proxy = running;
+                let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
+                let steps = prepared.timings_us.clone();
+                let limits = monitor::Limits {
+                    timeout: policy.limits.timeout,
+                    output_bytes: policy.limits.output_bytes,
+                    seccomp: Some(crate::confine::notify::Classifier::new(&policy.seccomp)),
+                };
+                let cg = group.as_ref().map(|g| monitor::Cgroup {
+                    group: g,
+                    sample: std::time::Duration::from_millis(policy.cgroup.sample_ms),
+                    cpu_time: policy.limits.cpu_time,
+                    stats: ctx.stats.take(),
+                });
+                let outcome = monitor::run(prepared, &limits, cg);
+                crate::timeline::mark("code");
+                (outcome, setup_ms, steps)
+            }
+            Err(e) => (setup_failed(e), 0.0, Vec::new()),
+        };
     let layout = group
         .as_ref()
         .map(|_| crate::cgroup::detect().name().to_string());
@@ -234,6 +284,7 @@ pub fn run(
         if let Err(e) = g.remove() {
             eprintln!("maibox: warning: {e}");
         }
+        crate::timeline::mark("cgroup-remove");
     }
     finish(policy, outcome, ctx, setup_ms, steps, layout, cgroup_note)
 }

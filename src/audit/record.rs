@@ -280,7 +280,7 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
     // Only lowercase digits: `from_str_radix` alone would accept "+a" or "A",
     // letting someone change the bytes of an (unhashed) `sig` without
     // changing its meaning.
-    if s.len() % 2 != 0 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return None;
     }
     (0..s.len())

@@ -296,7 +296,7 @@ mod tests {
         }
         // A last line longer than one read chunk.
         let mut big = b"x\n".to_vec();
-        big.extend(std::iter::repeat(b'y').take(200_000));
+        big.extend(std::iter::repeat_n(b'y', 200_000));
         big.extend(b"\nzz");
         fs::write(&p, &big).unwrap();
         let t = read_tail(&File::open(&p).unwrap(), big.len() as u64).unwrap();

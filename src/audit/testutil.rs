@@ -139,7 +139,7 @@ fn audit_helper_child_process() {
     let mut i = 0u32;
     while job.count == 0 || i < job.count {
         let id = format!("w{}-{}", job.writer, i);
-        let ev = if i % 2 == 0 {
+        let ev = if i.is_multiple_of(2) {
             Event::run_start(&sample_start(&id)).unwrap()
         } else {
             Event::new(

@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod bandit;
 mod bench;
 mod docker;
 mod vm;
@@ -17,8 +18,9 @@ fn main() -> Result<()> {
         Some("test-vm") => vm::test_vm(root()),
         Some("test-docker") => docker::test_docker(root()),
         Some("check-aarch64") => check_aarch64(),
+        Some("bandit") => install_bandit(),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
             std::process::exit(2)
         }
     }
@@ -32,9 +34,14 @@ fn root() -> PathBuf {
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
+    cargo_env(args, &[])
+}
+
+fn cargo_env(args: &[&str], envs: &[(&str, &Path)]) -> Result<()> {
     eprintln!("==> cargo {}", args.join(" "));
     let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
+        .envs(envs.iter().copied())
         .current_dir(root())
         .status()
         .with_context(|| format!("running cargo {}", args.join(" ")))?;
@@ -59,15 +66,33 @@ fn test() -> Result<()> {
     // The Docker lane's tests (tests/docker_*.rs) run inside the workspace's tests, against
     // an engine started here and stopped afterwards if this run started it.
     cargo(&["build", "-p", "maibox"])?;
+    // `--with bandit` is tested against the real Bandit (tests/assess_cli.rs).
+    let bandit = bandit::ensure(&root())?;
+    let envs: Vec<(&str, &Path)> = bandit
+        .iter()
+        .map(|b| ("MAIBOX_BANDIT", b.as_path()))
+        .collect();
     let engine = docker::up(&root())?;
-    cargo(&["test", "--workspace"])?;
+    cargo_env(&["test", "--workspace"], &envs)?;
     drop(engine);
     vm::test_vm(root())
 }
 
+/// `cargo xtask bandit`: installs the tests' Bandit (target/tools/bandit), so that
+/// `cargo test --test assess_cli` covers `--with bandit` outside `cargo xtask test`.
+fn install_bandit() -> Result<()> {
+    match bandit::ensure(&root())? {
+        Some(b) => {
+            println!("{}", b.display());
+            Ok(())
+        }
+        None => bail!("Bandit could not be installed (see above)"),
+    }
+}
+
 /// Type-checks maibox for aarch64 (the seccomp filter's second architecture). Needs
 /// `rustup target add aarch64-unknown-linux-gnu` and `apt-get install
-/// gcc-aarch64-linux-gnu` (C parts of tree-sitter and ring). Not part of `test`: both
+/// gcc-aarch64-linux-gnu` (C parts of ring and other dependencies). Not part of `test`: both
 /// come from the network.
 fn check_aarch64() -> Result<()> {
     let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))

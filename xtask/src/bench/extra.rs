@@ -145,3 +145,56 @@ pub fn run_once(cmd: &[String]) -> Result<Duration> {
     }
     Ok(d)
 }
+
+/// The static assessment's own time (`assessment.elapsed_us` of `maibox assess
+/// --json`, process start-up excluded, each run a fresh process) on Python
+/// files of `lines` lines built from the assessor's test corpus `kind`
+/// ("benign": ordinary code; "malicious": dense with findings): the median of
+/// `rounds` runs, in ms.
+pub fn assessment_ms(
+    maibox: &str,
+    dir: &std::path::Path,
+    kind: &str,
+    lines: usize,
+    rounds: usize,
+) -> Result<f64> {
+    let corpus = crate::root().join("tests/fixtures/assess").join(kind);
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for e in std::fs::read_dir(&corpus)?.flatten() {
+        if e.path().extension().is_some_and(|x| x == "py") {
+            files.push(e.path());
+        }
+    }
+    files.sort();
+    // Whole files, repeated until long enough: valid Python, as users write it.
+    let mut src = String::new();
+    let mut n = 0;
+    'fill: loop {
+        for f in &files {
+            let text = std::fs::read_to_string(f)?;
+            n += text.lines().count();
+            src.push_str(&text);
+            src.push('\n');
+            if n >= lines {
+                break 'fill;
+            }
+        }
+    }
+    let path = dir.join(format!("assess-{kind}-{lines}.py"));
+    std::fs::write(&path, &src)?;
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        let o = std::process::Command::new(maibox)
+            .args(["assess", "--json"])
+            .arg(&path)
+            .output()?;
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .map_err(|e| anyhow::anyhow!("maibox assess --json: {e}"))?;
+        let us = v["elapsed_us"]
+            .as_f64()
+            .ok_or_else(|| anyhow::anyhow!("maibox assess --json gave no elapsed_us"))?;
+        times.push(us / 1000.0);
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok(times[times.len() / 2])
+}

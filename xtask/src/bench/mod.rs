@@ -135,7 +135,7 @@ fn group_rows(
     match peers::which("crun") {
         Some(crun) => {
             let bundle = dir.join("crun-bundle");
-            peers::crun_bundle(&bundle, empty)?;
+            peers::oci_bundle(&bundle, empty, None)?;
             rows.push(row(
                 "crun run (OCI bundle, no cgroups)",
                 vec![
@@ -149,6 +149,41 @@ fn group_rows(
             ));
         }
         None => notes.push("crun: not installed, skipped".into()),
+    }
+    // The same bundle through maibox's and runc's OCI runtime modes, each with
+    // an absolute cgroup of its own (and so with cgroups, unlike the crun row).
+    let bundle = dir.join("maibox-bundle");
+    peers::oci_bundle(&bundle, empty, Some("/maibox-bench/maibox"))?;
+    rows.push(row(
+        "maibox run (OCI bundle)",
+        vec![
+            m.to_string(),
+            "--root".into(),
+            dir.join("maibox-state").display().to_string(),
+            "run".into(),
+            "--bundle".into(),
+            bundle.display().to_string(),
+            "@ID@".into(),
+        ],
+    ));
+    match peers::which("runc") {
+        Some(runc) => {
+            let bundle = dir.join("runc-bundle");
+            peers::oci_bundle(&bundle, empty, Some("/maibox-bench/runc"))?;
+            rows.push(row(
+                "runc run (OCI bundle)",
+                vec![
+                    runc,
+                    "--root".into(),
+                    dir.join("runc-state").display().to_string(),
+                    "run".into(),
+                    "--bundle".into(),
+                    bundle.display().to_string(),
+                    "@ID@".into(),
+                ],
+            ));
+        }
+        None => notes.push("runc: not installed, skipped".into()),
     }
     let (engine, has_maibox) = peers::docker_state();
     if engine {
@@ -177,6 +212,25 @@ fn group_rows(
         );
     }
     Ok(rows)
+}
+
+/// The OCI rows' cgroups are absolute (/maibox-bench/...); the runtimes remove
+/// their leaves, the parent is ours. rmdir only: a group still in use stays.
+fn remove_bench_cgroups() {
+    let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    for h in hierarchies.flatten() {
+        let parent = h.path().join("maibox-bench");
+        if let Ok(children) = std::fs::read_dir(&parent) {
+            for c in children.flatten() {
+                if c.path().is_dir() {
+                    let _ = std::fs::remove_dir(c.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(&parent);
+    }
 }
 
 pub fn bench(args: &[String]) -> Result<()> {
@@ -272,6 +326,14 @@ pub fn bench(args: &[String]) -> Result<()> {
         o.duration,
     )?;
     let mem = extra::supervisor_peak_memory(&m, &dir)?;
+    let mut assess = Vec::new();
+    for kind in ["benign", "malicious"] {
+        assess.push((
+            kind,
+            extra::assessment_ms(&m, &dir, kind, 1_000, 21)?,
+            extra::assessment_ms(&m, &dir, kind, 10_000, 21)?,
+        ));
+    }
     let mut md = String::new();
     for n in &notes {
         md.push_str(&format!("note: {n}\n"));
@@ -297,6 +359,12 @@ pub fn bench(args: &[String]) -> Result<()> {
         mem.0 as f64 / 1e6,
         mem.1 as f64 / 1e6
     ));
+    md.push_str("\nStatic assessment, its own time in a fresh process (median of 21 `maibox assess --json` runs; targets 2 ms and 20 ms):\n");
+    for (kind, k1, k10) in &assess {
+        md.push_str(&format!(
+            "- {kind} corpus files: {k1:.2} ms for 1,000 lines, {k10:.2} ms for 10,000 lines\n"
+        ));
+    }
     println!("{md}");
     let out = crate::root().join("target/bench");
     std::fs::create_dir_all(&out)?;
@@ -306,6 +374,7 @@ pub fn bench(args: &[String]) -> Result<()> {
             "runs_per_s": thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
         "supervisor_peak_rss_bytes": mem.0,
         "supervisor_peak_anon_bytes": mem.1,
+        "assessment_ms": assess.iter().map(|(k, a, b)| serde_json::json!({"corpus": k, "lines_1000": a, "lines_10000": b})).collect::<Vec<_>>(),
         "notes": notes,
     });
     std::fs::write(
@@ -319,5 +388,6 @@ pub fn bench(args: &[String]) -> Result<()> {
     )?;
     println!("wrote {}/bench.{{md,json,svg}}", out.display());
     let _ = std::fs::remove_dir_all(&dir);
+    remove_bench_cgroups();
     Ok(())
 }

@@ -59,7 +59,9 @@ pub fn bwrap_cmd(bwrap: &str, script: &str) -> Vec<String> {
 }
 
 /// An OCI bundle on maibox's minimal Python image running the same script.
-pub fn crun_bundle(bundle: &Path, script: &Path) -> Result<()> {
+/// `cgroups_path` must be absolute when given: a runtime left to pick its own
+/// makes the group relative to the caller's cgroup.
+pub fn oci_bundle(bundle: &Path, script: &Path, cgroups_path: Option<&str>) -> Result<()> {
     let rootfs = bundle.join("rootfs");
     maibox::image::build(&rootfs, Path::new("/usr/bin/python3"))?;
     std::fs::copy(script, rootfs.join("sandbox/main.py"))?;
@@ -87,6 +89,10 @@ pub fn crun_bundle(bundle: &Path, script: &Path) -> Result<()> {
             "readonlyPaths": ["/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"]
         }
     });
+    let mut config = config;
+    if let Some(p) = cgroups_path {
+        config["linux"]["cgroupsPath"] = p.into();
+    }
     std::fs::write(
         bundle.join("config.json"),
         serde_json::to_vec_pretty(&config)?,
