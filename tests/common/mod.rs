@@ -58,6 +58,26 @@ impl Scratch {
     }
 }
 
+const BIN_PREFIX: &str = "maibox-tests-bin-";
+
+/// Copies of older builds are of no use, but another checkout's test run may be
+/// using its own copy right now: only copies untouched for an hour go.
+fn remove_stale_copies(keep: &Path) {
+    let hour = std::time::Duration::from_secs(3600);
+    for e in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > hour);
+        if n.starts_with(BIN_PREFIX) && e.path() != keep && old {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// The maibox binary, copied where an unprivileged user can execute it.
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -71,20 +91,14 @@ pub fn binary() -> &'static Path {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos();
-        let dir = std::env::temp_dir().join(format!("maibox-test-bin-{}-{mtime}", src.len()));
+        let dir = std::env::temp_dir().join(format!("{BIN_PREFIX}{}-{mtime}", src.len()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let dst = dir.join("maibox");
         if dst.exists() {
             return dst;
         }
-        // Copies of older builds are of no use to anyone.
-        for e in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if n.starts_with("maibox-test-bin-") && e.path() != dir {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
+        remove_stale_copies(&dir);
         let tmp = dir.join(format!("maibox.tmp{}", std::process::id()));
         std::fs::copy(env!("CARGO_BIN_EXE_maibox"), &tmp).unwrap();
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
