@@ -1323,6 +1323,29 @@ fn seccomp_notify_reaches_the_agent() {
         "SCMP_ACT_NOTIFY cannot be used for the write syscall",
     );
     assert!(env.ids().is_empty(), "{:?}", env.ids());
+    // An agent that holds the listener and never answers: the runtime's own setup
+    // must not make the notified call (here getcwd, which the cwd check uses).
+    let held = env.scratch.path().join("held.sock");
+    let holder = std::os::unix::net::UnixListener::bind(&held).unwrap();
+    let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+    let keeper = std::thread::spawn(move || {
+        let conn = holder.accept().map(|(c, _)| c);
+        let _ = hold_rx.recv();
+        drop(conn);
+    });
+    let g = env.bundle("g", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "pass"]);
+        v["linux"]["seccomp"] = seccomp(true);
+        v["linux"]["seccomp"]["syscalls"][0]["names"] = serde_json::json!(["getcwd"]);
+        v["linux"]["seccomp"]["listenerPath"] = held.display().to_string().into();
+    });
+    let o = env.run(&["create", "--bundle", g.to_str().unwrap(), "sn6"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(env.state("sn6")["status"], "created");
+    assert!(env.run(&["delete", "-f", "sn6"]).status.success());
+    hold_tx.send(()).unwrap();
+    keeper.join().unwrap();
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
 }
 
 /// An added device (10:200, the tun device: no default device, openable by

@@ -187,6 +187,15 @@ pub fn setup(
         let console = unsafe { OwnedFd::from_raw_fd(fd) };
         super::console::attach(console.as_fd(), v.process.uid, v.process.console_size)?;
     }
+    // As runc: the cwd is entered as root first, so that a directory the
+    // container's user may not search still works; only if that fails is it
+    // tried again as the user. The check that it lies inside the root follows
+    // either way, and before any filter: a profile may send getcwd to an agent
+    // that has not answered yet (youki's contest `seccomp_notify` does).
+    let entered = std::env::set_current_dir(&v.process.cwd).is_ok();
+    if entered {
+        check_cwd(&v.process.cwd)?;
+    }
     // A notifying profile goes on here in any case (as runc does): its listener
     // must reach the runtime, which is gone once the container starts.
     if !v.process.no_new_privileges || notifies(v) {
@@ -198,15 +207,8 @@ pub fn setup(
             chan.send_fd(&Msg::SeccompListener, listener.as_fd())?;
         }
     }
-    // As runc: the cwd is entered as root first, so that a directory the
-    // container's user may not search still works; only if that fails is it
-    // tried again as the user. The check that it lies inside the root follows
-    // either way.
-    let entered = std::env::set_current_dir(&v.process.cwd).is_ok();
     switch_identity(&v.process, v.namespaces.user.is_some())?;
-    if entered {
-        check_cwd(&v.process.cwd)?;
-    } else {
+    if !entered {
         enter_cwd(&v.process.cwd)?;
     }
     Ok((gate, hook_state))
