@@ -145,7 +145,13 @@ fn cpu_quota_gives_about_half_a_core() {
         &["--unsafe-disable-layer", "cgroup-limits"],
         SPIN,
     );
-    assert!(c["ratio"].as_f64().unwrap() > 0.8, "control: {c}");
+    // Without the quota the same loop gets clearly more than the half core (on a
+    // quiet machine nearly a whole one; other load on the host lowers both runs).
+    let control = c["ratio"].as_f64().unwrap();
+    assert!(
+        control > (ratio * 1.25).max(0.6),
+        "control: {c}, limited: {ratio}"
+    );
 }
 
 #[test]

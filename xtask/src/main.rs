@@ -73,7 +73,8 @@ fn test() -> Result<()> {
         .map(|b| ("MAIBOX_BANDIT", b.as_path()))
         .collect();
     let engine = docker::up(&root())?;
-    cargo_env(&["test", "--workspace"], &envs)?;
+    // Every failing test binary is reported, not only the first.
+    cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs)?;
     drop(engine);
     vm::test_vm(root())
 }
