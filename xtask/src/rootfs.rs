@@ -124,12 +124,12 @@ pub fn rootfs(args: &[String]) -> Result<()> {
             let pruned = maibox::image::prune(&dest, &recipe)?;
             maibox::image::finish(&dest, &recipe)?;
             format!(
-                "debootstrap --variant=minbase {} from {} (packages: {}; pruned {} paths, {:.1} MB)",
+                "debootstrap --variant=minbase {} from {} (packages: {}; pruned {} paths, {:.1} MiB)",
                 o.suite,
                 source.uri,
                 recipe.packages.join(" "),
                 pruned.paths,
-                pruned.bytes as f64 / 1e6
+                pruned.bytes as f64 / 1048576.0
             )
         }
     };
@@ -140,9 +140,9 @@ pub fn rootfs(args: &[String]) -> Result<()> {
         .with_context(|| format!("the image in {} has no usable python", dest.display()))?;
     let size = maibox::image::disk_usage(&dest)?;
     println!(
-        "root image in {}: {what}; {:.1} MB on disk (du), built in {secs:.1} s{}",
+        "root image in {}: {what}; {:.1} MiB on disk (du), built in {secs:.1} s{}",
         dest.display(),
-        size as f64 / 1e6,
+        size as f64 / 1048576.0,
         python_version(&dest)
             .map(|v| format!("; python3 {v}"))
             .unwrap_or_default()

@@ -43,7 +43,7 @@ const PEERS: &[(&str, &str)] = &[
     ("maibox-docker", "maibox exec --backend docker"),
 ];
 
-const USAGE: &str = "options: --rounds N, --layers, --workers N, --duration SECONDS, --peers NAME,NAME..., --rootfs DIR";
+const USAGE: &str = "options: --rounds N, --layers, --workers N, --duration SECONDS, --peers NAME,NAME..., --rootfs DIR (repeatable)";
 
 #[derive(Debug)]
 struct Options {
@@ -53,8 +53,8 @@ struct Options {
     duration: Duration,
     /// None: every peer found on the machine.
     peers: Option<Vec<String>>,
-    /// An image for an extra row, `maibox exec --rootfs DIR`.
-    rootfs: Option<PathBuf>,
+    /// Images, each for an extra row `maibox exec --rootfs DIR` (the option repeats).
+    rootfs: Vec<PathBuf>,
 }
 
 impl Options {
@@ -75,7 +75,7 @@ fn options(args: &[String]) -> Result<Options> {
         workers: 2,
         duration: Duration::from_secs(10),
         peers: None,
-        rootfs: None,
+        rootfs: Vec::new(),
     };
     let mut it = args.iter();
     let num = |v: Option<&String>, what: &str| -> Result<u64> {
@@ -122,7 +122,7 @@ fn options(args: &[String]) -> Result<Options> {
                 // that could only fail is not worth a bench run.
                 maibox::interpreter::resolve_in_image(&dir, "auto")
                     .with_context(|| format!("--rootfs {}", dir.display()))?;
-                o.rootfs = Some(dir);
+                o.rootfs.push(dir);
             }
             other => bail!("unknown bench option {other} ({USAGE})"),
         }
@@ -180,7 +180,7 @@ fn group_rows(
             maibox(&["--trust", "untrusted"]),
         ));
     }
-    if let Some(img) = &o.rootfs {
+    for img in &o.rootfs {
         let img = img.display().to_string();
         rows.push(row(
             format!("maibox exec --trust untrusted --rootfs {img}"),
@@ -559,10 +559,7 @@ mod tests {
         assert!(e.contains("no such directory"), "{e}");
         std::fs::copy("/usr/bin/python3", d.join("usr/bin/python3")).unwrap();
         let o = parse(&["--rootfs", &ds]).unwrap();
-        assert_eq!(
-            o.rootfs.as_deref(),
-            Some(d.canonicalize().unwrap().as_path())
-        );
+        assert_eq!(o.rootfs, vec![d.canonicalize().unwrap()]);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
