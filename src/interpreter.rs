@@ -30,30 +30,119 @@ pub struct Interpreter {
 
 const CANDIDATES: &[&str] = &["/usr/bin/python3", "/usr/local/bin/python3"];
 
-/// The interpreter inside a root image: `auto` means `/usr/bin/python3` there. Only
-/// its presence is checked from the host (an absolute symlink in the image resolves
-/// against the image's root, not the host's, once the sandbox runs).
+/// The interpreter inside a root image: `auto` means `/usr/bin/python3` there. It is
+/// checked from the host before anything starts, so that an image without a usable
+/// python is a refusal (exit 125) naming the image, not an exit 127 from inside the
+/// sandbox: its symlinks are followed the way the sandbox will see them (an absolute
+/// target resolves against the image's root, not the host's), and the file they end
+/// at must be a regular file with an execute bit.
 pub fn resolve_in_image(image: &Path, setting: &str) -> Result<Interpreter, InterpreterError> {
     let inside = if setting == "auto" {
         PathBuf::from("/usr/bin/python3")
     } else {
         PathBuf::from(setting)
     };
-    let on_host = image.join(inside.strip_prefix("/").unwrap_or(&inside));
-    if std::fs::symlink_metadata(&on_host).is_err() {
-        return Err(InterpreterError::Unusable {
-            path: inside,
-            why: format!(
-                "not present in the root image {} (build one with `cargo xtask rootfs DIR`)",
-                image.display()
-            ),
-        });
+    let unusable = |why: String| {
+        InterpreterError::Unusable {
+        path: inside.clone(),
+        why: format!(
+            "{why} (build an image with `cargo xtask rootfs DIR`, or name the image's interpreter with --python)"
+        ),
+    }
+    };
+    let resolved = resolve_inside(image, &inside).map_err(&unusable)?;
+    let on_host = image.join(resolved.strip_prefix("/").unwrap_or(&resolved));
+    let meta = std::fs::metadata(&on_host).map_err(|e| {
+        unusable(format!(
+            "{} in the root image {}: {e}",
+            resolved.display(),
+            image.display()
+        ))
+    })?;
+    if !meta.is_file() {
+        return Err(unusable(format!(
+            "{} in the root image {} is not a regular file",
+            resolved.display(),
+            image.display()
+        )));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(unusable(format!(
+            "{} in the root image {} is not executable (mode {:o})",
+            resolved.display(),
+            image.display(),
+            meta.permissions().mode() & 0o7777
+        )));
     }
     Ok(Interpreter {
         path: inside,
         prefix: PathBuf::from("/usr"),
         extra_bind: None,
     })
+}
+
+/// `path` as the sandbox will resolve it with `image` as its root: every symlink on
+/// the way is followed inside the image (`..` stops at its root), at most 40 of them
+/// as the kernel allows. Returns the path inside the image that names no symlink.
+fn resolve_inside(image: &Path, path: &Path) -> Result<PathBuf, String> {
+    use std::path::Component;
+    // A stack of the names still to walk, the next one last.
+    let reversed = |p: &Path| -> Vec<std::ffi::OsString> {
+        p.components()
+            .rev()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut todo = reversed(path);
+    let mut at = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        let host = image.join(next.strip_prefix("/").unwrap_or(&next));
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > 40 {
+                    return Err(format!(
+                        "too many symlinks resolving {} in the root image {}",
+                        path.display(),
+                        image.display()
+                    ));
+                }
+                let target = std::fs::read_link(&host).map_err(|e| {
+                    format!("reading the link {} in the root image: {e}", next.display())
+                })?;
+                if target.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                todo.extend(reversed(&target));
+            }
+            Ok(_) => at = next,
+            // Missing without a link on the way: the path itself is absent.
+            Err(_) if links == 0 => {
+                return Err(format!("not present in the root image {}", image.display()))
+            }
+            Err(_) => {
+                // The whole path the links led to, not just its first missing part.
+                let missing = todo.iter().rev().fold(next, |p, n| p.join(n));
+                return Err(format!(
+                    "a symlink in the root image {} leads to {}, which is not present there",
+                    image.display(),
+                    missing.display()
+                ));
+            }
+        }
+    }
+    Ok(at)
 }
 
 pub fn resolve(setting: &str) -> Result<Interpreter, InterpreterError> {
@@ -153,6 +242,74 @@ mod tests {
         std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
         let e = resolve(shim.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("not an ELF"), "{e}");
+    }
+
+    /// An image whose links point where only the image has files: resolving them on
+    /// the host's root would find nothing (or the wrong file).
+    fn image_with(links: &[(&str, &str)], files: &[(&str, u32)]) -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        for (path, mode) in files {
+            let f = d.path().join(path);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(&f, "\x7fELF").unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(*mode)).unwrap();
+        }
+        for (path, target) in links {
+            let l = d.path().join(path);
+            std::fs::create_dir_all(l.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(target, &l).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn image_links_resolve_inside_the_image() {
+        let d = image_with(
+            &[
+                ("usr/bin/python3", "/opt/maibox-only/python3.99"),
+                ("usr/bin/rel", "../../opt/maibox-only/python3.99"),
+                // `..` past the image's root stays at its root, as in the sandbox.
+                ("usr/bin/up", "../../../../../opt/maibox-only/python3.99"),
+                ("bin", "usr/bin"),
+            ],
+            &[("opt/maibox-only/python3.99", 0o755)],
+        );
+        for p in ["auto", "/usr/bin/rel", "/usr/bin/up", "/bin/python3"] {
+            let i = resolve_in_image(d.path(), p).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert_eq!(i.prefix, Path::new("/usr"));
+        }
+    }
+
+    #[test]
+    fn image_without_a_usable_python_is_refused() {
+        let empty = tempfile::tempdir().unwrap();
+        let e = resolve_in_image(empty.path(), "auto")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/usr/bin/python3") && e.contains("not present in the root image"),
+            "{e}"
+        );
+        assert!(e.contains("cargo xtask rootfs"), "{e}");
+        let d = image_with(
+            &[
+                // Present on the host, absent from the image: must not count.
+                ("usr/bin/python3", "/usr/bin/env"),
+                ("usr/bin/loop", "/usr/bin/loop"),
+            ],
+            &[("usr/bin/noexec", 0o644), ("usr/lib/dir/x", 0o755)],
+        );
+        let cases = [
+            ("auto", "leads to /usr/bin/env, which is not present there"),
+            ("/usr/bin/noexec", "not executable (mode 644)"),
+            ("/usr/lib/dir", "not a regular file"),
+            ("/usr/bin/loop", "too many symlinks"),
+        ];
+        for (p, want) in cases {
+            let e = resolve_in_image(d.path(), p).unwrap_err().to_string();
+            assert!(e.contains(want), "{p}: {e}");
+        }
     }
 
     #[test]

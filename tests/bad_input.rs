@@ -157,3 +157,18 @@ fn missing_rootfs() {
     );
     assert_clean_error(&o, "rootfs");
 }
+
+#[test]
+fn rootfs_without_python() {
+    // A directory that exists but holds no interpreter: refused before anything runs,
+    // with what to do, not an exit 127 from inside the sandbox.
+    let s = Scratch::new();
+    let empty = s.path().join("empty-image");
+    std::fs::create_dir(&empty).unwrap();
+    let o = run(
+        As::Caller,
+        &["exec", "--rootfs", empty.to_str().unwrap(), "-c", "pass"],
+    );
+    assert_clean_error(&o, "/usr/bin/python3: not present in the root image");
+    assert!(stderr(&o).contains("cargo xtask rootfs"), "{}", stderr(&o));
+}

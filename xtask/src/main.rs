@@ -1,4 +1,5 @@
-//! Project tasks: `cargo xtask test` (the full check CI runs) and `cargo xtask bench`.
+//! Project tasks: `cargo xtask test` (the full check CI runs), `cargo xtask bench` and
+//! `cargo xtask rootfs`.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use std::process::Command;
 mod bandit;
 mod bench;
 mod docker;
+mod rootfs;
 mod vm;
 
 fn main() -> Result<()> {
@@ -14,13 +16,13 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("bench") => bench::bench(&args[1..]),
-        Some("rootfs") => rootfs(&args[1..]),
+        Some("rootfs") => rootfs::rootfs(&args[1..]),
         Some("test-vm") => vm::test_vm(root()),
         Some("test-docker") => docker::test_docker(root()),
         Some("check-aarch64") => check_aarch64(),
         Some("bandit") => install_bandit(),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask bench [--rounds N] [--layers] | cargo xtask rootfs DIR [PYTHON]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
             std::process::exit(2)
         }
     }
@@ -115,23 +117,12 @@ fn check_aarch64() -> Result<()> {
     Ok(())
 }
 
-/// Builds the minimal Python root image for `maibox exec --rootfs DIR`.
-fn rootfs(args: &[String]) -> Result<()> {
-    let dest = args
-        .first()
-        .context("usage: cargo xtask rootfs DIR [PYTHON]")?;
-    let python = args
-        .get(1)
-        .map(String::as_str)
-        .unwrap_or("/usr/bin/python3");
-    if Path::new(dest).exists() && std::fs::read_dir(dest)?.next().is_some() {
-        bail!("{dest} is not empty; give a new or empty directory");
-    }
-    let built = maibox::image::build(Path::new(dest), Path::new(python))?;
-    println!(
-        "root image in {dest}: {} files, interpreter {} (run: maibox exec --rootfs {dest} script.py)",
-        built.files,
-        built.python.display()
-    );
-    Ok(())
+/// The first `name` on PATH.
+pub fn which(name: &str) -> Option<String> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+            .map(|f| f.display().to_string())
+    })
 }

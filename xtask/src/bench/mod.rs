@@ -10,7 +10,7 @@ mod peers;
 mod stats;
 
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub struct Row {
@@ -27,11 +27,45 @@ fn row(name: impl Into<String>, cmd: Vec<String>) -> Row {
     }
 }
 
+/// The peer names `--peers` takes, each with the rows it selects.
+const PEERS: &[(&str, &str)] = &[
+    ("bare", "python3 alone, the baseline (always run)"),
+    ("maibox", "maibox exec --trust untrusted"),
+    ("maibox-trusted", "maibox exec --trust trusted"),
+    ("bwrap", "bubblewrap"),
+    ("firejail", "firejail"),
+    ("nsjail", "nsjail"),
+    ("crun", "crun run with an OCI bundle"),
+    ("maibox-oci", "maibox run with the same OCI bundle"),
+    ("runc", "runc run with the same OCI bundle"),
+    ("docker", "docker run"),
+    ("docker-maibox", "docker run --runtime=maibox"),
+    ("maibox-docker", "maibox exec --backend docker"),
+];
+
+const USAGE: &str = "options: --rounds N, --layers, --workers N, --duration SECONDS, --peers NAME,NAME..., --rootfs DIR (repeatable)";
+
+#[derive(Debug)]
 struct Options {
     rounds: usize,
     layers: bool,
     workers: usize,
     duration: Duration,
+    /// None: every peer found on the machine.
+    peers: Option<Vec<String>>,
+    /// Images, each for an extra row `maibox exec --rootfs DIR` (the option repeats).
+    rootfs: Vec<PathBuf>,
+}
+
+impl Options {
+    /// Whether the row of `peer` (a name of PEERS) is wanted.
+    fn wants(&self, peer: &str) -> bool {
+        peer == "bare"
+            || self
+                .peers
+                .as_ref()
+                .is_none_or(|p| p.iter().any(|n| n == peer))
+    }
 }
 
 fn options(args: &[String]) -> Result<Options> {
@@ -40,6 +74,8 @@ fn options(args: &[String]) -> Result<Options> {
         layers: false,
         workers: 2,
         duration: Duration::from_secs(10),
+        peers: None,
+        rootfs: Vec::new(),
     };
     let mut it = args.iter();
     let num = |v: Option<&String>, what: &str| -> Result<u64> {
@@ -53,13 +89,46 @@ fn options(args: &[String]) -> Result<Options> {
             "--workers" => o.workers = num(it.next(), "--workers")? as usize,
             "--duration" => o.duration = Duration::from_secs(num(it.next(), "--duration")?),
             "--layers" => o.layers = true,
-            other => bail!(
-                "unknown bench option {other} (options: --rounds N, --layers, --workers N, --duration SECONDS)"
-            ),
+            "--peers" => {
+                let list = it
+                    .next()
+                    .context("--peers needs a list of names, e.g. --peers bare,maibox,bwrap")?;
+                let mut names = Vec::new();
+                for n in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    if !PEERS.iter().any(|(p, _)| *p == n) {
+                        bail!(
+                            "unknown peer {n:?} in --peers; valid names: {}",
+                            PEERS.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", ")
+                        );
+                    }
+                    names.push(n.to_string());
+                }
+                if names.is_empty() {
+                    bail!("--peers needs at least one name, e.g. --peers bare,maibox");
+                }
+                o.peers = Some(names);
+            }
+            "--rootfs" => {
+                let dir = PathBuf::from(it.next().context(
+                    "--rootfs needs a directory (build one with cargo xtask rootfs DIR)",
+                )?);
+                let dir = std::fs::canonicalize(&dir).with_context(|| {
+                    format!(
+                        "--rootfs {}: no such directory (build one with cargo xtask rootfs DIR)",
+                        dir.display()
+                    )
+                })?;
+                // The check `maibox exec --rootfs` makes, before any row runs: a row
+                // that could only fail is not worth a bench run.
+                maibox::interpreter::resolve_in_image(&dir, "auto")
+                    .with_context(|| format!("--rootfs {}", dir.display()))?;
+                o.rootfs.push(dir);
+            }
+            other => bail!("unknown bench option {other} ({USAGE})"),
         }
     }
-    if o.rounds == 0 || o.workers == 0 {
-        bail!("--rounds and --workers must be at least 1");
+    if o.rounds == 0 || o.workers == 0 || o.duration.is_zero() {
+        bail!("--rounds, --workers and --duration must be at least 1");
     }
     Ok(o)
 }
@@ -82,7 +151,11 @@ with tempfile.NamedTemporaryFile("w+", dir="/tmp", delete=True) as f:
 print(summary["n"])
 "#;
 
+/// The rows of one group: bare python, then the wanted peers found here, then the
+/// `--rootfs` image. `all_peers` false keeps the realistic script's group to maibox,
+/// bubblewrap and the image.
 fn group_rows(
+    o: &Options,
     m: &str,
     script: &str,
     dir: &Path,
@@ -96,101 +169,128 @@ fn group_rows(
         c.push(script.to_string());
         c
     };
-    let mut rows = vec![
-        row(
-            "python3 (bare)",
-            vec!["/usr/bin/python3".into(), "-s".into(), script.into()],
-        ),
-        row(
+    let want = |peer: &str| o.wants(peer) && (all_peers || matches!(peer, "maibox" | "bwrap"));
+    let mut rows = vec![row(
+        "python3 (bare)",
+        vec!["/usr/bin/python3".into(), "-s".into(), script.into()],
+    )];
+    if want("maibox") {
+        rows.push(row(
             "maibox exec --trust untrusted",
             maibox(&["--trust", "untrusted"]),
-        ),
-    ];
-    if all_peers {
+        ));
+    }
+    for img in &o.rootfs {
+        let img = img.display().to_string();
+        rows.push(row(
+            format!("maibox exec --trust untrusted --rootfs {img}"),
+            maibox(&["--trust", "untrusted", "--rootfs", &img]),
+        ));
+    }
+    if want("maibox-trusted") {
         rows.push(row(
             "maibox exec --trust trusted",
             maibox(&["--trust", "trusted"]),
         ));
     }
-    match peers::which("bwrap") {
-        Some(b) => rows.push(row(
-            "bubblewrap (unshare-all, ro /usr, caps dropped)",
-            peers::bwrap_cmd(&b, script),
-        )),
-        None => notes.push("bubblewrap: not installed, skipped".into()),
+    if want("bwrap") {
+        match peers::which("bwrap") {
+            Some(b) => rows.push(row(
+                "bubblewrap (unshare-all, ro /usr, caps dropped)",
+                peers::bwrap_cmd(&b, script),
+            )),
+            None => notes.push("bubblewrap: not installed, skipped".into()),
+        }
     }
-    if !all_peers {
-        return Ok(rows);
+    if want("firejail") {
+        match peers::which("firejail") {
+            Some(f) => rows.push(row(
+                "firejail (net none, caps dropped, seccomp, ro /)",
+                peers::firejail_cmd(&f, script),
+            )),
+            None => notes.push("firejail: not installed, skipped".into()),
+        }
     }
-    match peers::which("firejail") {
-        Some(f) => rows.push(row(
-            "firejail (net none, caps dropped, seccomp, ro /)",
-            peers::firejail_cmd(&f, script),
-        )),
-        None => notes.push("firejail: not installed, skipped".into()),
-    }
-    if peers::which("nsjail").is_none() {
+    if want("nsjail") && peers::which("nsjail").is_none() {
         notes.push("nsjail: not installed (not packaged in Debian 12), skipped".into());
     }
-    match peers::which("crun") {
-        Some(crun) => {
-            let bundle = dir.join("crun-bundle");
-            peers::oci_bundle(&bundle, empty, None)?;
-            rows.push(row(
-                "crun run (OCI bundle, no cgroups)",
-                vec![
-                    crun,
-                    "--cgroup-manager=disabled".into(),
-                    "run".into(),
-                    "--bundle".into(),
-                    bundle.display().to_string(),
-                    "@ID@".into(),
-                ],
-            ));
+    if want("crun") {
+        match peers::which("crun") {
+            Some(crun) => {
+                let bundle = dir.join("crun-bundle");
+                peers::oci_bundle(&bundle, empty, None)?;
+                rows.push(row(
+                    "crun run (OCI bundle, no cgroups)",
+                    vec![
+                        crun,
+                        "--cgroup-manager=disabled".into(),
+                        "run".into(),
+                        "--bundle".into(),
+                        bundle.display().to_string(),
+                        "@ID@".into(),
+                    ],
+                ));
+            }
+            None => notes.push("crun: not installed, skipped".into()),
         }
-        None => notes.push("crun: not installed, skipped".into()),
     }
     // The same bundle through maibox's and runc's OCI runtime modes, each with
     // an absolute cgroup of its own (and so with cgroups, unlike the crun row).
-    let bundle = dir.join("maibox-bundle");
-    peers::oci_bundle(&bundle, empty, Some("/maibox-bench/maibox"))?;
-    rows.push(row(
-        "maibox run (OCI bundle)",
-        vec![
-            m.to_string(),
-            "--root".into(),
-            dir.join("maibox-state").display().to_string(),
-            "run".into(),
-            "--bundle".into(),
-            bundle.display().to_string(),
-            "@ID@".into(),
-        ],
-    ));
-    match peers::which("runc") {
-        Some(runc) => {
-            let bundle = dir.join("runc-bundle");
-            peers::oci_bundle(&bundle, empty, Some("/maibox-bench/runc"))?;
-            rows.push(row(
-                "runc run (OCI bundle)",
-                vec![
-                    runc,
-                    "--root".into(),
-                    dir.join("runc-state").display().to_string(),
-                    "run".into(),
-                    "--bundle".into(),
-                    bundle.display().to_string(),
-                    "@ID@".into(),
-                ],
-            ));
+    if want("maibox-oci") {
+        let bundle = dir.join("maibox-bundle");
+        peers::oci_bundle(&bundle, empty, Some("/maibox-bench/maibox"))?;
+        rows.push(row(
+            "maibox run (OCI bundle)",
+            vec![
+                m.to_string(),
+                "--root".into(),
+                dir.join("maibox-state").display().to_string(),
+                "run".into(),
+                "--bundle".into(),
+                bundle.display().to_string(),
+                "@ID@".into(),
+            ],
+        ));
+    }
+    if want("runc") {
+        match peers::which("runc") {
+            Some(runc) => {
+                let bundle = dir.join("runc-bundle");
+                peers::oci_bundle(&bundle, empty, Some("/maibox-bench/runc"))?;
+                rows.push(row(
+                    "runc run (OCI bundle)",
+                    vec![
+                        runc,
+                        "--root".into(),
+                        dir.join("runc-state").display().to_string(),
+                        "run".into(),
+                        "--bundle".into(),
+                        bundle.display().to_string(),
+                        "@ID@".into(),
+                    ],
+                ));
+            }
+            None => notes.push("runc: not installed, skipped".into()),
         }
-        None => notes.push("runc: not installed, skipped".into()),
+    }
+    if !(want("docker") || want("docker-maibox") || want("maibox-docker")) {
+        return Ok(rows);
     }
     let (engine, has_maibox) = peers::docker_state();
-    if engine {
+    if !engine {
+        notes.push(
+            "docker: no engine answers (start one: xtask/docker/docker-engine.sh up), skipped"
+                .into(),
+        );
+        return Ok(rows);
+    }
+    if want("docker") {
         rows.push(row(
             "docker run (seeds' hardening flags)",
             peers::docker_cmd(None, script),
         ));
+    }
+    if want("docker-maibox") {
         if has_maibox {
             rows.push(row(
                 "docker run --runtime=maibox (same flags)",
@@ -201,15 +301,12 @@ fn group_rows(
                 "docker run --runtime=maibox: the engine has no maibox runtime, skipped".into(),
             );
         }
+    }
+    if want("maibox-docker") {
         rows.push(row(
             "maibox exec --backend docker",
             maibox(&["--backend", "docker", "--image", "maibox-python:test"]),
         ));
-    } else {
-        notes.push(
-            "docker: no engine answers (start one: xtask/docker/docker-engine.sh up), skipped"
-                .into(),
-        );
     }
     Ok(rows)
 }
@@ -249,6 +346,7 @@ pub fn bench(args: &[String]) -> Result<()> {
     std::fs::write(&real, REALISTIC)?;
     let mut notes = Vec::new();
     let mut startup = group_rows(
+        &o,
         &m,
         &empty.display().to_string(),
         &dir,
@@ -292,6 +390,7 @@ pub fn bench(args: &[String]) -> Result<()> {
         }
     }
     let realistic = group_rows(
+        &o,
         &m,
         &real.display().to_string(),
         &dir,
@@ -390,4 +489,77 @@ pub fn bench(args: &[String]) -> Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     remove_bench_cgroups();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(a: &[&str]) -> Result<Options> {
+        options(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    fn error(a: &[&str]) -> String {
+        format!("{:#}", parse(a).unwrap_err())
+    }
+
+    #[test]
+    fn defaults_and_peer_selection() {
+        let o = parse(&[]).unwrap();
+        assert_eq!((o.rounds, o.workers, o.layers), (100, 2, false));
+        assert!(PEERS.iter().all(|(p, _)| o.wants(p)));
+        let o = parse(&["--rounds", "5", "--peers", "maibox,bwrap"]).unwrap();
+        assert_eq!(o.rounds, 5);
+        assert!(o.wants("maibox") && o.wants("bwrap"));
+        // The baseline runs whatever the list: every ratio is taken against it.
+        assert!(o.wants("bare"));
+        assert!(!o.wants("firejail") && !o.wants("docker") && !o.wants("maibox-trusted"));
+    }
+
+    #[test]
+    fn bad_options_are_clear_errors() {
+        for (a, want) in [
+            (
+                vec!["--rounds", "0"],
+                "--rounds, --workers and --duration must be at least 1",
+            ),
+            (
+                vec!["--workers", "0"],
+                "--rounds, --workers and --duration must be at least 1",
+            ),
+            (vec!["--rounds", "many"], "--rounds needs a number"),
+            (vec!["--rounds"], "--rounds needs a number"),
+            (vec!["--round", "3"], "unknown bench option --round"),
+            (vec!["--peers"], "--peers needs a list of names"),
+            (vec!["--peers", ","], "--peers needs at least one name"),
+        ] {
+            let e = error(&a);
+            assert!(e.contains(want), "{a:?}: {e}");
+        }
+        let e = error(&["--peers", "maibox,podman"]);
+        assert!(e.contains("unknown peer \"podman\""), "{e}");
+        // The message lists every valid name.
+        for (p, _) in PEERS {
+            assert!(e.contains(p), "{p} missing from {e}");
+        }
+    }
+
+    #[test]
+    fn rootfs_must_hold_a_python() {
+        let d = std::env::temp_dir().join(format!("xtask-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("usr/bin")).unwrap();
+        let ds = d.display().to_string();
+        let e = error(&["--rootfs", &ds]);
+        assert!(
+            e.contains("--rootfs") && e.contains("/usr/bin/python3") && e.contains("not present"),
+            "{e}"
+        );
+        let e = error(&["--rootfs", &format!("{ds}/absent")]);
+        assert!(e.contains("no such directory"), "{e}");
+        std::fs::copy("/usr/bin/python3", d.join("usr/bin/python3")).unwrap();
+        let o = parse(&["--rootfs", &ds]).unwrap();
+        assert_eq!(o.rootfs, vec![d.canonicalize().unwrap()]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

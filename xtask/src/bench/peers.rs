@@ -3,14 +3,7 @@
 use anyhow::Result;
 use std::path::Path;
 
-pub fn which(name: &str) -> Option<String> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|f| f.is_file())
-            .map(|f| f.display().to_string())
-    })
-}
+pub use crate::which;
 
 /// bubblewrap with the closest equivalent of maibox's view and privileges (it has no
 /// seccomp profile or Landlock of its own, and no cgroups).
