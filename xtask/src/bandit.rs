@@ -26,7 +26,17 @@ pub fn ensure(root: &Path) -> Result<Option<PathBuf>> {
     let bandit = venv.join("bin/bandit");
     // Written after a successful install, so a half-done one is redone.
     let stamp = venv.join(format!("installed-bandit-{VERSION}"));
-    if stamp.is_file() && bandit.is_file() {
+    // The venv's scripts name its interpreter by absolute path: a target directory
+    // that was moved or copied holds a venv that no longer runs.
+    let runs = || {
+        Command::new(&bandit)
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if stamp.is_file() && runs() {
         return Ok(Some(bandit));
     }
     match install(&venv) {
