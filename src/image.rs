@@ -423,7 +423,12 @@ impl Image<'_> {
     fn copy_tree(&mut self, dir: &Path) -> Result<(), ImageError> {
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            let rd = std::fs::read_dir(&d).map_err(self.io(format!("list {}", d.display())))?;
+            // A directory removed since its parent was listed (a package being
+            // installed or removed meanwhile) is simply not part of the image.
+            let rd = match std::fs::read_dir(&d) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                r => r.map_err(self.io(format!("list {}", d.display())))?,
+            };
             for e in rd.flatten() {
                 let p = e.path();
                 let ft = match e.file_type() {
