@@ -81,38 +81,12 @@ pub fn send_listener(sock: &OwnedFd, listener: &OwnedFd) -> Result<(), String> {
 /// In the runtime: the listener an exec'd process passed, or `None` when it
 /// ended (or failed) before installing its filter.
 pub fn receive_listener(sock: &OwnedFd) -> Result<Option<OwnedFd>, OciError> {
-    use nix::sys::socket::{recvmsg, ControlMessageOwned};
-    use std::os::fd::FromRawFd;
     let mut buf = [0u8; 1];
-    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-    loop {
-        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-        match recvmsg::<()>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => {
-                return Err(OciError::Refused(format!(
-                    "receive the exec'd process's seccomp listener: {e}"
-                )))
-            }
-            Ok(m) => {
-                let cmsgs = m.cmsgs().map_err(|e| {
-                    OciError::Refused(format!("read the seccomp listener's message: {e}"))
-                })?;
-                for c in cmsgs {
-                    if let ControlMessageOwned::ScmRights(fds) = c {
-                        if let Some(fd) = fds.first() {
-                            // SAFETY: a descriptor the kernel just installed for us.
-                            return Ok(Some(unsafe { OwnedFd::from_raw_fd(*fd) }));
-                        }
-                    }
-                }
-                return Ok(None);
-            }
-        }
-    }
+    crate::sandbox::sync::recv_fd(std::os::fd::AsFd::as_fd(sock), &mut buf)
+        .map(|(_, fd)| fd)
+        .map_err(|e| {
+            OciError::Refused(format!(
+                "receive the exec'd process's seccomp listener: {e}"
+            ))
+        })
 }

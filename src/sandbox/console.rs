@@ -73,35 +73,14 @@ pub fn connect(path: &std::path::Path) -> Result<OwnedFd, SetupError> {
 /// The receiving side of a console socket: the pty master the container's init
 /// sends (for `run` in the foreground, which is its own console socket).
 pub fn receive_master(sock: BorrowedFd) -> Result<OwnedFd, SetupError> {
-    use nix::sys::socket::{recvmsg, ControlMessageOwned};
     let step = Step::Pipes;
     let mut buf = [0u8; 4096];
-    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-    loop {
-        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-        match recvmsg::<()>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(e).step(step, "receive the pty master"),
-            Ok(m) => {
-                for c in m.cmsgs().step(step, "read the pty master")? {
-                    if let ControlMessageOwned::ScmRights(fds) = c {
-                        if let Some(raw) = fds.first() {
-                            // SAFETY: SCM_RIGHTS gave us a new fd that nothing else owns.
-                            return Ok(unsafe { OwnedFd::from_raw_fd(*raw) });
-                        }
-                    }
-                }
-                return Err(SetupError::new(
-                    step,
-                    "the container sent no pty master on its console socket",
-                ));
-            }
-        }
+    match super::sync::recv_fd(sock, &mut buf).step(step, "receive the pty master")? {
+        (_, Some(master)) => Ok(master),
+        (_, None) => Err(SetupError::new(
+            step,
+            "the container sent no pty master on its console socket",
+        )),
     }
 }
 

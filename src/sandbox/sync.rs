@@ -96,32 +96,7 @@ impl Channel {
     /// Like [`Channel::recv`], also returning the fd attached to the message, if any.
     pub fn recv_with_fd(&self) -> Result<Option<(Msg, Option<OwnedFd>)>, SetupError> {
         let mut buf = vec![0u8; MAX_MSG];
-        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-        let (n, fd) = loop {
-            let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-            match recvmsg::<()>(
-                self.fd.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            ) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e).step(Step::Sync, "receive from peer"),
-                Ok(m) => {
-                    let mut fd = None;
-                    for c in m.cmsgs().step(Step::Sync, "read an fd from peer")? {
-                        if let ControlMessageOwned::ScmRights(fds) = c {
-                            for raw in fds {
-                                // SAFETY: SCM_RIGHTS gave us a new fd that nothing else owns.
-                                let owned = unsafe { OwnedFd::from_raw_fd(raw) };
-                                fd.get_or_insert(owned);
-                            }
-                        }
-                    }
-                    break (m.bytes, fd);
-                }
-            }
-        };
+        let (n, fd) = recv_fd(self.fd.as_fd(), &mut buf).step(Step::Sync, "receive from peer")?;
         if n == 0 {
             return Ok(None);
         }
@@ -137,5 +112,36 @@ impl Channel {
 impl AsFd for Channel {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+/// One message from a unix socket, with the first descriptor it carries (SCM_RIGHTS,
+/// close-on-exec); any further ones are closed. `Ok((0, None))` at end-of-file.
+pub fn recv_fd(sock: BorrowedFd, buf: &mut [u8]) -> nix::Result<(usize, Option<OwnedFd>)> {
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    loop {
+        let mut iov = [std::io::IoSliceMut::new(buf)];
+        match recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(m) => {
+                let mut fd = None;
+                for c in m.cmsgs()? {
+                    if let ControlMessageOwned::ScmRights(fds) = c {
+                        for raw in fds {
+                            // SAFETY: SCM_RIGHTS gave us a new fd that nothing else owns.
+                            let owned = unsafe { OwnedFd::from_raw_fd(raw) };
+                            fd.get_or_insert(owned);
+                        }
+                    }
+                }
+                return Ok((m.bytes, fd));
+            }
+        }
     }
 }
