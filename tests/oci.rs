@@ -84,6 +84,13 @@ impl Env {
             stderr: std::fs::read(&e).unwrap(),
         }
     }
+    /// Runs a verb that must succeed; its output, for further checks.
+    #[track_caller]
+    fn run_ok(&self, args: &[&str]) -> Output {
+        let o = self.run(args);
+        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        o
+    }
     fn state(&self, id: &str) -> Value {
         let o = self.run(&["state", id]);
         assert!(o.status.success(), "state: {}", stderr(&o));
@@ -321,8 +328,7 @@ print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'groups': sorted(os.ge
         v["linux"]["maskedPaths"] = serde_json::json!(["/proc/keys"]);
         v["linux"]["readonlyPaths"] = serde_json::json!(["/proc/sys"]);
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "p1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "p1"]);
     let p: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(p["uid"], 1000);
     assert_eq!(p["gid"], 1000);
@@ -367,8 +373,7 @@ print(json.dumps({'keyctl': call(250, 0, 0, 0, 0), 'clone3': call(435, 0, 0),
                     v["linux"]["seccomp"] = profile.clone();
                 }
             });
-            let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "sc"]);
-            assert!(o.status.success(), "stderr: {}", stderr(&o));
+            let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "sc"]);
             let p: Value = serde_json::from_slice(&o.stdout).unwrap();
             if with_profile {
                 assert_eq!(p["mode"], "2", "nnp {nnp}: {p}");
@@ -500,8 +505,7 @@ fn spec_rootless_runs_in_a_user_namespace() {
     ]);
     v["process"]["terminal"] = false.into();
     std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "u1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "u1"]);
     // Inside: only container uid 0 → host uid 0, one id (the spec's mapping).
     assert_eq!(stdout(&o), "['0', '0', '1']\n");
 }
@@ -681,8 +685,7 @@ fn plain_exec_tty_exec_and_keep() {
     let b = env.bundle("b", |v| {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "e1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "e1"]);
     let tty = "import os, sys; print(os.isatty(1)); sys.exit(4)";
     let o = env.run(&["exec", "e1", "python3", "-c", tty]);
     assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
@@ -704,8 +707,7 @@ fn plain_exec_tty_exec_and_keep() {
     // --process without user or cwd: root, in /.
     let pj = env.scratch.path().join("p.json");
     std::fs::write(&pj, r#"{"args": ["python3", "-c", "import os; print(os.getuid(), os.getcwd())"], "env": ["PATH=/usr/bin:/bin"]}"#).unwrap();
-    let o = env.run(&["exec", "--process", pj.to_str().unwrap(), "e1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["exec", "--process", pj.to_str().unwrap(), "e1"]);
     assert_eq!(stdout(&o), "0 /\n");
     // process.consoleSize sizes the pty; without it the kernel's 0x0 stays.
     for (name, size, want) in [
@@ -724,16 +726,13 @@ fn plain_exec_tty_exec_and_keep() {
             ),
         )
         .unwrap();
-        let o = env.run(&["exec", "--process", pj.to_str().unwrap(), "e1"]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["exec", "--process", pj.to_str().unwrap(), "e1"]);
         assert_eq!(stdout(&o).trim_end(), want, "{name}");
     }
-    let o = env.run(&["delete", "-f", "e1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["delete", "-f", "e1"]);
 
     let k = env.bundle("k", |_| {});
-    let o = env.run(&["run", "--keep", "--bundle", k.to_str().unwrap(), "k1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "--keep", "--bundle", k.to_str().unwrap(), "k1"]);
     assert_eq!(env.state("k1")["status"], "stopped");
     assert!(env.run(&["delete", "k1"]).status.success());
     assert!(env.ids().is_empty());
@@ -747,8 +746,7 @@ fn debug_goes_to_the_log() {
     }
     let env = Env::new();
     let b = env.bundle("b", |_| {});
-    let o = env.run(&["--debug", "run", "--bundle", b.to_str().unwrap(), "d1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["--debug", "run", "--bundle", b.to_str().unwrap(), "d1"]);
     assert!(!stderr(&o).contains("debug"), "{}", stderr(&o));
     let log = std::fs::read_to_string(env.log()).unwrap();
     let levels: Vec<Value> = log
@@ -783,8 +781,7 @@ fn ambient_without_inheritable_and_unsearchable_cwd() {
         v["process"]["capabilities"] = serde_json::json!({
             "bounding": caps, "permitted": caps, "effective": caps, "ambient": caps});
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "a1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "a1"]);
     assert_eq!(stdout(&o), "0000000000000000 0000000000000000 /\n");
     // With inheritable too, the ambient capability is raised (and survives execve).
     let b = env.bundle("c", |v| {
@@ -794,8 +791,7 @@ fn ambient_without_inheritable_and_unsearchable_cwd() {
             "bounding": caps, "permitted": caps, "effective": caps, "ambient": caps,
             "inheritable": caps});
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "a2"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "a2"]);
     assert_eq!(stdout(&o), "0000000000000020 0000000000000020 /\n");
     // A 0700 root-owned cwd: entered before the switch to uid 1000.
     let b = env.bundle("d", |v| {
@@ -810,8 +806,7 @@ fn ambient_without_inheritable_and_unsearchable_cwd() {
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )
     .unwrap();
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "a3"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "a3"]);
     assert!(stdout(&o).ends_with(" /private\n"), "{}", stdout(&o));
 }
 
@@ -852,8 +847,7 @@ fn hooks_run_in_order_and_in_their_namespaces() {
             }],
         });
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "h1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "h1"]);
     let out = stdout(&o);
     let (start_line, container_ns) = out.trim().rsplit_once(' ').unwrap();
     assert_eq!(start_line, "startContainer h1 created");
@@ -917,10 +911,8 @@ fn user_namespace_with_unprivileged_root_starts() {
     for d in ["proc", "dev", "sys"] {
         let _ = std::fs::create_dir(b.join("rootfs").join(d));
     }
-    let o = env.run(&["create", "--bundle", b.to_str().unwrap(), "un1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
-    let o = env.run(&["start", "un1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["create", "--bundle", b.to_str().unwrap(), "un1"]);
+    env.run_ok(&["start", "un1"]);
     wait_status(&env, "un1", "stopped");
     // create's stdout file is the container's.
     let outs: Vec<String> = std::fs::read_dir(env.scratch.path())
@@ -951,8 +943,7 @@ fn namespaces_are_joined_by_path() {
             .push(serde_json::json!({"type": "uts"}));
         v["hostname"] = "pod-a".into();
     });
-    let o = env.run(&["run", "-d", "--bundle", a.to_str().unwrap(), "pa"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", a.to_str().unwrap(), "pa"]);
     let pid = env.state("pa")["pid"].as_i64().unwrap();
     let host_view = |ns: &str| {
         std::fs::read_link(format!("/proc/{pid}/ns/{ns}"))
@@ -969,8 +960,7 @@ fn namespaces_are_joined_by_path() {
         ns.push(serde_json::json!({"type": "uts", "path": format!("/proc/{pid}/ns/uts")}));
         v["hostname"] = "".into();
     });
-    let o = env.run(&["run", "--bundle", joined.to_str().unwrap(), "pb"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", joined.to_str().unwrap(), "pb"]);
     assert_eq!(stdout(&o), format!("{} pod-a\n", host_view("net")));
     // A hostname with a joined uts namespace is that namespace's (runc's reading).
     let renamer = env.bundle("r", |v| {
@@ -980,8 +970,7 @@ fn namespaces_are_joined_by_path() {
         ns.push(serde_json::json!({"type": "uts", "path": format!("/proc/{pid}/ns/uts")}));
         v["hostname"] = "pod-b".into();
     });
-    let o = env.run(&["run", "--bundle", renamer.to_str().unwrap(), "pr"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", renamer.to_str().unwrap(), "pr"]);
     assert!(stdout(&o).ends_with(" pod-b\n"), "{}", stdout(&o));
     let o = env.run(&[
         "exec",
@@ -995,8 +984,7 @@ fn namespaces_are_joined_by_path() {
     let own = env.bundle("c", |v| {
         v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
     });
-    let o = env.run(&["run", "--bundle", own.to_str().unwrap(), "pc"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", own.to_str().unwrap(), "pc"]);
     assert!(!stdout(&o).starts_with(&host_view("net")), "{}", stdout(&o));
     // A missing file, and a namespace file of the wrong type.
     let missing = env.bundle("d", |v| {
@@ -1084,8 +1072,7 @@ print(run('/h/sub/t'), write('/h/sub/x'), write('/h/y'), oct(os.umask(0)), follo
         })
     };
     let out = |b: &Path, id: &str| {
-        let o = env.run(&["run", "--bundle", b.to_str().unwrap(), id]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), id]);
         stdout(&o)
     };
     // Control: a plain recursive bind.
@@ -1136,8 +1123,7 @@ print(show('/dev/kmsg2'), '|', show('/dev/sub/fifo'), '|', len(open('/dev/kmsg2'
             {"path": "/dev/sub/fifo", "type": "p", "fileMode": 0o600}
         ]);
     });
-    let o = env.run(&["run", "--bundle", with.to_str().unwrap(), "v1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", with.to_str().unwrap(), "v1"]);
     assert_eq!(stdout(&o), "c 1:5 644 7:8 | p 0:0 600 0:0 | 0\n");
     let without = env.bundle("without", |v| {
         v["process"]["args"] = serde_json::json!([
@@ -1176,8 +1162,7 @@ fn domainname_and_unapplied_fields() {
             .push(serde_json::json!({"type": "uts"}));
         v["domainname"] = "pod.example".into();
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "dn"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "dn"]);
     assert_eq!(stdout(&o), "pod.example\n");
     let host = std::fs::read_to_string("/proc/sys/kernel/domainname").unwrap();
     assert_ne!(host.trim(), "pod.example");
@@ -1274,8 +1259,7 @@ fn seccomp_notify_reaches_the_agent() {
         v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
         v["linux"]["seccomp"] = seccomp(true);
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "sn1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "sn1"]);
     assert_eq!(stdout(&o), "42\n");
     let (state, answered) = agent.join().unwrap();
     // Python's own start-up also makes directories (bytecode caches).
@@ -1290,16 +1274,14 @@ fn seccomp_notify_reaches_the_agent() {
         v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
         v["linux"]["seccomp"] = seccomp(false);
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "sn2"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "sn2"]);
     assert_eq!(stdout(&o), "made\n");
     // A listenerPath without any notifying action has nothing to receive: runs.
     let b = env.bundle("l", |v| {
         v["linux"]["seccomp"] = seccomp(false);
         v["linux"]["seccomp"]["listenerPath"] = "/nonexistent/agent.sock".into();
     });
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "sn4"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "sn4"]);
     // An unreachable agent fails create, leaving nothing.
     let b = env.bundle("u", |v| {
         v["linux"]["seccomp"] = seccomp(true);
@@ -1339,8 +1321,7 @@ fn seccomp_notify_reaches_the_agent() {
         v["linux"]["seccomp"]["syscalls"][0]["names"] = serde_json::json!(["getcwd"]);
         v["linux"]["seccomp"]["listenerPath"] = held.display().to_string().into();
     });
-    let o = env.run(&["create", "--bundle", g.to_str().unwrap(), "sn6"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["create", "--bundle", g.to_str().unwrap(), "sn6"]);
     assert_eq!(env.state("sn6")["status"], "created");
     assert!(env.run(&["delete", "-f", "sn6"]).status.success());
     hold_tx.send(()).unwrap();
@@ -1411,8 +1392,7 @@ fn added_device_rules_are_enforced_or_refused() {
             v["linux"]["devices"] = serde_json::json!([
                 {"path": "/dev/zz", "type": "c", "major": 10, "minor": 200, "fileMode": 0o666}]);
         });
-        let o = env.run(&["run", "--bundle", t.to_str().unwrap(), "dv5"]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["run", "--bundle", t.to_str().unwrap(), "dv5"]);
         assert_eq!(stdout(&o), format!("{0} {0} \n", libc::EPERM));
         // Control: the same device without device rules.
         let c = env.bundle("c", |v| {
@@ -1422,8 +1402,7 @@ fn added_device_rules_are_enforced_or_refused() {
                 {"path": "/dev/zz", "type": "c", "major": 10, "minor": 200, "fileMode": 0o666}]);
             v["linux"]["resources"] = Value::Null;
         });
-        let o = env.run(&["run", "--bundle", c.to_str().unwrap(), "dv2"]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["run", "--bundle", c.to_str().unwrap(), "dv2"]);
         assert_eq!(stdout(&o), "ok ok \n");
     } else {
         assert!(!o.status.success());
@@ -1480,13 +1459,11 @@ print(limit, w, os.path.isdir('/sys/fs/cgroup/maibox') or os.path.isdir('/sys/fs
     };
     for (i, cgroupns) in [false, true].into_iter().enumerate() {
         let b = mk(&format!("m{i}"), true, cgroupns);
-        let o = env.run(&["run", "--bundle", b.to_str().unwrap(), &format!("cg{i}")]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), &format!("cg{i}")]);
         assert_eq!(stdout(&o), "104857600 30 False\n", "cgroupns {cgroupns}");
     }
     let b = mk("none", false, false);
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "cg3"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "cg3"]);
     assert!(stdout(&o).starts_with("missing "), "{}", stdout(&o));
 }
 
@@ -1506,8 +1483,7 @@ fn rootfs_propagation_applies_inside_the_container() {
                 v["linux"]["rootfsPropagation"] = p.into();
             }
         });
-        let o = env.run(&["run", "--bundle", b.to_str().unwrap(), name]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), name]);
         stdout(&o)
     };
     assert!(run("shared", Some("shared")).contains("shared:"));
@@ -1536,8 +1512,7 @@ fn cpuset_confines_the_container() {
                 v["linux"]["resources"] = serde_json::json!({"cpu": {"cpus": c}});
             }
         });
-        let o = env.run(&["run", "--bundle", b.to_str().unwrap(), name]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), name]);
         stdout(&o)
     };
     assert_eq!(run("one", Some("1")), "[1]\n");
@@ -1595,8 +1570,7 @@ fn pre_frozen_cgroup_is_refused() {
         "unexpectedly frozen",
     );
     std::fs::write(dir.join(file), thawed).unwrap();
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "fz2"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "fz2"]);
     assert_eq!(stdout(&o), "42\n");
     // An existing group is joined only while empty: a second container is refused
     // the group of a running one, which keeps running.
@@ -1604,8 +1578,7 @@ fn pre_frozen_cgroup_is_refused() {
         v["linux"]["cgroupsPath"] = "/maibox-frozen-test/c".into();
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
     });
-    let o = env.run(&["run", "-d", "--bundle", sleeper.to_str().unwrap(), "fz3"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", sleeper.to_str().unwrap(), "fz3"]);
     expect_failure(
         &env,
         &["create", "--bundle", b.to_str().unwrap(), "fz4"],
@@ -1632,8 +1605,7 @@ fn runc_command_line_forms() {
     let b = env.bundle("b", |v| {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "f1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "f1"]);
     assert!(env.run(&["kill", "f1", "0"]).status.success());
     let list = stdout(&env.run(&["list"]));
     let header: Vec<&str> = list.lines().next().unwrap().split_whitespace().collect();
@@ -1672,8 +1644,7 @@ fn runc_command_line_forms() {
         "import os; print(sorted(os.getgroups()))",
     ]);
     assert_eq!(stdout(&o), "[5, 6]\n", "stderr: {}", stderr(&o));
-    let o = env.run(&["update", "--pids-limit", "7", "f1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["update", "--pids-limit", "7", "f1"]);
     // Read on the host: the container's group in the pids hierarchy.
     let state = env.state("f1");
     let pid = state["pid"].as_i64().unwrap();
@@ -1750,8 +1721,7 @@ fn cpu_period_shares_and_memory_reservation_are_written() {
             "cpu": {"quota": 500000, "period": 1000000, "shares": 512},
             "memory": {"limit": 64 << 20, "reservation": 24 << 20}});
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "cp1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "cp1"]);
     let pid = env.state("cp1")["pid"].as_i64().unwrap();
     let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
     let path_of = |ctl: &str| {
@@ -1808,8 +1778,7 @@ fn exec_leaves_the_container_unlocked_while_it_runs() {
     let b = env.bundle("b", |v| {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "lk1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "lk1"]);
     assert!(env.run(&["pause", "lk1"]).status.success());
     let started = Instant::now();
     let (exec, resume) = std::thread::scope(|s| {
@@ -1929,8 +1898,7 @@ fn update_writes_each_setting_as_given() {
             "memory": {"limit": 64 << 20}, "pids": {"limit": 20},
             "cpu": {"quota": 500000, "period": 1000000, "shares": 100}});
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "up1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "up1"]);
     let pid = env.state("up1")["pid"].as_i64().unwrap();
     let cpu_max = || {
         if v1 {
@@ -2047,15 +2015,14 @@ fn update_orders_period_and_quota_under_a_pod_limit() {
         v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
         v["linux"]["resources"] = serde_json::json!({"cpu": {"quota": 500000, "period": 1000000}});
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "pod1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "pod1"]);
     let pid = env.state("pod1")["pid"].as_i64().unwrap();
     expect_failure(
         &env,
         &["update", "--cpu-quota", "600000", "pod1"],
         "cpu.cfs_quota_us",
     );
-    let o = env.run(&[
+    env.run_ok(&[
         "update",
         "--cpu-period",
         "10000",
@@ -2063,7 +2030,6 @@ fn update_orders_period_and_quota_under_a_pod_limit() {
         "3000",
         "pod1",
     ]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
     assert_eq!(
         read_trim(&cgroup_file(pid, "cpu", "cpu.cfs_period_us")),
         "10000"
@@ -2097,8 +2063,7 @@ fn hybrid_host_places_the_container_in_the_unified_hierarchy() {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
         v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "hy1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "hy1"]);
     let pid = env.state("hy1")["pid"].as_i64().unwrap();
     let last = |p: i64| {
         std::fs::read_to_string(format!("/proc/{p}/cgroup"))
@@ -2154,8 +2119,7 @@ fn events_report_usage_and_oom_kills() {
         v["linux"]["resources"] =
             serde_json::json!({"memory": {"limit": 64 << 20}, "pids": {"limit": 32}});
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "ev1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "ev1"]);
     let o = env.run(&["events", "--stats", "ev1"]);
     let out = stdout(&o);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
@@ -2189,8 +2153,7 @@ fn events_report_usage_and_oom_kills() {
     // Control: nothing was killed yet.
     assert!(!text().contains("oom"), "{}", text());
     let hog = "b = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1";
-    let o = env.run(&["exec", "-d", "ev1", "python3", "-c", hog]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["exec", "-d", "ev1", "python3", "-c", hog]);
     wait_for("the oom event", Duration::from_secs(20), || {
         text().lines().any(|l| l == r#"{"type":"oom","id":"ev1"}"#)
     });
@@ -2304,8 +2267,7 @@ fn exec_joins_a_sub_cgroup_below_the_containers() {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
         v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "sc1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "sc1"]);
     let pid = env.state("sc1")["pid"].as_i64().unwrap();
     let sub = cgroup_file(pid, "memory", "sub");
     std::fs::create_dir(&sub).unwrap();
@@ -2528,8 +2490,7 @@ print(open('/mnt/s/foo.txt').read().strip(), any('secret' in l for l in links))
         b
     };
     let b = bundle("b", &secret.join("dir"));
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "ub1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "ub1"]);
     assert_eq!(stdout(&o), "hello False\n");
     let c = bundle("c", &secret.join("nosuch"));
     expect_failure(
@@ -2567,8 +2528,7 @@ fn block_io_limits_are_written_to_the_containers_group() {
         v["linux"]["resources"] = serde_json::json!({"blockIO": {
             "throttleReadBpsDevice": [{"major": major, "minor": minor, "rate": 1048576}]}});
     });
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "bi1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "bi1"]);
     let pid = env.state("bi1")["pid"].as_i64().unwrap();
     let v1 = cgroup_v1();
     let (throttle, weight) = if v1 {
@@ -2590,8 +2550,7 @@ fn block_io_limits_are_written_to_the_containers_group() {
     };
     assert!(t.contains(&want), "{t}");
     if weight.exists() {
-        let o = env.run(&["update", "--blkio-weight", "444", "bi1"]);
-        assert!(o.status.success(), "stderr: {}", stderr(&o));
+        env.run_ok(&["update", "--blkio-weight", "444", "bi1"]);
         assert!(read_trim(&weight).contains("444"), "{}", read_trim(&weight));
     }
     assert!(env.run(&["delete", "-f", "bi1"]).status.success());
@@ -2703,18 +2662,15 @@ fn seccomp_notify_reaches_the_agent_from_exec() {
         "import os\ntry:\n    os.mkdir('/made'); print('made')\nexcept OSError as e:\n    print(e.errno)",
     ];
     let b = bundle("b", true);
-    let o = env.run(&["run", "-d", "--bundle", b.to_str().unwrap(), "nx1"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "nx1"]);
     let init = env.state("nx1")["pid"].as_i64().unwrap();
     let mut args = vec!["exec", "nx1"];
     args.extend(probe);
-    let o = env.run(&args);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let o = env.run_ok(&args);
     assert_eq!(stdout(&o), format!("{}\n", libc::ENOMSG));
     // Control: the same exec in a container whose profile does not notify.
     let c = bundle("c", false);
-    let o = env.run(&["run", "-d", "--bundle", c.to_str().unwrap(), "nx2"]);
-    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", c.to_str().unwrap(), "nx2"]);
     let mut args = vec!["exec", "nx2"];
     args.extend(probe);
     assert_eq!(stdout(&env.run(&args)), "made\n");
