@@ -22,5 +22,6 @@ pub mod report;
 pub mod run;
 pub mod run_audit;
 pub mod sandbox;
+pub mod teardown;
 pub mod timeline;
 pub mod units;

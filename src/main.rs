@@ -588,6 +588,7 @@ fn exec(a: ExecArgs) -> anyhow::Result<i32> {
         run_id,
         assessment: Some(summary),
         decision: Some(decision),
+        defer_teardown: true,
     };
     let r = run::run(
         &policy,

@@ -4,7 +4,7 @@
 use crate::confine::notify::{self, Classifier, Decision};
 use crate::confine::syscalls;
 use crate::output::{CappedOutput, Stream};
-use crate::sandbox::sync::Msg;
+use crate::sandbox::sync::{ChildUsage, Msg};
 use crate::sandbox::{Prepared, SetupError, Step};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
@@ -87,6 +87,10 @@ pub struct Outcome {
     /// Calls the filter denied with EPERM, when they were routed to the supervisor
     /// (`--audit-syscalls`).
     pub denied_syscalls: Vec<DeniedCall>,
+    /// The sandbox's init when the run ended before it was reaped: its payload is
+    /// gone and everything else was sent SIGKILL, but it may still be tearing down
+    /// the namespaces. The caller reaps it (see [`crate::teardown`]).
+    pub unreaped_init: Option<nix::unistd::Pid>,
 }
 
 /// A syscall denied (EPERM) during the run, and how often.
@@ -174,13 +178,23 @@ struct StdinPump {
 }
 
 /// Starts the payload and supervises it until the sandbox is gone.
-pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
+/// `after_start` is called once the payload may start, for work that can overlap it.
+pub fn run(
+    p: Prepared,
+    limits: &Limits,
+    mut cg: Option<Cgroup>,
+    after_start: &mut dyn FnMut(),
+) -> Outcome {
     let started = Instant::now();
     let deadline = started + limits.timeout;
     let mut out = CappedOutput::new(limits.output_bytes);
     let mut violations = Vec::new();
     let mut ending: Option<Ending> = None;
     let mut reaped: Option<(i32, libc::rusage)> = None;
+    // Init's word that the payload ended: with it and end-of-file on both pipes the
+    // run is over, whether or not init has finished exiting.
+    let mut payload_usage: Option<ChildUsage> = None;
+    let mut payload_done = false;
     let mut killed = false;
     let mut interrupted_by = None;
     let mut confined = None;
@@ -211,6 +225,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         let _ = kill(p.pid, Signal::SIGKILL);
         killed = true;
     }
+    after_start();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let kill_sandbox = |killed: &mut bool| {
@@ -221,11 +236,11 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
     };
 
     loop {
-        if reaped.is_some() && !out_open && !err_open {
+        if (reaped.is_some() || payload_done) && !out_open && !err_open {
             break;
         }
         let now = Instant::now();
-        if now >= deadline && reaped.is_none() && !killed {
+        if now >= deadline && reaped.is_none() && !payload_done && !killed {
             violations.push(Violation::Timeout {
                 limit_s: limits.timeout.as_secs_f64(),
             });
@@ -234,7 +249,7 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         let wait_ms = if reaped.is_some() {
             // Init is gone, so every writer is gone: the pipes only hold leftovers.
             100
-        } else if killed {
+        } else if killed || payload_done {
             50
         } else {
             let until = deadline.saturating_duration_since(now);
@@ -370,8 +385,14 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
                         m
                     })
                 }) {
-                    Ok(Some(Msg::PayloadExit { code, signal })) => {
+                    Ok(Some(Msg::PayloadExit {
+                        code,
+                        signal,
+                        usage,
+                    })) => {
                         crate::timeline::mark("payload-exit");
+                        payload_done = true;
+                        payload_usage = usage;
                         tracing::debug!(
                             elapsed_us = started.elapsed().as_micros() as u64,
                             "payload exited"
@@ -466,7 +487,12 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
     // Messages sent just before init exited may still be queued.
     while chan_open && ending.is_none() {
         match p.chan.recv() {
-            Ok(Some(Msg::PayloadExit { code, signal })) => {
+            Ok(Some(Msg::PayloadExit {
+                code,
+                signal,
+                usage,
+            })) => {
+                payload_usage = usage;
                 ending = Some(match signal {
                     Some(s) => Ending::Signaled {
                         signal: s,
@@ -516,7 +542,12 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
     }
 
     let _ = p.old_sigmask.thread_set_mask();
-    let (status, ru) = reaped.unwrap_or((0, zero_rusage()));
+    let unreaped_init = reaped.is_none().then_some(p.pid);
+    let (status, ru) = match (reaped, payload_usage) {
+        (Some(r), _) => r,
+        (None, Some(u)) => (0, rusage_of(u)),
+        (None, None) => (0, zero_rusage()),
+    };
     let ending = ending.unwrap_or_else(|| from_wait_status(status));
     if let Ending::Signaled { signal, name } = &ending {
         // RLIMIT_CPU, the per-process fallback when there is no cgroup.
@@ -562,7 +593,20 @@ pub fn run(p: Prepared, limits: &Limits, mut cg: Option<Cgroup>) -> Outcome {
         interrupted_by,
         confined,
         denied_syscalls: watch.denied(),
+        unreaped_init,
     }
+}
+
+fn rusage_of(u: ChildUsage) -> libc::rusage {
+    let tv = |us: u64| libc::timeval {
+        tv_sec: (us / 1_000_000) as libc::time_t,
+        tv_usec: (us % 1_000_000) as libc::suseconds_t,
+    };
+    let mut ru = zero_rusage();
+    ru.ru_utime = tv(u.user_us);
+    ru.ru_stime = tv(u.system_us);
+    ru.ru_maxrss = u.maxrss_kb as libc::c_long;
+    ru
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -189,6 +189,7 @@ mod tests {
             interrupted_by: None,
             confined: None,
             denied_syscalls: Vec::new(),
+            unreaped_init: None,
         }
     }
 

@@ -120,6 +120,10 @@ pub struct Context {
     pub run_id: String,
     pub assessment: Option<crate::gate::AssessmentSummary>,
     pub decision: Option<crate::gate::Decision>,
+    /// Leave init's exit and the cgroup's removal to a cleaner process
+    /// ([`crate::teardown`]), for a caller that exits right after the run: the
+    /// CLI. A caller that lives on (a library user) keeps them inline.
+    pub defer_teardown: bool,
 }
 
 /// What must be done before the code runs but need not delay the sandbox (the audit
@@ -237,10 +241,21 @@ fn run_native(
         }
     };
     let supervisor_attaches = self_attach.is_empty();
+    let init_pid = std::cell::Cell::new(None);
     let mut attach = |pid: nix::unistd::Pid| -> Result<(), SetupError> {
+        init_pid.set(Some(pid));
         match &group {
             Some(g) if supervisor_attaches => g.attach(pid.as_raw()).map_err(cg_err),
             _ => Ok(()),
+        }
+    };
+    let mut cleaner = None;
+    let defer = ctx.defer_teardown;
+    // Forked while the code runs: the supervisor is idle then, where during setup it
+    // is the longer of the two branches.
+    let mut arm_cleaner = || {
+        if let (true, Some(g), Some(pid)) = (defer, &group, init_pid.get()) {
+            cleaner = crate::teardown::arm(pid, g.own_dirs());
         }
     };
     let mut meanwhile = || before_code.run();
@@ -271,20 +286,33 @@ fn run_native(
                     cpu_time: policy.limits.cpu_time,
                     stats: ctx.stats.take(),
                 });
-                let outcome = monitor::run(prepared, &limits, cg);
+                let outcome = monitor::run(prepared, &limits, cg, &mut arm_cleaner);
                 crate::timeline::mark("code");
                 (outcome, setup_ms, steps)
             }
             Err(e) => (setup_failed(e), 0.0, Vec::new()),
         };
-    let layout = group
-        .as_ref()
-        .map(|_| crate::cgroup::detect().name().to_string());
-    if let Some(g) = group {
-        if let Err(e) = g.remove() {
-            eprintln!("maibox: warning: {e}");
+    let mut outcome = outcome;
+    let layout = group.as_ref().map(|g| g.layout().name().to_string());
+    let unreaped = outcome.unreaped_init.take();
+    match (group, cleaner) {
+        (Some(g), Some(c)) => {
+            g.hand_off();
+            c.release();
+            crate::timeline::mark("teardown-handed-off");
         }
-        crate::timeline::mark("cgroup-remove");
+        (group, _) => {
+            if let Some(pid) = unreaped.filter(|_| !defer || group.is_some()) {
+                let _ = nix::sys::wait::waitpid(pid, None);
+                crate::timeline::mark("init-reaped");
+            }
+            if let Some(g) = group {
+                if let Err(e) = g.remove() {
+                    eprintln!("maibox: warning: {e}");
+                }
+                crate::timeline::mark("cgroup-remove");
+            }
+        }
     }
     finish(policy, outcome, ctx, setup_ms, steps, layout, cgroup_note)
 }
@@ -411,5 +439,6 @@ fn setup_failed(e: SetupError) -> Outcome {
         interrupted_by: None,
         confined: None,
         denied_syscalls: Vec::new(),
+        unreaped_init: None,
     }
 }

@@ -25,6 +25,7 @@ fn run_with(before: BeforeCode) -> maibox::run::Run {
         run_id: run::new_run_id(),
         assessment: None,
         decision: None,
+        defer_teardown: false,
     };
     run::run(
         &policy,

@@ -154,6 +154,43 @@ fn cpu_quota_gives_about_half_a_core() {
     );
 }
 
+/// The end of a run is handed to a cleaner (`src/teardown.rs`): `maibox exec`
+/// returns once the code is gone and its output complete, without waiting for the
+/// sandbox's init to finish exiting. The report still has the code's own usage,
+/// which init sends, and the run's groups are gone a moment later.
+#[test]
+fn groups_go_after_the_command_returns_and_usage_is_reported() {
+    if !require_root("groups_go_after_the_command_returns_and_usage_is_reported") {
+        return;
+    }
+    let busy = "import time\nx = bytearray(60 << 20)\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass";
+    let child = command(As::Caller)
+        .args(["exec", "--json", "-c", busy])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = report(&o);
+    assert_eq!(r["cgroup"]["enforced"], true, "{r}");
+    // process_time() counts both.
+    let cpu =
+        r["usage"]["cpu_user_s"].as_f64().unwrap() + r["usage"]["cpu_system_s"].as_f64().unwrap();
+    assert!(cpu >= 0.25, "cpu {cpu}: {r}");
+    let rss = r["usage"]["peak_rss_bytes"].as_u64().unwrap();
+    assert!(rss > 60 << 20, "peak_rss_bytes {rss}");
+    let t0 = Instant::now();
+    while !cgroup_dirs_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        cgroup_dirs_of(pid).is_empty(),
+        "groups of the run remain: {:?}",
+        cgroup_dirs_of(pid)
+    );
+}
+
 #[test]
 fn no_cgroup_is_left_behind_even_when_the_supervisor_is_killed() {
     if !require_root("no_cgroup_is_left_behind_even_when_the_supervisor_is_killed") {
@@ -176,7 +213,8 @@ fn no_cgroup_is_left_behind_even_when_the_supervisor_is_killed() {
         !cgroup_dirs_of(pid).is_empty(),
         "the run has a cgroup while it runs"
     );
-    // SIGKILL the supervisor: the sandbox dies (PDEATHSIG) but its group stays...
+    // SIGKILL the supervisor: the sandbox dies (PDEATHSIG), and its group goes
+    // with the run's cleaner, or else...
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
@@ -185,7 +223,7 @@ fn no_cgroup_is_left_behind_even_when_the_supervisor_is_killed() {
     child.wait().unwrap();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {
-        // ...until the next run cleans up groups whose supervisor is gone.
+        // ...with the next run, which cleans up groups whose supervisor is gone.
         let o = run(As::Caller, &["exec", "-c", "pass"]);
         assert!(o.status.success());
         if cgroup_dirs_of(pid).is_empty() {
@@ -439,6 +477,11 @@ fn two_hundred_runs_leave_nothing_behind() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(processes_with(&token).is_empty(), "processes left behind");
+    // The last runs' groups go a moment after their supervisors exit (their
+    // cleaners wait for the sandbox's init to finish exiting).
+    while leftovers().0 > before.0 + 2 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let after = leftovers();
     // Other tests run concurrently: only our own groups would be named after our
     // supervisors, so count the ones of pids that are gone.

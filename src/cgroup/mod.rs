@@ -388,6 +388,25 @@ impl RunCgroup {
     pub fn paths(&self) -> Vec<PathBuf> {
         self.dirs.values().cloned().collect()
     }
+
+    /// The groups this run made (not those it joined), which its end removes.
+    pub fn own_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .values()
+            .filter(|d| !self.joined.contains(d))
+            .cloned()
+            .collect()
+    }
+
+    /// Leaves the removal to a [`crate::teardown::Cleaner`] that holds
+    /// [`RunCgroup::own_dirs`].
+    pub fn hand_off(mut self) {
+        self.removed = true;
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
 }
 
 impl Drop for RunCgroup {

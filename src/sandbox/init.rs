@@ -2,7 +2,7 @@
 //! and when the payload ends kills whatever it left behind.
 
 use super::error::{SetupError, Step, StepContext};
-use super::sync::{Channel, Msg};
+use super::sync::{Channel, ChildUsage, Msg};
 use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
@@ -123,6 +123,12 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     }
     let _ = chan.send(&Msg::Started(confined));
     drop(err_r);
+    // Init never writes to the run's output: without its copies, the supervisor sees
+    // end-of-file once the payload and whatever it started are gone, and need not
+    // wait for init's own exit (the namespaces' teardown) to finish the run.
+    for fd in 0..=2 {
+        let _ = nix::unistd::close(fd);
+    }
     supervise(chan, child)
 }
 
@@ -161,8 +167,23 @@ fn finish(chan: &Channel, code: Option<i32>, signal: Option<i32>, rc: i32) -> i3
     // Everything else in the PID namespace dies with init anyway; killing it first
     // means no process observes a half-torn-down sandbox.
     let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
-    let _ = chan.send(&Msg::PayloadExit { code, signal });
+    let usage = children_usage();
+    let _ = chan.send(&Msg::PayloadExit {
+        code,
+        signal,
+        usage,
+    });
     rc
+}
+
+fn children_usage() -> Option<ChildUsage> {
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok()?;
+    let us = |t: nix::sys::time::TimeVal| (t.tv_sec() as u64) * 1_000_000 + t.tv_usec() as u64;
+    Some(ChildUsage {
+        user_us: us(ru.user_time()),
+        system_us: us(ru.system_time()),
+        maxrss_kb: ru.max_rss().max(0) as u64,
+    })
 }
 
 fn read_payload_msgs(r: &OwnedFd) -> Vec<PayloadMsg> {

@@ -38,11 +38,22 @@ pub enum Msg {
     MountSource { index: usize },
     /// OCI runtime → init: every such source is sent.
     MountSourcesDone,
-    /// Init → supervisor: the payload ended.
+    /// Init → supervisor: the payload ended, and everything else in the sandbox
+    /// was sent SIGKILL. The supervisor need not wait for init itself to be reaped.
     PayloadExit {
         code: Option<i32>,
         signal: Option<i32>,
+        /// What the payload and every process init reaped used.
+        usage: Option<ChildUsage>,
     },
+}
+
+/// CPU time and peak resident set of init's reaped children (getrusage).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChildUsage {
+    pub user_us: u64,
+    pub system_us: u64,
+    pub maxrss_kb: u64,
 }
 
 pub struct Channel {

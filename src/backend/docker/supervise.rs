@@ -64,6 +64,7 @@ pub fn setup_failed(e: SetupError) -> Outcome {
         interrupted_by: None,
         confined: None,
         denied_syscalls: Vec::new(),
+        unreaped_init: None,
     }
 }
 
@@ -317,6 +318,7 @@ pub async fn run(
         interrupted_by,
         confined: None,
         denied_syscalls: Vec::new(),
+        unreaped_init: None,
     }
 }
 
