@@ -285,11 +285,11 @@ pub fn run(
                     kill_sandbox(&mut killed);
                 } else if let Some(limit) = c
                     .cpu_time
-                    .filter(|l| u.cpu_usage_usec as u128 > l.as_micros())
+                    .filter(|l| u.cpu_usage_usec.unwrap_or(0) as u128 > l.as_micros())
                 {
                     violations.push(Violation::Cpu {
                         limit_s: limit.as_secs_f64(),
-                        used_s: u.cpu_usage_usec as f64 / 1e6,
+                        used_s: u.cpu_usage_usec.unwrap_or(0) as f64 / 1e6,
                     });
                     kill_sandbox(&mut killed);
                 }
@@ -562,7 +562,7 @@ pub fn run(
                     .and_then(|c| c.cpu_time)
                     .map(|d| d.as_secs_f64())
                     .unwrap_or(0.0),
-                used_s: usage_cg.cpu_usage_usec as f64 / 1e6,
+                used_s: usage_cg.cpu_usage_usec.unwrap_or(0) as f64 / 1e6,
             });
         }
         if *signal == libc::SIGSYS {
@@ -584,7 +584,10 @@ pub fn run(
             peak_rss_bytes: (ru.ru_maxrss.max(0) as u64) * 1024,
             peak_memory_bytes: cg.as_ref().map(|_| usage_cg.memory_peak_bytes),
             max_pids: cg.as_ref().map(|_| max_pids),
-            cgroup_cpu_s: cg.as_ref().map(|_| usage_cg.cpu_usage_usec as f64 / 1e6),
+            cgroup_cpu_s: cg
+                .as_ref()
+                .and(usage_cg.cpu_usage_usec)
+                .map(|us| us as f64 / 1e6),
         },
         stdout_bytes: out.stdout.bytes,
         stderr_bytes: out.stderr.bytes,

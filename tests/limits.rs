@@ -178,6 +178,12 @@ fn groups_go_after_the_command_returns_and_usage_is_reported() {
     let cpu =
         r["usage"]["cpu_user_s"].as_f64().unwrap() + r["usage"]["cpu_system_s"].as_f64().unwrap();
     assert!(cpu >= 0.25, "cpu {cpu}: {r}");
+    // The whole sandbox's CPU time, where the host accounts it per cgroup (v2, or
+    // v1 with cpuacct beside cpu); absent, never a made-up zero, where it does not.
+    match r["usage"]["cgroup_cpu_s"].as_f64() {
+        Some(c) => assert!(c >= 0.25, "cgroup_cpu_s {c}"),
+        None => assert!(r["usage"]["cgroup_cpu_s"].is_null(), "{r}"),
+    }
     let rss = r["usage"]["peak_rss_bytes"].as_u64().unwrap();
     assert!(rss > 60 << 20, "peak_rss_bytes {rss}");
     let t0 = Instant::now();

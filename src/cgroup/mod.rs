@@ -162,7 +162,9 @@ pub struct Usage {
     pub pids_current: u64,
     /// How often a fork failed at pids.max.
     pub pids_limit_hits: u64,
-    pub cpu_usage_usec: u64,
+    /// `None` where no CPU accounting is at hand: a v1 host whose cpuacct
+    /// controller is mounted apart from cpu.
+    pub cpu_usage_usec: Option<u64>,
 }
 
 /// The cgroup(s) of one run.
@@ -500,10 +502,13 @@ pub fn cleanup_stale(layout: &Layout, cfg: &CgroupConfig) -> usize {
 }
 
 pub(crate) fn read_u64(p: &Path) -> u64 {
+    read_opt(p).unwrap_or(0)
+}
+
+pub(crate) fn read_opt(p: &Path) -> Option<u64> {
     std::fs::read_to_string(p)
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// A `key value` line of a flat keyed file (memory.events, cpu.stat…).

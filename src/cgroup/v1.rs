@@ -119,8 +119,8 @@ pub fn stats(dirs: &BTreeMap<String, PathBuf>) -> Usage {
             .map(|d| keyed(&d.join("pids.events"), "max"))
             .unwrap_or(0),
         cpu_usage_usec: acct
-            .map(|d| read_u64(&d.join("cpuacct.usage")) / 1000)
-            .unwrap_or(0),
+            .and_then(|d| super::read_opt(&d.join("cpuacct.usage")))
+            .map(|ns| ns / 1000),
     }
 }
 

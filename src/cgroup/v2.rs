@@ -95,7 +95,7 @@ pub fn stats(dirs: &BTreeMap<String, PathBuf>) -> Usage {
         oom_kills: keyed(&d.join("memory.events"), "oom_kill"),
         pids_current: read_u64(&d.join("pids.current")),
         pids_limit_hits: keyed(&d.join("pids.events"), "max"),
-        cpu_usage_usec: keyed(&d.join("cpu.stat"), "usage_usec"),
+        cpu_usage_usec: Some(keyed(&d.join("cpu.stat"), "usage_usec")),
     }
 }
 

@@ -84,7 +84,7 @@ impl Sample {
             oom_kills: 0,
             pids_current: self.pids,
             pids_limit_hits: 0,
-            cpu_usage_usec: self.cpu_ns / 1000,
+            cpu_usage_usec: Some(self.cpu_ns / 1000),
         }
     }
 }
