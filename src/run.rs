@@ -4,7 +4,9 @@ use crate::monitor::{self, Ending, Outcome};
 use crate::policy::Policy;
 use crate::report::{self, Layers, OutputReport, Report};
 use crate::sandbox::{self, Job, SetupError, StdinMode};
+use std::cell::OnceCell;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 /// Largest script accepted; anything bigger is almost certainly not a script.
@@ -215,84 +217,81 @@ fn run_native(
         args,
         stdin,
     };
-    let (group, cgroup_note) = match make_cgroup(policy, &run_id) {
-        Ok(g) => g,
-        Err(e) => {
-            let outcome = setup_failed(e);
-            return finish(policy, outcome, ctx, 0.0, Vec::new(), None, None);
-        }
-    };
-    crate::timeline::mark("cgroup");
     let cg_err = |e: crate::cgroup::CgroupError| {
         SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())
     };
-    let self_attach = match group.as_ref().map(|g| g.self_attach_files()).transpose() {
-        Ok(f) => f.unwrap_or_default(),
-        Err(e) => {
-            return finish(
-                policy,
-                setup_failed(cg_err(e)),
-                ctx,
-                0.0,
-                Vec::new(),
-                None,
-                None,
-            )
-        }
-    };
-    let supervisor_attaches = self_attach.is_empty();
+    // Made while the sandbox builds its root (see `sandbox::prepare`), so set once
+    // from inside the engine.
+    let group: OnceCell<Option<crate::cgroup::RunCgroup>> = OnceCell::new();
+    let cgroup_note: OnceCell<Option<String>> = OnceCell::new();
     let init_pid = std::cell::Cell::new(None);
-    let mut attach = |pid: nix::unistd::Pid| -> Result<(), SetupError> {
+    let mut make_group = |pid: nix::unistd::Pid| -> Result<Vec<OwnedFd>, SetupError> {
+        crate::timeline::mark("clone");
         init_pid.set(Some(pid));
-        match &group {
-            Some(g) if supervisor_attaches => g.attach(pid.as_raw()).map_err(cg_err),
-            _ => Ok(()),
-        }
+        let (g, note) = make_cgroup(policy, &run_id)?;
+        let _ = cgroup_note.set(note);
+        let fds = match &g {
+            Some(g) => {
+                let f = g.self_attach_files().map_err(cg_err)?;
+                if f.is_empty() {
+                    g.attach(pid.as_raw()).map_err(cg_err)?;
+                }
+                f
+            }
+            None => Vec::new(),
+        };
+        let _ = group.set(g);
+        crate::timeline::mark("cgroup");
+        Ok(fds)
     };
     let mut cleaner = None;
     let defer = ctx.defer_teardown;
     // Forked while the code runs: the supervisor is idle then, where during setup it
     // is the longer of the two branches.
     let mut arm_cleaner = || {
-        if let (true, Some(g), Some(pid)) = (defer, &group, init_pid.get()) {
+        if let (true, Some(Some(g)), Some(pid)) = (defer, group.get(), init_pid.get()) {
             cleaner = crate::teardown::arm(pid, g.own_dirs());
         }
     };
     let mut meanwhile = || before_code.run();
-    let (outcome, setup_ms, steps) =
-        match sandbox::prepare(&job, &mut attach, self_attach, &mut meanwhile) {
-            Ok(prepared) => {
-                crate::timeline::mark("sandbox-setup");
-                let running = match proxy.take().map(|p| p.start()).transpose() {
-                    Ok(r) => r,
-                    Err(e) => {
-                        // Fail closed: dropping `prepared` ends the waiting init.
-                        drop(prepared);
-                        let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
-                        return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
-                    }
-                };
-                ctx.proxy = running;
-                let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
-                let steps = prepared.timings_us.clone();
-                let limits = monitor::Limits {
-                    timeout: policy.limits.timeout,
-                    output_bytes: policy.limits.output_bytes,
-                    seccomp: Some(crate::confine::notify::Classifier::new(&policy.seccomp)),
-                };
-                let cg = group.as_ref().map(|g| monitor::Cgroup {
+    let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut make_group, &mut meanwhile) {
+        Ok(prepared) => {
+            crate::timeline::mark("sandbox-setup");
+            let running = match proxy.take().map(|p| p.start()).transpose() {
+                Ok(r) => r,
+                Err(e) => {
+                    // Fail closed: dropping `prepared` ends the waiting init.
+                    drop(prepared);
+                    let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
+                    return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
+                }
+            };
+            ctx.proxy = running;
+            let setup_ms = prepared.setup_time.as_secs_f64() * 1000.0;
+            let steps = prepared.timings_us.clone();
+            let limits = monitor::Limits {
+                timeout: policy.limits.timeout,
+                output_bytes: policy.limits.output_bytes,
+                seccomp: Some(crate::confine::notify::Classifier::new(&policy.seccomp)),
+            };
+            let cg = group
+                .get()
+                .and_then(Option::as_ref)
+                .map(|g| monitor::Cgroup {
                     group: g,
                     sample: std::time::Duration::from_millis(policy.cgroup.sample_ms),
                     cpu_time: policy.limits.cpu_time,
                     stats: ctx.stats.take(),
                 });
-                let outcome = monitor::run(prepared, &limits, cg, &mut arm_cleaner);
-                crate::timeline::mark("code");
-                (outcome, setup_ms, steps)
-            }
-            Err(e) => (setup_failed(e), 0.0, Vec::new()),
-        };
+            let outcome = monitor::run(prepared, &limits, cg, &mut arm_cleaner);
+            crate::timeline::mark("code");
+            (outcome, setup_ms, steps)
+        }
+        Err(e) => (setup_failed(e), 0.0, Vec::new()),
+    };
     let mut outcome = outcome;
+    let group = group.into_inner().flatten();
+    let cgroup_note = cgroup_note.into_inner().flatten();
     let layout = group.as_ref().map(|g| g.layout().name().to_string());
     let unreaped = outcome.unreaped_init.take();
     match (group, cleaner) {

@@ -487,7 +487,6 @@ fn create_in(
         stdin: dup(std::io::stdin().as_fd())?,
         stdout: dup(std::io::stdout().as_fd())?,
         stderr: dup(std::io::stderr().as_fd())?,
-        cgroup_self_attach: Vec::new(),
     };
     // The OCI child finds its program inside the container's root itself (so that a
     // missing one fails `create`); the engine's payload slot carries nothing here.

@@ -69,26 +69,19 @@ pub struct Prepared {
 /// How long the child may take to build its view before we give up on it.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Builds the sandbox. `attach` is called with the sandbox's host pid before it
-/// does anything (the place to move it into its cgroup). `meanwhile` runs in the
-/// supervisor while the sandbox builds its view, which would otherwise be idle
-/// time; its failure ends the sandbox before any code runs.
+/// Builds the sandbox. While it builds its view, the supervisor, otherwise idle,
+/// first runs `cgroup` with the sandbox's host pid: it makes the run's cgroup and
+/// either moves the sandbox into it or returns the v1 `tasks` files through which
+/// the sandbox joins it itself (before it forks the code). Then `meanwhile` runs.
+/// A failure of either ends the sandbox before any code runs.
 pub fn prepare(
     job: &Job,
-    attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
-    cgroup_self_attach: Vec<OwnedFd>,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
     let old_sigmask = init::block_handled()?;
-    let r = prepare_inner(
-        job,
-        attach,
-        cgroup_self_attach,
-        meanwhile,
-        created_at,
-        old_sigmask,
-    );
+    let r = prepare_inner(job, cgroup, meanwhile, created_at, old_sigmask);
     if r.is_err() {
         let _ = old_sigmask.thread_set_mask();
     }
@@ -97,8 +90,7 @@ pub fn prepare(
 
 fn prepare_inner(
     job: &Job,
-    attach: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
-    cgroup_self_attach: Vec<OwnedFd>,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
     created_at: Instant,
     old_sigmask: SigSet,
@@ -127,11 +119,13 @@ fn prepare_inner(
             stdin: in_r,
             stdout: out_w,
             stderr: err_w,
-            cgroup_self_attach,
         },
-        attach,
+        &mut |_| Ok(()),
     )?;
-    if let Err(e) = meanwhile() {
+    if let Err(e) = join_cgroup(&spawned, cgroup).and_then(|_| meanwhile()) {
+        // A sandbox that failed on its own has closed its end: its reason is queued,
+        // and says more than our failure to send to it.
+        let e = queued_failure(&spawned).unwrap_or(e);
         let _ = nix::sys::signal::kill(spawned.pid, nix::sys::signal::Signal::SIGKILL);
         let _ = nix::sys::wait::waitpid(spawned.pid, None);
         return Err(e);
@@ -148,6 +142,30 @@ fn prepare_inner(
         timings_us,
         old_sigmask,
     })
+}
+
+fn join_cgroup(
+    s: &spawn::Spawned,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
+) -> Result<(), SetupError> {
+    use std::os::fd::AsFd;
+    for fd in cgroup(s.pid)? {
+        s.chan.send_fd(&Msg::CgroupTasks, fd.as_fd())?;
+    }
+    s.chan.send(&Msg::CgroupDone)
+}
+
+fn queued_failure(s: &spawn::Spawned) -> Option<SetupError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(s.chan.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut fds, PollTimeout::ZERO).ok()? == 0 {
+        return None;
+    }
+    match s.chan.recv() {
+        Ok(Some(Msg::Failed(e))) => Some(e),
+        _ => None,
+    }
 }
 
 pub fn wait_ready(s: &spawn::Spawned) -> Result<Vec<(String, u64)>, SetupError> {

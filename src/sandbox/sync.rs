@@ -17,6 +17,12 @@ pub enum Msg {
     MapsWritten,
     /// Supervisor → init: start the payload (OCI `start`).
     Start,
+    /// Supervisor → init, with the fd attached: a v1 `tasks` file of the run's
+    /// cgroup, opened by the supervisor, through which init joins it.
+    CgroupTasks,
+    /// Supervisor → init: the run's cgroup is ready (every `tasks` file is sent, or
+    /// the supervisor moved init itself, or there is none).
+    CgroupDone,
     /// Init → supervisor: the sandbox is fully set up and waits for `Start`.
     Ready { timings_us: Vec<(String, u64)> },
     /// Init → supervisor: a setup step failed; nothing of the payload ran.
