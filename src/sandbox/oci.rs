@@ -300,23 +300,22 @@ fn ms(bits: libc::c_ulong) -> MsFlags {
 /// The bind sources the runtime opened for us, by mount index.
 fn receive_bind_sources(chan: &Channel) -> Result<BTreeMap<usize, OwnedFd>, SetupError> {
     let mut out = BTreeMap::new();
-    loop {
-        match chan.recv_with_fd()? {
-            Some((Msg::MountSource { index }, Some(fd))) => {
+    chan.recv_fds_until(
+        |m| matches!(m, Msg::MountSourcesDone),
+        Step::BindHost,
+        "the bind sources from the runtime",
+        |m, fd| match m {
+            Msg::MountSource { index } => {
                 out.insert(index, fd);
+                Ok(())
             }
-            Some((Msg::MountSourcesDone, _)) => return Ok(out),
-            other => {
-                return Err(SetupError::new(
-                    Step::BindHost,
-                    format!(
-                        "expected the bind sources from the runtime, got {:?}",
-                        other.map(|(m, _)| m)
-                    ),
-                ))
-            }
-        }
-    }
+            other => Err(SetupError::new(
+                Step::BindHost,
+                format!("expected a bind source, got {other:?}"),
+            )),
+        },
+    )?;
+    Ok(out)
 }
 
 fn build_root(

@@ -212,23 +212,21 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
 /// against 10 ms). Nothing of the code runs before this: the payload is forked
 /// later, inside the group.
 fn join_cgroup(chan: &Channel) -> Result<(), SetupError> {
-    loop {
-        match chan.recv_with_fd()? {
-            Some((Msg::CgroupTasks, Some(fd))) => {
+    chan.recv_fds_until(
+        |m| matches!(m, Msg::CgroupDone),
+        Step::Sync,
+        "the run's cgroup from the supervisor",
+        |m, fd| match m {
+            Msg::CgroupTasks => {
                 nix::unistd::write(&fd, b"0").step(Step::Cgroup, "join the run's cgroup")?;
+                Ok(())
             }
-            Some((Msg::CgroupDone, _)) => return Ok(()),
-            other => {
-                return Err(SetupError::new(
-                    Step::Sync,
-                    format!(
-                        "expected the run's cgroup from the supervisor, got {:?}",
-                        other.map(|(m, _)| m)
-                    ),
-                ))
-            }
-        }
-    }
+            other => Err(SetupError::new(
+                Step::Sync,
+                format!("expected a cgroup tasks file, got {other:?}"),
+            )),
+        },
+    )
 }
 
 /// The network namespace, with `lo` up. Creating one is the costliest part of

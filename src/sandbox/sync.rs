@@ -121,6 +121,30 @@ impl Channel {
         Ok(Some((msg, fd)))
     }
 
+    /// Receives a series of messages that each carry an fd, handing them to `each`,
+    /// up to the message `done` says ends it. Anything else is a `step` failure
+    /// that names what was `expected`.
+    pub fn recv_fds_until(
+        &self,
+        done: impl Fn(&Msg) -> bool,
+        step: Step,
+        expected: &str,
+        mut each: impl FnMut(Msg, OwnedFd) -> Result<(), SetupError>,
+    ) -> Result<(), SetupError> {
+        loop {
+            match self.recv_with_fd()? {
+                Some((m, _)) if done(&m) => return Ok(()),
+                Some((m, Some(fd))) => each(m, fd)?,
+                other => {
+                    return Err(SetupError::new(
+                        step,
+                        format!("expected {expected}, got {:?}", other.map(|(m, _)| m)),
+                    ))
+                }
+            }
+        }
+    }
+
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }
