@@ -86,63 +86,30 @@ pub fn resolve_in_image(image: &Path, setting: &str) -> Result<Interpreter, Inte
 /// the way is followed inside the image (`..` stops at its root), at most 40 of them
 /// as the kernel allows. Returns the path inside the image that names no symlink.
 fn resolve_inside(image: &Path, path: &Path) -> Result<PathBuf, String> {
-    use std::path::Component;
-    // A stack of the names still to walk, the next one last.
-    let reversed = |p: &Path| -> Vec<std::ffi::OsString> {
-        p.components()
-            .rev()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .collect()
-    };
-    let mut todo = reversed(path);
-    let mut at = PathBuf::from("/");
-    let mut links = 0;
-    while let Some(name) = todo.pop() {
-        if name == ".." {
-            at.pop();
-            continue;
+    use crate::rootpath::{walk, Missing, WalkError};
+    let w = walk(image, path, true).map_err(|e| match e {
+        WalkError::TooManyLinks => format!(
+            "too many symlinks resolving {} in the root image {}",
+            path.display(),
+            image.display()
+        ),
+        WalkError::ReadLink(at, e) => {
+            format!("reading the link {} in the root image: {e}", at.display())
         }
-        let next = at.join(&name);
-        let host = image.join(next.strip_prefix("/").unwrap_or(&next));
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.file_type().is_symlink() => {
-                links += 1;
-                if links > 40 {
-                    return Err(format!(
-                        "too many symlinks resolving {} in the root image {}",
-                        path.display(),
-                        image.display()
-                    ));
-                }
-                let target = std::fs::read_link(&host).map_err(|e| {
-                    format!("reading the link {} in the root image: {e}", next.display())
-                })?;
-                if target.is_absolute() {
-                    at = PathBuf::from("/");
-                }
-                todo.extend(reversed(&target));
-            }
-            Ok(_) => at = next,
-            // Missing without a link on the way: the path itself is absent.
-            Err(_) if links == 0 => {
-                return Err(format!("not present in the root image {}", image.display()))
-            }
-            Err(_) => {
-                // The whole path the links led to, not just its first missing part.
-                let missing = todo.iter().rev().fold(next, |p, n| p.join(n));
-                return Err(format!(
-                    "a symlink in the root image {} leads to {}, which is not present there",
-                    image.display(),
-                    missing.display()
-                ));
-            }
+    })?;
+    match w.missing {
+        None => Ok(Path::new("/").join(w.path)),
+        // Missing without a link on the way: the path itself is absent.
+        Some(Missing { links: 0, .. }) => {
+            Err(format!("not present in the root image {}", image.display()))
         }
+        // The whole path the links led to, not just its first missing part.
+        Some(Missing { path: missing, .. }) => Err(format!(
+            "a symlink in the root image {} leads to {}, which is not present there",
+            image.display(),
+            missing.display()
+        )),
     }
-    Ok(at)
 }
 
 pub fn resolve(setting: &str) -> Result<Interpreter, InterpreterError> {

@@ -19,6 +19,7 @@ pub mod oci;
 pub mod output;
 pub mod policy;
 pub mod report;
+pub mod rootpath;
 pub mod run;
 pub mod run_audit;
 pub mod sandbox;

@@ -19,7 +19,7 @@ use nix::unistd::{Gid, Pid, Uid};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 pub fn clone_flags(v: &OciView) -> CloneFlags {
     let n = &v.namespaces;
@@ -245,51 +245,23 @@ pub fn wait_start(gate: Option<OwnedFd>, chan: &Channel) -> Result<(), SetupErro
 /// Resolves `dest` under `root` the way the container will see it: symlinks in the
 /// path are followed relative to `root`, never to the host's `/` (runc's securejoin).
 fn secure_join(root: &Path, dest: &str) -> Result<PathBuf, SetupError> {
+    use crate::rootpath::{walk, WalkError};
     let step = Step::BindHost;
-    let mut resolved = PathBuf::new(); // relative to root
-    let mut pending: Vec<std::ffi::OsString> = Path::new(dest)
-        .components()
-        .rev()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
-    let mut links = 0;
-    while let Some(c) = pending.pop() {
-        if c == ".." {
-            resolved.pop();
-            continue;
-        }
-        let candidate = resolved.join(&c);
-        let host = root.join(&candidate);
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.file_type().is_symlink() => {
-                links += 1;
-                if links > 40 {
-                    return Err(SetupError::new(
-                        step,
-                        format!("too many symlinks resolving {dest} in the container root"),
-                    ));
-                }
-                let target =
-                    std::fs::read_link(&host).step(step, format!("readlink {}", host.display()))?;
-                if target.is_absolute() {
-                    resolved = PathBuf::new();
-                }
-                for t in target.components().rev() {
-                    match t {
-                        Component::Normal(n) => pending.push(n.to_os_string()),
-                        Component::ParentDir => pending.push("..".into()),
-                        _ => {}
-                    }
-                }
-            }
-            _ => resolved = candidate,
-        }
+    // A destination that does not exist yet is made later, where it resolved to.
+    match walk(root, Path::new(dest), false) {
+        Ok(w) => Ok(root.join(w.path)),
+        Err(WalkError::TooManyLinks) => Err(SetupError::new(
+            step,
+            format!("too many symlinks resolving {dest} in the container root"),
+        )),
+        Err(WalkError::ReadLink(at, e)) => Err(SetupError::new(
+            step,
+            format!(
+                "readlink {}: {e}",
+                root.join(at.strip_prefix("/").unwrap_or(&at)).display()
+            ),
+        )),
     }
-    Ok(root.join(resolved))
 }
 
 fn ms(bits: libc::c_ulong) -> MsFlags {
