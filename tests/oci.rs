@@ -524,6 +524,16 @@ fn expect_failure(env: &Env, args: &[&str], needle: &str) {
     );
 }
 
+/// `create` of `bundle` fails with `needle` in the log and leaves no container.
+fn expect_create_refused(env: &Env, bundle: &Path, id: &str, needle: &str) {
+    expect_failure(
+        env,
+        &["create", "--bundle", bundle.to_str().unwrap(), id],
+        needle,
+    );
+    assert!(env.ids().is_empty(), "left behind: {:?}", env.ids());
+}
+
 #[test]
 fn bad_input() {
     if !require_root("bad_input") {
@@ -567,12 +577,7 @@ fn bad_input() {
     let b = env.bundle("noexe", |v| {
         v["process"]["args"] = serde_json::json!(["no-such-program"])
     });
-    expect_failure(
-        &env,
-        &["create", "--bundle", b.to_str().unwrap(), "x"],
-        "not found",
-    );
-    assert!(env.ids().is_empty(), "left behind: {:?}", env.ids());
+    expect_create_refused(&env, &b, "x", "not found");
     // An id in use, and start of a container that is not `created`.
     let o = env.run(&["create", "--bundle", good.to_str().unwrap(), "dup"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -874,12 +879,12 @@ fn hooks_run_in_order_and_in_their_namespaces() {
     let bad = env.bundle("bad", |v| {
         v["hooks"] = serde_json::json!({"createContainer": [{"path": "/bin/false"}]});
     });
-    expect_failure(
+    expect_create_refused(
         &env,
-        &["create", "--bundle", bad.to_str().unwrap(), "h2"],
+        &bad,
+        "h2",
         "createContainer: error running hook /bin/false: exit status 1",
     );
-    assert!(env.ids().is_empty(), "{:?}", env.ids());
 }
 
 /// A user namespace whose root is an unprivileged host uid (as Docker's
@@ -1287,24 +1292,19 @@ fn seccomp_notify_reaches_the_agent() {
         v["linux"]["seccomp"] = seccomp(true);
         v["linux"]["seccomp"]["listenerPath"] = "/nonexistent/agent.sock".into();
     });
-    expect_failure(
-        &env,
-        &["create", "--bundle", b.to_str().unwrap(), "sn3"],
-        "failed to connect with seccomp agent",
-    );
-    assert!(env.ids().is_empty(), "{:?}", env.ids());
+    expect_create_refused(&env, &b, "sn3", "failed to connect with seccomp agent");
     // Notifying write is refused: the container's setup writes after its filter
     // is installed, before any agent has the listener.
     let w = env.bundle("w", |v| {
         v["linux"]["seccomp"] = seccomp(true);
         v["linux"]["seccomp"]["syscalls"][0]["names"] = serde_json::json!(["write"]);
     });
-    expect_failure(
+    expect_create_refused(
         &env,
-        &["create", "--bundle", w.to_str().unwrap(), "sn5"],
+        &w,
+        "sn5",
         "SCMP_ACT_NOTIFY cannot be used for the write syscall",
     );
-    assert!(env.ids().is_empty(), "{:?}", env.ids());
     // An agent that holds the listener and never answers: the runtime's own setup
     // must not make the notified call (here getcwd, which the cwd check uses).
     let held = env.scratch.path().join("held.sock");
@@ -1520,12 +1520,7 @@ fn cpuset_confines_the_container() {
     let bad = env.bundle("bad", |v| {
         v["linux"]["resources"] = serde_json::json!({"cpu": {"cpus": "zero"}});
     });
-    expect_failure(
-        &env,
-        &["create", "--bundle", bad.to_str().unwrap(), "cs3"],
-        "is not a list like",
-    );
-    assert!(env.ids().is_empty());
+    expect_create_refused(&env, &bad, "cs3", "is not a list like");
 }
 
 /// A cgroup frozen before `create` is refused (the init would freeze mid-setup
@@ -2189,12 +2184,7 @@ fn unified_settings_are_refused_for_what_the_host_is() {
     } else {
         "not enforced"
     };
-    expect_failure(
-        &env,
-        &["create", "--bundle", b.to_str().unwrap(), "un1"],
-        why,
-    );
-    assert!(env.ids().is_empty());
+    expect_create_refused(&env, &b, "un1", why);
 }
 
 /// `--preserve-fds N`: the caller's descriptor 4 reaches the container's
@@ -2493,12 +2483,7 @@ print(open('/mnt/s/foo.txt').read().strip(), any('secret' in l for l in links))
     let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "ub1"]);
     assert_eq!(stdout(&o), "hello False\n");
     let c = bundle("c", &secret.join("nosuch"));
-    expect_failure(
-        &env,
-        &["create", "--bundle", c.to_str().unwrap(), "ub2"],
-        "nosuch for /mnt/s",
-    );
-    assert!(env.ids().is_empty(), "{:?}", env.ids());
+    expect_create_refused(&env, &c, "ub2", "nosuch for /mnt/s");
 }
 
 /// `linux.resources.blockIO`: a read throttle on a disk of this host and the
@@ -2563,12 +2548,7 @@ fn block_io_limits_are_written_to_the_containers_group() {
     let leaf = env.bundle("l", |v| {
         v["linux"]["resources"] = serde_json::json!({"blockIO": {"leafWeight": 300}});
     });
-    expect_failure(
-        &env,
-        &["create", "--bundle", leaf.to_str().unwrap(), "bi2"],
-        "leafWeight",
-    );
-    assert!(env.ids().is_empty());
+    expect_create_refused(&env, &leaf, "bi2", "leafWeight");
 }
 
 /// Serves one seccomp listener sent to `conn`: answers every mkdir with
