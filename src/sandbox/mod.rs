@@ -122,7 +122,7 @@ fn prepare_inner(
         },
         &mut |_| Ok(()),
     )?;
-    if let Err(e) = join_cgroup(&spawned, cgroup).and_then(|_| meanwhile()) {
+    if let Err(e) = send_cgroup(&spawned, cgroup).and_then(|_| meanwhile()) {
         // A sandbox that failed on its own has closed its end: its reason is queued,
         // and says more than our failure to send to it.
         let e = queued_failure(&spawned).unwrap_or(e);
@@ -144,7 +144,7 @@ fn prepare_inner(
     })
 }
 
-fn join_cgroup(
+fn send_cgroup(
     s: &spawn::Spawned,
     cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
 ) -> Result<(), SetupError> {
