@@ -18,9 +18,9 @@ pub fn create(
     enable_controllers(&cur)?;
     for comp in parent_rel.components() {
         cur.push(comp);
-        if !cur.exists() {
-            std::fs::create_dir(&cur).map_err(super::io("create the parent cgroup", &cur))?;
-        }
+        // create_dir_all, as on v1: another run may make the same parent meanwhile
+        // (checking first and then creating lost that race: EEXIST).
+        std::fs::create_dir_all(&cur).map_err(super::io("create the parent cgroup", &cur))?;
         enable_controllers(&cur)?;
     }
     let dir = root.join(rel);
