@@ -74,7 +74,12 @@ pub fn remember(
     let sha = sha256_hex(code.as_bytes());
     if code.len() <= max_bytes {
         let blobs = r.join("blobs");
-        if !blobs.join(&sha).exists() {
+        // A blob still in use is kept fresh, or the sweep would take it from
+        // under a path that still names it.
+        let kept = fs::File::open(blobs.join(&sha))
+            .and_then(|f| f.set_modified(SystemTime::now()))
+            .is_ok();
+        if !kept {
             write_replace(&blobs, &sha, code.as_bytes())?;
         }
     }
@@ -82,10 +87,23 @@ pub fn remember(
     Ok(sha)
 }
 
+/// How often [`prune`] lists the store. The `paths` side gains a file for every
+/// distinct script path (agents often run each snippet from a fresh temporary
+/// file), so listing it on every run would make each run's cost grow with the
+/// store; with a retention measured in days, an hourly sweep keeps it as tight.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Marks the last sweep; its mtime is the only state [`prune`] keeps.
+const PRUNE_STAMP: &str = ".pruned";
+
 pub fn prune(dir: &Path, older_than: Duration) -> Result<(), AuditError> {
     let Some(cutoff) = SystemTime::now().checked_sub(older_than) else {
         return Ok(());
     };
+    let stamp = root(dir).join(PRUNE_STAMP);
+    if swept_lately(&stamp) {
+        return Ok(());
+    }
     for sub in ["paths", "blobs"] {
         let d = root(dir).join(sub);
         let Ok(rd) = fs::read_dir(&d) else { continue };
@@ -100,7 +118,35 @@ pub fn prune(dir: &Path, older_than: Duration) -> Result<(), AuditError> {
             }
         }
     }
-    Ok(())
+    mark_swept(&stamp)
+}
+
+/// A stamp from the future (the clock was set back) counts as stale, so a
+/// wrong clock can delay a sweep by at most [`PRUNE_EVERY`].
+fn swept_lately(stamp: &Path) -> bool {
+    fs::metadata(stamp)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .is_some_and(|age| age < PRUNE_EVERY)
+}
+
+fn mark_swept(stamp: &Path) -> Result<(), AuditError> {
+    let Some(parent) = stamp.parent() else {
+        return Ok(());
+    };
+    if !parent.is_dir() {
+        // Nothing stored yet: nothing to sweep next time either.
+        return Ok(());
+    }
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(stamp)
+        .and_then(|f| f.set_modified(SystemTime::now()))
+        .map_err(AuditError::io("mark the source store swept", stamp))
 }
 
 #[cfg(test)]
@@ -124,5 +170,71 @@ mod tests {
         let sha = sha256_hex(b"good\n");
         fs::write(d.path().join("sources/blobs").join(&sha), "evil\n").unwrap();
         assert_eq!(load(d.path(), "/b.py").unwrap().code, None);
+    }
+
+    fn age(path: &Path, by: Duration) {
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - by).unwrap();
+    }
+
+    #[test]
+    fn prune_removes_what_is_past_retention_at_most_hourly() {
+        let d = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        remember(d.path(), "/old.py", "old\n", 100).unwrap();
+        remember(d.path(), "/new.py", "new\n", 100).unwrap();
+        let old_path = root(d.path()).join("paths").join(path_key("/old.py"));
+        let old_blob = root(d.path()).join("blobs").join(sha256_hex(b"old\n"));
+        age(&old_path, 3 * day);
+        age(&old_blob, 3 * day);
+
+        prune(d.path(), 2 * day).unwrap();
+        assert!(!old_path.exists() && !old_blob.exists());
+        assert!(load(d.path(), "/new.py").unwrap().code.is_some());
+
+        // Within the hour, the store is not listed again: an expired entry stays.
+        remember(d.path(), "/old.py", "old\n", 100).unwrap();
+        age(&old_path, 3 * day);
+        prune(d.path(), 2 * day).unwrap();
+        assert!(old_path.exists());
+
+        // Once the last sweep is an hour old, it goes.
+        age(
+            &root(d.path()).join(PRUNE_STAMP),
+            PRUNE_EVERY + Duration::from_secs(60),
+        );
+        prune(d.path(), 2 * day).unwrap();
+        assert!(!old_path.exists());
+        assert!(load(d.path(), "/new.py").is_some());
+    }
+
+    #[test]
+    fn a_blob_run_again_is_not_swept_from_under_its_path() {
+        let d = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        remember(d.path(), "/a.py", "same\n", 100).unwrap();
+        let blob = root(d.path()).join("blobs").join(sha256_hex(b"same\n"));
+        age(&blob, 3 * day);
+        remember(d.path(), "/a.py", "same\n", 100).unwrap();
+        prune(d.path(), 2 * day).unwrap();
+        assert_eq!(
+            load(d.path(), "/a.py").unwrap().code.as_deref(),
+            Some("same\n")
+        );
+    }
+
+    #[test]
+    fn a_stamp_from_the_future_does_not_stop_the_sweep() {
+        let d = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        remember(d.path(), "/old.py", "old\n", 100).unwrap();
+        let old_path = root(d.path()).join("paths").join(path_key("/old.py"));
+        age(&old_path, 3 * day);
+        let stamp = root(d.path()).join(PRUNE_STAMP);
+        fs::write(&stamp, "").unwrap();
+        let f = fs::File::options().write(true).open(&stamp).unwrap();
+        f.set_modified(SystemTime::now() + day).unwrap();
+        prune(d.path(), 2 * day).unwrap();
+        assert!(!old_path.exists());
     }
 }
