@@ -33,6 +33,10 @@ const PEERS: &[(&str, &str)] = &[
     ("maibox", "maibox exec --trust untrusted"),
     ("maibox-trusted", "maibox exec --trust trusted"),
     ("bwrap", "bubblewrap"),
+    (
+        "unshare",
+        "unshare(1) with maibox's namespaces only: the kernel's floor",
+    ),
     ("firejail", "firejail"),
     ("nsjail", "nsjail"),
     ("crun", "crun run with an OCI bundle"),
@@ -153,7 +157,7 @@ print(summary["n"])
 
 /// The rows of one group: bare python, then the wanted peers found here, then the
 /// `--rootfs` image. `all_peers` false keeps the realistic script's group to maibox,
-/// bubblewrap and the image.
+/// bubblewrap, unshare(1) and the image.
 fn group_rows(
     o: &Options,
     m: &str,
@@ -169,7 +173,8 @@ fn group_rows(
         c.push(script.to_string());
         c
     };
-    let want = |peer: &str| o.wants(peer) && (all_peers || matches!(peer, "maibox" | "bwrap"));
+    let want =
+        |peer: &str| o.wants(peer) && (all_peers || matches!(peer, "maibox" | "bwrap" | "unshare"));
     let mut rows = vec![row(
         "python3 (bare)",
         vec!["/usr/bin/python3".into(), "-s".into(), script.into()],
@@ -200,6 +205,15 @@ fn group_rows(
                 peers::bwrap_cmd(&b, script),
             )),
             None => notes.push("bubblewrap: not installed, skipped".into()),
+        }
+    }
+    if want("unshare") {
+        match peers::which("unshare") {
+            Some(u) => rows.push(row(
+                "unshare(1): the same namespaces, nothing else (kernel floor)",
+                peers::unshare_cmd(&u, script),
+            )),
+            None => notes.push("unshare (util-linux): not installed, skipped".into()),
         }
     }
     if want("firejail") {
@@ -406,24 +420,29 @@ pub fn bench(args: &[String]) -> Result<()> {
     for (_, rows) in groups.iter_mut() {
         extra::measure(rows, o.rounds, &mut failed)?;
     }
-    let thr = extra::throughput(
-        &[
-            (
-                "python3 (bare)",
-                vec![
-                    "/usr/bin/python3".into(),
-                    "-s".into(),
-                    empty.display().to_string(),
-                ],
-            ),
-            (
-                "maibox exec --trust untrusted",
-                vec![m.clone(), "exec".into(), empty.display().to_string()],
-            ),
-        ],
-        o.workers,
-        o.duration,
-    )?;
+    let mut thr_cmds = vec![
+        (
+            "python3 (bare)",
+            vec![
+                "/usr/bin/python3".into(),
+                "-s".into(),
+                empty.display().to_string(),
+            ],
+        ),
+        (
+            "maibox exec --trust untrusted",
+            vec![m.clone(), "exec".into(), empty.display().to_string()],
+        ),
+    ];
+    // The namespaces alone, so the ratio can be read against what the kernel's
+    // creation and teardown of them cost on the same cores.
+    if let Some(u) = peers::which("unshare").filter(|_| o.wants("unshare")) {
+        thr_cmds.push((
+            "unshare(1) floor",
+            peers::unshare_cmd(&u, &empty.display().to_string()),
+        ));
+    }
+    let thr = extra::throughput(&thr_cmds, o.workers, o.duration)?;
     let mem = extra::supervisor_peak_memory(&m, &dir)?;
     let mut assess = Vec::new();
     for kind in ["benign", "malicious"] {
@@ -447,10 +466,13 @@ pub fn bench(args: &[String]) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    if let [(_, base), (_, mb)] = thr.as_slice() {
+    if let Some(((_, base), rest)) = thr.split_first() {
         md.push_str(&format!(
-            "maibox / bare python throughput: {:.2}x\n",
-            mb / base.max(1e-9)
+            "throughput relative to bare python: {}\n",
+            rest.iter()
+                .map(|(n, r)| format!("{n} {:.2}x", r / base.max(1e-9)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     md.push_str(&format!(

@@ -51,6 +51,31 @@ pub fn bwrap_cmd(bwrap: &str, script: &str) -> Vec<String> {
     c
 }
 
+/// util-linux's unshare(1) creating the namespaces maibox creates, and nothing else:
+/// no root change, mounts, limits, filters or supervisor. What it costs over bare
+/// python is the kernel's own price for those namespaces on this machine, a floor
+/// under any sandbox that makes them fresh for each run.
+pub fn unshare_cmd(unshare: &str, script: &str) -> Vec<String> {
+    let mut c: Vec<String> = vec![unshare.into()];
+    for a in [
+        "--user",
+        "--map-root-user",
+        "--pid",
+        "--fork",
+        "--mount",
+        "--net",
+        "--ipc",
+        "--uts",
+        "--cgroup",
+        "/usr/bin/python3",
+        "-s",
+        script,
+    ] {
+        c.push(a.into());
+    }
+    c
+}
+
 /// An OCI bundle on maibox's minimal Python image running the same script.
 /// `cgroups_path` must be absolute when given: a runtime left to pick its own
 /// makes the group relative to the caller's cgroup.
