@@ -11,7 +11,17 @@ mod docker;
 mod rootfs;
 mod vm;
 
-fn main() -> Result<()> {
+/// Errors are printed as their chain of causes on one line, never with a backtrace
+/// (anyhow's `Debug`, used when `main` returns an error, adds one whenever
+/// RUST_BACKTRACE is set, as it often is in a developer's shell).
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(),
