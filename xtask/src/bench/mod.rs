@@ -175,10 +175,7 @@ fn group_rows(
     };
     let want =
         |peer: &str| o.wants(peer) && (all_peers || matches!(peer, "maibox" | "bwrap" | "unshare"));
-    let mut rows = vec![row(
-        "python3 (bare)",
-        vec!["/usr/bin/python3".into(), "-s".into(), script.into()],
-    )];
+    let mut rows = vec![row("python3 (bare)", peers::bare_cmd(script))];
     if want("maibox") {
         rows.push(row(
             "maibox exec --trust untrusted",
@@ -423,11 +420,7 @@ pub fn bench(args: &[String]) -> Result<()> {
     let mut thr_cmds = vec![
         (
             "python3 (bare)",
-            vec![
-                "/usr/bin/python3".into(),
-                "-s".into(),
-                empty.display().to_string(),
-            ],
+            peers::bare_cmd(&empty.display().to_string()),
         ),
         (
             "maibox exec --trust untrusted",

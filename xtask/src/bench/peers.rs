@@ -5,11 +5,20 @@ use std::path::Path;
 
 pub use crate::which;
 
+fn argv(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// python3 alone on the same script: the baseline every row is compared with.
+pub fn bare_cmd(script: &str) -> Vec<String> {
+    argv(&["/usr/bin/python3", "-s", script])
+}
+
 /// bubblewrap with the closest equivalent of maibox's view and privileges (it has no
 /// seccomp profile or Landlock of its own, and no cgroups).
 pub fn bwrap_cmd(bwrap: &str, script: &str) -> Vec<String> {
-    let mut c: Vec<String> = vec![bwrap.into()];
-    for a in [
+    argv(&[
+        bwrap,
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
@@ -45,10 +54,7 @@ pub fn bwrap_cmd(bwrap: &str, script: &str) -> Vec<String> {
         "/usr/bin/python3",
         "-s",
         "/sandbox/main.py",
-    ] {
-        c.push(a.into());
-    }
-    c
+    ])
 }
 
 /// util-linux's unshare(1) creating the namespaces maibox creates, and nothing else:
@@ -56,8 +62,8 @@ pub fn bwrap_cmd(bwrap: &str, script: &str) -> Vec<String> {
 /// python is the kernel's own price for those namespaces on this machine, a floor
 /// under any sandbox that makes them fresh for each run.
 pub fn unshare_cmd(unshare: &str, script: &str) -> Vec<String> {
-    let mut c: Vec<String> = vec![unshare.into()];
-    for a in [
+    argv(&[
+        unshare,
         "--user",
         "--map-root-user",
         "--pid",
@@ -70,10 +76,7 @@ pub fn unshare_cmd(unshare: &str, script: &str) -> Vec<String> {
         "/usr/bin/python3",
         "-s",
         script,
-    ] {
-        c.push(a.into());
-    }
-    c
+    ])
 }
 
 /// An OCI bundle on maibox's minimal Python image running the same script.
@@ -121,7 +124,7 @@ pub fn oci_bundle(bundle: &Path, script: &Path, cgroups_path: Option<&str>) -> R
 /// firejail with its own hardening: no network, private /tmp, capabilities dropped,
 /// no_new_privs and its default seccomp filter (it has no read-only-root-only view).
 pub fn firejail_cmd(firejail: &str, script: &str) -> Vec<String> {
-    [
+    argv(&[
         firejail,
         "--quiet",
         "--noprofile",
@@ -134,15 +137,12 @@ pub fn firejail_cmd(firejail: &str, script: &str) -> Vec<String> {
         "/usr/bin/python3",
         "-s",
         script,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    ])
 }
 
 /// `docker run` with the seeds' hardening flags, the script bound read-only.
 pub fn docker_cmd(runtime: Option<&str>, script: &str) -> Vec<String> {
-    let mut c: Vec<String> = [
+    let mut c = argv(&[
         "docker",
         "run",
         "--rm",
@@ -159,10 +159,7 @@ pub fn docker_cmd(runtime: Option<&str>, script: &str) -> Vec<String> {
         "256m",
         "--pids-limit",
         "64",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     if let Some(r) = runtime {
         c.push(format!("--runtime={r}"));
     }
