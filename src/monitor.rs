@@ -283,13 +283,14 @@ pub fn run(
                         limit: c.group.limits.pids,
                     });
                     kill_sandbox(&mut killed);
-                } else if let Some(limit) = c
+                } else if let Some((limit, used_us)) = c
                     .cpu_time
-                    .filter(|l| u.cpu_usage_usec.unwrap_or(0) as u128 > l.as_micros())
+                    .zip(u.cpu_usage_usec)
+                    .filter(|(l, used)| *used as u128 > l.as_micros())
                 {
                     violations.push(Violation::Cpu {
                         limit_s: limit.as_secs_f64(),
-                        used_s: u.cpu_usage_usec.unwrap_or(0) as f64 / 1e6,
+                        used_s: used_us as f64 / 1e6,
                     });
                     kill_sandbox(&mut killed);
                 }
