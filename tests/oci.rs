@@ -92,8 +92,7 @@ impl Env {
         o
     }
     fn state(&self, id: &str) -> Value {
-        let o = self.run(&["state", id]);
-        assert!(o.status.success(), "state: {}", stderr(&o));
+        let o = self.run_ok(&["state", id]);
         serde_json::from_slice(&o.stdout).unwrap()
     }
     fn log_messages(&self) -> Vec<String> {
@@ -207,8 +206,7 @@ fn create_start_state_delete() {
     );
     // The program has not run before start.
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
-    let o = env.run(&["start", "c1"]);
-    assert!(o.status.success(), "start: {}", stderr(&o));
+    env.run_ok(&["start", "c1"]);
     let s = wait_status(&env, "c1", "running");
     assert_eq!(s["status"], "running");
     let until = Instant::now() + Duration::from_secs(10);
@@ -230,8 +228,7 @@ fn create_start_state_delete() {
     drop(w); // stdin closes: the program ends.
     let s = wait_status(&env, "c1", "stopped");
     assert_eq!(s["status"], "stopped");
-    let o = env.run(&["delete", "c1"]);
-    assert!(o.status.success(), "delete: {}", stderr(&o));
+    env.run_ok(&["delete", "c1"]);
     assert!(env.ids().is_empty());
     // The process was reparented away from create; it must not be left running.
     assert!(!Path::new(&format!("/proc/{pid}/exe")).exists() || zombie(pid));
@@ -259,8 +256,7 @@ fn kill_by_name_and_number() {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
     });
     for (id, sig) in [("k1", "KILL"), ("k2", "9"), ("k3", "SIGKILL")] {
-        let o = env.run(&["create", "--bundle", b.to_str().unwrap(), id]);
-        assert!(o.status.success(), "create: {}", stderr(&o));
+        env.run_ok(&["create", "--bundle", b.to_str().unwrap(), id]);
         assert!(env.run(&["start", id]).status.success());
         assert_eq!(wait_status(&env, id, "running")["status"], "running");
         let o = env.run(&["kill", id, sig]);
@@ -271,14 +267,12 @@ fn kill_by_name_and_number() {
             "{sig}"
         );
         // Stopped: `kill -a` is no error (as runc), a plain kill is.
-        let o = env.run(&["kill", "-a", id, "0"]);
-        assert!(o.status.success(), "kill -a: {}", stderr(&o));
+        env.run_ok(&["kill", "-a", id, "0"]);
         expect_failure(&env, &["kill", id, "0"], "is not running");
         assert!(env.run(&["delete", id]).status.success());
     }
     // A bad signal name is an error.
-    let o = env.run(&["create", "--bundle", b.to_str().unwrap(), "k4"]);
-    assert!(o.status.success());
+    env.run_ok(&["create", "--bundle", b.to_str().unwrap(), "k4"]);
     let o = env.run(&["kill", "k4", "NOSUCH"]);
     assert!(!o.status.success());
     assert!(env.run(&["delete", "--force", "k4"]).status.success());
@@ -579,8 +573,7 @@ fn bad_input() {
     });
     expect_create_refused(&env, &b, "x", "not found");
     // An id in use, and start of a container that is not `created`.
-    let o = env.run(&["create", "--bundle", good.to_str().unwrap(), "dup"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    env.run_ok(&["create", "--bundle", good.to_str().unwrap(), "dup"]);
     expect_failure(
         &env,
         &["create", "--bundle", good.to_str().unwrap(), "dup"],
@@ -764,8 +757,7 @@ fn debug_goes_to_the_log() {
     );
     // Without --debug, nothing.
     std::fs::remove_file(env.log()).unwrap();
-    let o = env.run(&["run", "--bundle", b.to_str().unwrap(), "d2"]);
-    assert!(o.status.success());
+    env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "d2"]);
     assert!(!env.log().exists());
 }
 
@@ -2233,8 +2225,7 @@ fn preserved_descriptors_reach_the_process() {
     let s = env.bundle("s", |v| {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
     });
-    let o = env.run(&["run", "-d", "--bundle", s.to_str().unwrap(), "pf3"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    env.run_ok(&["run", "-d", "--bundle", s.to_str().unwrap(), "pf3"]);
     let o = with_fd4(&["exec", "--preserve-fds=2", "pf3", "python3", "-c", probe]);
     assert_eq!(stdout(&o), "hello\n", "{}", stderr(&o));
     let o = with_fd4(&["exec", "pf3", "python3", "-c", probe]);
@@ -2305,8 +2296,7 @@ fn exec_joins_a_sub_cgroup_below_the_containers() {
     }
     // `delete` removes the group the container had below its own too.
     let logged = env.log_messages().len();
-    let o = env.run(&["delete", "-f", "sc1"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    env.run_ok(&["delete", "-f", "sc1"]);
     assert_eq!(env.log_messages().len(), logged, "{:?}", env.log_messages());
     assert!(!sub.exists() && !sub.parent().unwrap().exists());
     remove_cgroup_tree(&tag, &["c"]);
