@@ -195,55 +195,54 @@ fn group_rows(
             maibox(&["--trust", "trusted"]),
         ));
     }
-    if want("bwrap") {
-        match peers::which("bwrap") {
-            Some(b) => rows.push(row(
-                "bubblewrap (unshare-all, ro /usr, caps dropped)",
-                peers::bwrap_cmd(&b, script),
-            )),
-            None => notes.push("bubblewrap: not installed, skipped".into()),
+    // A wanted peer's binary; when it is not installed, `skipped` goes to the notes.
+    let mut installed = |peer: &str, skipped: &str| -> Option<String> {
+        if !want(peer) {
+            return None;
         }
-    }
-    if want("unshare") {
-        match peers::which("unshare") {
-            Some(u) => rows.push(row(
-                "unshare(1): the same namespaces, nothing else (kernel floor)",
-                peers::unshare_cmd(&u, script),
-            )),
-            None => notes.push("unshare (util-linux): not installed, skipped".into()),
+        let bin = peers::which(peer);
+        if bin.is_none() {
+            notes.push(skipped.into());
         }
+        bin
+    };
+    if let Some(b) = installed("bwrap", "bubblewrap: not installed, skipped") {
+        rows.push(row(
+            "bubblewrap (unshare-all, ro /usr, caps dropped)",
+            peers::bwrap_cmd(&b, script),
+        ));
     }
-    if want("firejail") {
-        match peers::which("firejail") {
-            Some(f) => rows.push(row(
-                "firejail (net none, caps dropped, seccomp, ro /)",
-                peers::firejail_cmd(&f, script),
-            )),
-            None => notes.push("firejail: not installed, skipped".into()),
-        }
+    if let Some(u) = installed("unshare", "unshare (util-linux): not installed, skipped") {
+        rows.push(row(
+            "unshare(1): the same namespaces, nothing else (kernel floor)",
+            peers::unshare_cmd(&u, script),
+        ));
     }
-    if want("nsjail") && peers::which("nsjail").is_none() {
-        notes.push("nsjail: not installed (not packaged in Debian 12), skipped".into());
+    if let Some(f) = installed("firejail", "firejail: not installed, skipped") {
+        rows.push(row(
+            "firejail (net none, caps dropped, seccomp, ro /)",
+            peers::firejail_cmd(&f, script),
+        ));
     }
-    if want("crun") {
-        match peers::which("crun") {
-            Some(crun) => {
-                let bundle = dir.join("crun-bundle");
-                peers::oci_bundle(&bundle, empty, None)?;
-                rows.push(row(
-                    "crun run (OCI bundle, no cgroups)",
-                    vec![
-                        crun,
-                        "--cgroup-manager=disabled".into(),
-                        "run".into(),
-                        "--bundle".into(),
-                        bundle.display().to_string(),
-                        "@ID@".into(),
-                    ],
-                ));
-            }
-            None => notes.push("crun: not installed, skipped".into()),
-        }
+    // No row for an installed nsjail yet: only its absence is noted.
+    let _ = installed(
+        "nsjail",
+        "nsjail: not installed (not packaged in Debian 12), skipped",
+    );
+    if let Some(crun) = installed("crun", "crun: not installed, skipped") {
+        let bundle = dir.join("crun-bundle");
+        peers::oci_bundle(&bundle, empty, None)?;
+        rows.push(row(
+            "crun run (OCI bundle, no cgroups)",
+            vec![
+                crun,
+                "--cgroup-manager=disabled".into(),
+                "run".into(),
+                "--bundle".into(),
+                bundle.display().to_string(),
+                "@ID@".into(),
+            ],
+        ));
     }
     // The same bundle through maibox's and runc's OCI runtime modes, each with
     // an absolute cgroup of its own (and so with cgroups, unlike the crun row).
@@ -263,26 +262,21 @@ fn group_rows(
             ],
         ));
     }
-    if want("runc") {
-        match peers::which("runc") {
-            Some(runc) => {
-                let bundle = dir.join("runc-bundle");
-                peers::oci_bundle(&bundle, empty, Some("/maibox-bench/runc"))?;
-                rows.push(row(
-                    "runc run (OCI bundle)",
-                    vec![
-                        runc,
-                        "--root".into(),
-                        dir.join("runc-state").display().to_string(),
-                        "run".into(),
-                        "--bundle".into(),
-                        bundle.display().to_string(),
-                        "@ID@".into(),
-                    ],
-                ));
-            }
-            None => notes.push("runc: not installed, skipped".into()),
-        }
+    if let Some(runc) = installed("runc", "runc: not installed, skipped") {
+        let bundle = dir.join("runc-bundle");
+        peers::oci_bundle(&bundle, empty, Some("/maibox-bench/runc"))?;
+        rows.push(row(
+            "runc run (OCI bundle)",
+            vec![
+                runc,
+                "--root".into(),
+                dir.join("runc-state").display().to_string(),
+                "run".into(),
+                "--bundle".into(),
+                bundle.display().to_string(),
+                "@ID@".into(),
+            ],
+        ));
     }
     if !(want("docker") || want("docker-maibox") || want("maibox-docker")) {
         return Ok(rows);
