@@ -3,9 +3,9 @@
 
 use crate::confine::notify::{self, Classifier, Decision};
 use crate::confine::syscalls;
+use crate::engine::sync::{ChildUsage, Msg};
+use crate::engine::{Prepared, SetupError, Step};
 use crate::output::{CappedOutput, Stream};
-use crate::sandbox::sync::{ChildUsage, Msg};
-use crate::sandbox::{Prepared, SetupError, Step};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -83,7 +83,7 @@ pub struct Outcome {
     pub stdout_ended_with_newline: bool,
     pub interrupted_by: Option<i32>,
     /// What the payload was confined with, as init reported it.
-    pub confined: Option<crate::sandbox::init::Confined>,
+    pub confined: Option<crate::engine::init::Confined>,
     /// Calls the filter denied with EPERM, when they were routed to the supervisor
     /// (`--audit-syscalls`).
     pub denied_syscalls: Vec<DeniedCall>,
@@ -205,7 +205,7 @@ pub fn run(
     let mut next_sample = started;
 
     let sigfd = SignalFd::with_flags(
-        &crate::sandbox::init::handled_set(),
+        &crate::engine::init::handled_set(),
         SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
     )
     .ok();

@@ -115,7 +115,7 @@ pub struct Layers {
 
 impl Layers {
     /// seccomp and Landlock are true only when the payload reported them enforced.
-    pub fn confined(mut self, c: Option<&crate::sandbox::init::Confined>) -> Layers {
+    pub fn confined(mut self, c: Option<&crate::engine::init::Confined>) -> Layers {
         self.seccomp = c.map(|c| c.seccomp).unwrap_or(false);
         self.landlock = c
             .and_then(|c| c.landlock.as_ref())

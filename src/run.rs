@@ -1,9 +1,9 @@
 //! One `maibox exec`: read the code, build the sandbox, supervise, report.
 
+use crate::engine::{self, Job, SetupError, StdinMode};
 use crate::monitor::{self, Ending, Outcome};
 use crate::policy::Policy;
 use crate::report::{self, Layers, OutputReport, Report};
-use crate::sandbox::{self, Job, SetupError, StdinMode};
 use std::cell::OnceCell;
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -146,7 +146,7 @@ impl<'a> BeforeCode<'a> {
 
     fn run(&mut self) -> Result<(), SetupError> {
         match self.work.take() {
-            Some(w) => w().map_err(|e| SetupError::new(crate::sandbox::Step::Audit, e)),
+            Some(w) => w().map_err(|e| SetupError::new(crate::error::Step::Audit, e)),
             None => Ok(()),
         }
     }
@@ -204,7 +204,7 @@ fn run_native(
                 &with_proxy
             }
             Err(e) => {
-                let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
+                let e = SetupError::new(crate::error::Step::Network, e.to_string());
                 return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
             }
         }
@@ -217,10 +217,9 @@ fn run_native(
         args,
         stdin,
     };
-    let cg_err = |e: crate::cgroup::CgroupError| {
-        SetupError::new(crate::sandbox::Step::Cgroup, e.to_string())
-    };
-    // Made while the sandbox builds its root (see `sandbox::prepare`), so set once
+    let cg_err =
+        |e: crate::cgroup::CgroupError| SetupError::new(crate::error::Step::Cgroup, e.to_string());
+    // Made while the sandbox builds its root (see `engine::prepare`), so set once
     // from inside the engine.
     let group: OnceCell<Option<crate::cgroup::RunCgroup>> = OnceCell::new();
     let cgroup_note: OnceCell<Option<String>> = OnceCell::new();
@@ -254,7 +253,7 @@ fn run_native(
         }
     };
     let mut meanwhile = || before_code.run();
-    let (outcome, setup_ms, steps) = match sandbox::prepare(&job, &mut make_group, &mut meanwhile) {
+    let (outcome, setup_ms, steps) = match engine::prepare(&job, &mut make_group, &mut meanwhile) {
         Ok(prepared) => {
             crate::timeline::mark("sandbox-setup");
             let running = match proxy.take().map(|p| p.start()).transpose() {
@@ -262,7 +261,7 @@ fn run_native(
                 Err(e) => {
                     // Fail closed: dropping `prepared` ends the waiting init.
                     drop(prepared);
-                    let e = SetupError::new(crate::sandbox::Step::Network, e.to_string());
+                    let e = SetupError::new(crate::error::Step::Network, e.to_string());
                     return finish(policy, setup_failed(e), ctx, 0.0, Vec::new(), None, None);
                 }
             };
@@ -348,7 +347,7 @@ fn make_cgroup(
             Ok((None, Some(note)))
         }
         Err(e) => Err(SetupError::new(
-            crate::sandbox::Step::Cgroup,
+            crate::error::Step::Cgroup,
             format!(
                 "cannot create the run's cgroup under cgroup.parent {:?}: {e} (run as root, delegate that subtree to this user, or set cgroup.allow_degraded: true)",
                 policy.cgroup.parent

@@ -6,10 +6,10 @@
 //! when it clones the sandbox.
 
 use maibox::config::{Config, TrustLevel};
+use maibox::engine::{StdinMode, Step};
 use maibox::monitor::Ending;
 use maibox::policy::{Overrides, Policy};
 use maibox::run::{self, BeforeCode, Code, Context};
-use maibox::sandbox::{StdinMode, Step};
 use std::cell::Cell;
 
 fn run_with(before: BeforeCode) -> maibox::run::Run {

@@ -1,4 +1,4 @@
-//! Who isolates a run. The native engine lives in `crate::sandbox`; the Docker backend
+//! Who isolates a run. The native engine lives in `crate::engine`; the Docker backend
 //! hands the same [`crate::policy::Policy`] to a Docker engine through its API.
 
 pub mod docker;

@@ -335,7 +335,7 @@ impl RunCgroup {
     }
 
     /// On v1, the `tasks` files through which the sandbox joins its groups itself
-    /// (see `sandbox::spawn::join_cgroup`); empty on v2, where the supervisor
+    /// (see `engine::spawn::join_cgroup`); empty on v2, where the supervisor
     /// attaches it with [`RunCgroup::attach`].
     pub fn self_attach_files(&self) -> Result<Vec<std::os::fd::OwnedFd>, CgroupError> {
         if let Layout::V2 { .. } = self.layout {

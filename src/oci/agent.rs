@@ -82,7 +82,7 @@ pub fn send_listener(sock: &OwnedFd, listener: &OwnedFd) -> Result<(), String> {
 /// ended (or failed) before installing its filter.
 pub fn receive_listener(sock: &OwnedFd) -> Result<Option<OwnedFd>, OciError> {
     let mut buf = [0u8; 1];
-    crate::sandbox::sync::recv_fd(std::os::fd::AsFd::as_fd(sock), &mut buf)
+    crate::engine::sync::recv_fd(std::os::fd::AsFd::as_fd(sock), &mut buf)
         .map(|(_, fd)| fd)
         .map_err(|e| {
             OciError::Refused(format!(

@@ -17,8 +17,8 @@ use nix::unistd::{fork, ForkResult};
 
 use super::cli::OciError;
 use super::view::OciMount;
-use crate::sandbox::spawn::Spawned;
-use crate::sandbox::sync::Msg;
+use crate::engine::spawn::Spawned;
+use crate::engine::sync::Msg;
 
 fn refused(m: impl Into<String>) -> OciError {
     OciError::Refused(m.into())

@@ -621,7 +621,7 @@ fn devices(linux: &oci_spec::runtime::Linux) -> Result<Vec<OciDevice>, BundleErr
 /// The recursive mount options (runc's `r`-prefixed set, applied with
 /// mount_setattr(AT_RECURSIVE)): (attributes to set, attributes to clear).
 fn recursive_attr(o: &str) -> Option<(u64, u64)> {
-    use crate::sandbox::mounts::*;
+    use crate::engine::mounts::*;
     Some(match o {
         "rro" => (MOUNT_ATTR_RDONLY, 0),
         "rrw" => (0, MOUNT_ATTR_RDONLY),
@@ -718,8 +718,8 @@ fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMo
             "relatime" => (F::MS_RELATIME, F::empty()),
             "norelatime" => (F::empty(), F::MS_RELATIME),
             "strictatime" => (F::MS_STRICTATIME, F::empty()),
-            "nosymfollow" => (crate::sandbox::mounts::MS_NOSYMFOLLOW, F::empty()),
-            "symfollow" => (F::empty(), crate::sandbox::mounts::MS_NOSYMFOLLOW),
+            "nosymfollow" => (crate::engine::mounts::MS_NOSYMFOLLOW, F::empty()),
+            "symfollow" => (F::empty(), crate::engine::mounts::MS_NOSYMFOLLOW),
             "nostrictatime" => (F::empty(), F::MS_STRICTATIME),
             "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
             | "runbindable" => {
@@ -839,7 +839,7 @@ mod tests {
         assert_eq!(view.process.capabilities, CapabilitySets::default());
         assert!(view.namespaces.user.is_none());
         assert!(view.namespaces.network && view.namespaces.pid);
-        // Docker's read-only cgroup mount is kept (sandbox::cgroupfs mounts it).
+        // Docker's read-only cgroup mount is kept (engine::cgroupfs mounts it).
         let cg = view.mounts.iter().find(|m| m.kind == "cgroup").unwrap();
         assert_eq!(cg.destination, "/sys/fs/cgroup");
         assert!(nix::mount::MsFlags::from_bits_truncate(cg.flags)

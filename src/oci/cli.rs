@@ -5,8 +5,8 @@
 use super::bundle::{self, BundleError, Waivable};
 use super::hooks::{self, HookError};
 use super::state::{self, Container, Saved, StateError, Status};
+use crate::engine::{spawn, SetupError};
 use crate::policy::View;
-use crate::sandbox::{spawn, SetupError};
 use clap::{Args, Subcommand, ValueEnum};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -433,7 +433,7 @@ fn create_in(
     // Our end of the console socket of a foreground `run`, which relays the pty itself.
     let mut own_console: Option<OwnedFd> = None;
     let console = match (&a.console_socket, view.process.terminal) {
-        (Some(p), true) => Some(crate::sandbox::console::connect(p)?),
+        (Some(p), true) => Some(crate::engine::console::connect(p)?),
         (None, false) => None,
         (Some(_), false) => {
             return Err(OciError::Refused(
@@ -490,7 +490,7 @@ fn create_in(
     };
     // The OCI child finds its program inside the container's root itself (so that a
     // missing one fails `create`); the engine's payload slot carries nothing here.
-    let payload = crate::sandbox::init::Payload {
+    let payload = crate::engine::init::Payload {
         program: c"/".into(),
         argv: Vec::new(),
         envp: Vec::new(),
@@ -501,7 +501,7 @@ fn create_in(
     let mut attach = |pid: Pid| -> Result<(), SetupError> {
         if let Some(g) = &group {
             g.attach(pid.as_raw())
-                .map_err(|e| SetupError::new(crate::sandbox::Step::Cgroup, e.to_string()))?;
+                .map_err(|e| SetupError::new(crate::error::Step::Cgroup, e.to_string()))?;
         }
         Ok(())
     };
@@ -526,7 +526,7 @@ fn create_in(
     if let Some(n) = notify.as_ref() {
         forward_listener(&spawned, &a.id, loaded, n).map_err(kill_it)?;
     }
-    crate::sandbox::wait_ready(&spawned).map_err(|e| kill_it(e.into()))?;
+    crate::engine::wait_ready(&spawned).map_err(|e| kill_it(e.into()))?;
     if let Some(g) = &group {
         g.apply_devices()
             .map_err(|e| kill_it(OciError::Refused(format!("container device rules: {e}"))))?;
@@ -534,7 +534,7 @@ fn create_in(
     drop(console);
     let master = match &own_console {
         Some(sock) => Some(
-            crate::sandbox::console::receive_master(sock.as_fd()).map_err(|e| kill_it(e.into()))?,
+            crate::engine::console::receive_master(sock.as_fd()).map_err(|e| kill_it(e.into()))?,
         ),
         None => None,
     };
@@ -584,7 +584,7 @@ fn runtime_hooks(
     loaded: &bundle::Loaded,
     hooks_value: Option<&serde_json::Value>,
 ) -> Result<(), OciError> {
-    use crate::sandbox::sync::Msg;
+    use crate::engine::sync::Msg;
     match spawned.chan.recv()? {
         Some(Msg::HooksPoint) => {}
         Some(Msg::Failed(e)) => return Err(e.into()),
@@ -621,7 +621,7 @@ fn forward_listener(
     loaded: &bundle::Loaded,
     n: &crate::oci::seccomp::Notify,
 ) -> Result<(), OciError> {
-    use crate::sandbox::sync::Msg;
+    use crate::engine::sync::Msg;
     let fd = match spawned.chan.recv_with_fd()? {
         Some((Msg::SeccompListener, Some(fd))) => fd,
         Some((Msg::Failed(e), _)) => return Err(e.into()),
@@ -1044,7 +1044,7 @@ fn run(g: &Global, a: &CreateArgs, detach: bool, keep: bool) -> Result<i32, OciE
     }
     let relay = match console {
         Some(master) => Some(
-            crate::sandbox::console::relay(master).map_err(io_err("relay the container's pty"))?,
+            crate::engine::console::relay(master).map_err(io_err("relay the container's pty"))?,
         ),
         None => None,
     };

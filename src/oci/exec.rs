@@ -21,7 +21,7 @@ use super::bundle::{self, BundleError};
 use super::cli::{Global, OciError};
 use super::state::{self, Container, Status};
 use super::view::OciProcess;
-use crate::sandbox::oci as engine;
+use crate::engine::oci as engine;
 
 #[derive(Args, Debug)]
 pub struct ExecArgs {
@@ -201,7 +201,7 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     // Our end of the console socket of a foreground exec, which relays the pty itself.
     let mut own_console: Option<OwnedFd> = None;
     let console = match (&a.console_socket, process.terminal) {
-        (Some(p), true) => Some(crate::sandbox::console::connect(p)?),
+        (Some(p), true) => Some(crate::engine::console::connect(p)?),
         (None, false) => None,
         (Some(_), false) => {
             return Err(refused(
@@ -314,9 +314,9 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     }
     let relay = match &own_console {
         Some(sock) => {
-            let master = crate::sandbox::console::receive_master(sock.as_fd())?;
+            let master = crate::engine::console::receive_master(sock.as_fd())?;
             Some(
-                crate::sandbox::console::relay(master)
+                crate::engine::console::relay(master)
                     .map_err(|e| refused(format!("relay the process's pty: {e}")))?,
             )
         }
@@ -452,12 +452,12 @@ fn helper(job: &Job, w: OwnedFd) -> ! {
 
 /// Right after a notifying filter goes on: its listener to the runtime, which
 /// hands it to the agent before this process's notified calls can be answered.
-fn pass_listener(job: &Job, listener: Option<OwnedFd>) -> Result<(), crate::sandbox::SetupError> {
+fn pass_listener(job: &Job, listener: Option<OwnedFd>) -> Result<(), crate::error::SetupError> {
     let (Some(l), Some(sock)) = (listener, job.listener_sock) else {
         return Ok(());
     };
     super::agent::send_listener(sock, &l)
-        .map_err(|e| crate::sandbox::SetupError::new(crate::sandbox::Step::Seccomp, e))
+        .map_err(|e| crate::error::SetupError::new(crate::error::Step::Seccomp, e))
 }
 
 /// In the process itself, inside the container: identity, limits, seccomp, execve.
@@ -475,14 +475,14 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
     keep.extend(job.console.map(|c| c.as_raw_fd()));
     keep.extend_from_slice(job.preserved);
     keep.extend(job.listener_sock.map(|l| l.as_raw_fd()));
-    if let Err(e) = crate::sandbox::privs::close_fds_except(&keep) {
+    if let Err(e) = crate::engine::privs::close_fds_except(&keep) {
         fail(e.to_string());
     }
     if let Some(c) = job.console {
         let tty = nix::unistd::setsid()
             .map_err(|e| e.to_string())
             .and_then(|_| {
-                crate::sandbox::console::attach(c.as_fd(), p.uid, p.console_size)
+                crate::engine::console::attach(c.as_fd(), p.uid, p.console_size)
                     .map_err(|e| e.to_string())
             });
         if let Err(e) = tty {
@@ -504,7 +504,7 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
             ));
         }
     }
-    let steps = || -> Result<std::ffi::CString, crate::sandbox::SetupError> {
+    let steps = || -> Result<std::ffi::CString, crate::error::SetupError> {
         if !p.no_new_privileges {
             pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
         }
@@ -529,7 +529,7 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
         Ok(prog) => prog,
         Err(e) => fail(e.to_string()),
     };
-    let _ = crate::sandbox::init::reset_signals();
+    let _ = crate::engine::init::reset_signals();
     let cstr = |v: &[String]| -> Vec<std::ffi::CString> {
         v.iter()
             .filter_map(|s| std::ffi::CString::new(s.as_str()).ok())

@@ -2,15 +2,15 @@
 //! too): `/sandbox/main.py`, owned by root and read-only, in a directory the code cannot
 //! write to.
 
-use crate::sandbox::Step;
+use crate::error::Step;
 
 /// Where the script is inside the container, and the container's working directory.
 pub const DIR: &str = "/sandbox";
 pub const SCRIPT: &str = "/sandbox/main.py";
 
 /// The archive to extract at [`DIR`].
-pub fn script_tar(script: &[u8]) -> Result<Vec<u8>, crate::sandbox::SetupError> {
-    use crate::sandbox::error::StepContext;
+pub fn script_tar(script: &[u8]) -> Result<Vec<u8>, crate::error::SetupError> {
+    use crate::error::StepContext;
     let mut b = tar::Builder::new(Vec::new());
     let mut dir = tar::Header::new_gnu();
     dir.set_entry_type(tar::EntryType::Directory);

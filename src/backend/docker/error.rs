@@ -1,6 +1,6 @@
 //! What can go wrong talking to the engine, each naming the setup step and what to do.
 
-use crate::sandbox::{SetupError, Step};
+use crate::error::{SetupError, Step};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DockerError {

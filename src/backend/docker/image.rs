@@ -2,7 +2,7 @@
 
 use super::client::Engine;
 use super::error::{engine_message, is_not_found, DockerError};
-use crate::sandbox::Step;
+use crate::error::Step;
 use bollard::query_parameters::CreateImageOptions;
 use futures_util::StreamExt;
 

@@ -14,10 +14,10 @@ pub mod spec;
 mod stats;
 mod supervise;
 
+use crate::engine::{SetupError, StdinMode, Step};
 use crate::monitor::Outcome;
 use crate::policy::Policy;
 use crate::run::{Code, Context, Run};
-use crate::sandbox::{SetupError, StdinMode, Step};
 
 pub use report::planned_layers;
 

@@ -5,11 +5,11 @@
 use super::client::Engine;
 use super::error::{engine_message, DockerError};
 use super::stats::{self, Peaks};
+use crate::error::{SetupError, Step};
 use crate::monitor::{signal_name, Ending, Outcome, Usage, Violation};
 use crate::output::{CappedOutput, Stream};
 use crate::policy::Policy;
 use crate::run::Code;
-use crate::sandbox::{SetupError, Step};
 use bollard::container::LogOutput;
 use bollard::query_parameters::{
     AttachContainerOptions, KillContainerOptions, UploadToContainerOptions,

@@ -2,7 +2,7 @@
 //! the process's controlling terminal and stdio, the master sent to the caller's
 //! `--console-socket` (SCM_RIGHTS), as containerd's shim and runc expect.
 
-use super::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step, StepContext};
 use nix::fcntl::OFlag;
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};

@@ -1,6 +1,6 @@
 //! Identity switch, capability sets, no_new_privs, session and file descriptors.
 
-use super::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step, StepContext};
 use crate::policy::{IdMapping, Layer, Policy};
 use caps::CapSet;
 use nix::unistd::{setresgid, setresuid, Gid, Uid};

@@ -7,7 +7,7 @@
 pub mod cgroupfs;
 pub mod console;
 pub mod dev;
-pub mod error;
+
 pub mod etc;
 pub mod init;
 pub mod mounts;
@@ -21,11 +21,11 @@ pub mod spawn;
 pub mod sync;
 pub mod userns;
 
-pub use error::{SetupError, Step};
+pub use crate::error::{SetupError, Step};
 
 use crate::confine;
+use crate::error::StepContext;
 use crate::policy::{Layer, Policy};
-use error::StepContext;
 use init::Payload;
 use nix::fcntl::OFlag;
 use nix::sys::signal::SigSet;

@@ -3,7 +3,7 @@
 //! Only a process outside the namespace with the right privileges can write a map
 //! that names more than its own id, which is why the child waits for this.
 
-use super::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step, StepContext};
 use crate::policy::IdMapping;
 use nix::unistd::Pid;
 

@@ -3,7 +3,7 @@
 //! SOCK_SEQPACKET keeps message boundaries, so each message is one JSON datagram:
 //! no framing code, and a peer that dies shows up as end-of-file.
 
-use super::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step, StepContext};
 use nix::sys::socket::{
     recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
     SockFlag, SockType,

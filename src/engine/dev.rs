@@ -3,11 +3,11 @@
 //! Device nodes cannot be created inside a user namespace (and a tmpfs mounted there
 //! is nodev), so the harmless ones are bind-mounted from the host, like bubblewrap does.
 
-use super::error::{SetupError, Step, StepContext};
 use super::mounts::{
     bind, fd_path, mkdir_p, set_attr, tmpfs, touch, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
     MOUNT_ATTR_RDONLY,
 };
+use crate::error::{SetupError, Step, StepContext};
 use nix::mount::{mount, MsFlags};
 use std::os::fd::OwnedFd;
 use std::path::Path;

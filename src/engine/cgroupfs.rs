@@ -13,9 +13,9 @@
 //!
 //! The mount's flags (Docker's `ro,nosuid,nodev,noexec`) apply to all of it.
 
-use super::error::{SetupError, Step, StepContext};
 use super::mounts::{bind, change_attr, mkdir_p};
 use super::mounts::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::error::{SetupError, Step, StepContext};
 use nix::mount::{mount, MsFlags};
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! A generated, minimal /etc: just enough for Python, libc name lookups and TLS.
 
-use super::error::{SetupError, Step, StepContext};
 use super::mounts::mkdir_p;
+use crate::error::{SetupError, Step, StepContext};
 use crate::policy::Policy;
 use std::path::Path;
 

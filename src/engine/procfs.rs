@@ -1,10 +1,10 @@
 //! A fresh /proc for the sandbox's PID namespace, with the dangerous parts masked.
 
-use super::error::{SetupError, Step, StepContext};
 use super::mounts::{
     bind, mkdir_p, set_attr, tmpfs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
     MOUNT_ATTR_RDONLY,
 };
+use crate::error::{SetupError, Step, StepContext};
 use nix::mount::MsFlags;
 use std::path::Path;
 

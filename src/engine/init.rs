@@ -1,8 +1,8 @@
 //! PID 1 of the sandbox: starts the payload, reaps every zombie, forwards signals,
 //! and when the payload ends kills whatever it left behind.
 
-use super::error::{SetupError, Step, StepContext};
 use super::sync::{Channel, ChildUsage, Msg};
+use crate::error::{SetupError, Step, StepContext};
 use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};

@@ -1,11 +1,11 @@
 //! Creating the sandbox process: clone into new namespaces, map ids, let the child
 //! build its view, and wait until it is ready to start the payload.
 
-use super::error::{SetupError, Step, StepContext};
 use super::init::{self, Payload};
 use super::rootfs;
 use super::sync::{self, Channel, Msg};
 use super::{net, privs, rlimit, userns};
+use crate::error::{SetupError, Step, StepContext};
 use crate::policy::{Layer, Policy, View};
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;

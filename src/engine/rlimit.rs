@@ -1,6 +1,6 @@
 //! Per-process resource limits, the first line of defence before cgroups.
 
-use super::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step, StepContext};
 use crate::policy::Policy;
 use nix::sys::resource::{setrlimit, Resource};
 

@@ -1,6 +1,6 @@
 //! The sandbox's network namespace: only `lo`, brought up so local sockets work.
 
-use super::error::{SetupError, Step};
+use crate::error::{SetupError, Step};
 
 /// Sets IFF_UP on `lo` with the classic SIOCSIFFLAGS ioctl. A netlink client crate
 /// would pull in an async runtime for what is two ioctls on a throw-away socket.

@@ -1,6 +1,6 @@
 //! Thin, typed wrappers over mount(2), mount_setattr(2) and friends.
 
-use super::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step, StepContext};
 use nix::fcntl::{open, OFlag};
 use nix::mount::{mount, MsFlags};
 use nix::sys::stat::Mode;

@@ -5,12 +5,12 @@
 //! root may cover their original location, and a path that is looked up once
 //! cannot be swapped for a symlink between check and use (CVE-2021-30465).
 
-use super::error::{SetupError, Step, StepContext};
 use super::mounts::{
     self, bind, fd_path, mkdir_p, open_path, set_attr, tmpfs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC,
     MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
 };
 use super::{dev, etc, procfs};
+use crate::error::{SetupError, Step, StepContext};
 use crate::policy::Policy;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use std::os::fd::OwnedFd;

@@ -6,12 +6,12 @@
 //! the bundle's root, pivot_root, masked/read-only paths, hostname, rlimits, identity
 //! and capabilities, cwd, then `Ready` and the wait for `start`.
 
-use super::error::{SetupError, Step, StepContext};
 use super::mounts::{
     bind, mkdir_p, set_attr, touch, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
     MOUNT_ATTR_RDONLY,
 };
 use super::sync::{Channel, Msg};
+use crate::error::{SetupError, Step, StepContext};
 use crate::oci::view::{CapabilitySets, IdMaps, OciMount, OciProcess, OciView};
 use nix::mount::{mount, MsFlags};
 use nix::sched::CloneFlags;
