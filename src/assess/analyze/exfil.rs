@@ -2,7 +2,9 @@
 //! (MB911, MB421), and shell commands that hand system or credential files
 //! to a network tool (MB910).
 
-use super::{shorten, Analyzer, Bind, Node, CREDENTIAL_PATHS, EVAL_DEPTH};
+use super::literal::shorten;
+use super::names::CREDENTIAL_PATHS;
+use super::{Analyzer, Bind, Node, EVAL_DEPTH, F, K};
 
 /// Distinct environment variables sent in one call before it looks like
 /// harvesting rather than configuration (an API token, a region, a user).
@@ -86,10 +88,12 @@ struct EnvFlow {
 
 pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKind> {
     match (q, method) {
-        (Some(q), _) if super::is_network_client(q) || q == "urllib.request.Request" => {
+        (Some(q), _) if super::names::is_network_client(q) || q == "urllib.request.Request" => {
             Some(SendKind::Client)
         }
-        (Some(q), _) if super::SHELL_FUNCS.contains(&q) || super::SUBPROCESS.contains(&q) => {
+        (Some(q), _)
+            if super::names::SHELL_FUNCS.contains(&q) || super::names::SUBPROCESS.contains(&q) =>
+        {
             Some(SendKind::Command)
         }
         (_, Some(m)) if SEND_METHODS.contains(&m) => Some(SendKind::Method),
@@ -175,14 +179,14 @@ impl<'t> Analyzer<'t> {
             return;
         }
         match n.kind() {
-            "identifier" | "attribute" => {
+            K::Identifier | K::Attribute => {
                 if let Some(q) = self.resolve(n, scope, depth + 1) {
                     if is_environ(&q) {
                         acc.whole = Some(q);
                         return;
                     }
                 }
-                if n.kind() == "identifier" {
+                if n.kind() == K::Identifier {
                     let Some(binds) = self.lookup(self.text(n), scope, n.start_byte()) else {
                         return;
                     };
@@ -194,23 +198,23 @@ impl<'t> Analyzer<'t> {
                     return;
                 }
                 // `json.dumps(os.environ).encode`: the data is in the object.
-                if let Some(obj) = n.child_by_field_name("object") {
+                if let Some(obj) = n.child(F::Object) {
                     self.env_flow(obj, scope, depth + 1, acc);
                 }
             }
-            "subscript" => {
-                let value = n.child_by_field_name("value");
+            K::Subscript => {
+                let value = n.child(F::Value);
                 let q = value.and_then(|v| self.resolve(v, scope, depth + 1));
                 if q.as_deref().is_some_and(is_environ) {
-                    let key = n.child_by_field_name("subscript");
+                    let key = n.child(F::Subscript);
                     acc.keys.push(self.key_name(key, scope, depth));
                     return;
                 }
                 self.env_flow_children(n, scope, depth, acc);
             }
-            "call" => {
+            K::Call => {
                 let q = n
-                    .child_by_field_name("function")
+                    .child(F::Function)
                     .and_then(|f| self.resolve(f, scope, depth + 1));
                 if q.as_deref().is_some_and(is_env_getter) {
                     let (pos, _) = self.args(n);
@@ -231,7 +235,7 @@ impl<'t> Analyzer<'t> {
     /// The source of a command argument, or of the expression a name for
     /// it was last bound to (`cmd = ["curl", ...]; run(cmd)`).
     fn command_text(&self, arg: Node<'t>, scope: usize) -> &'t str {
-        if arg.kind() == "identifier" {
+        if arg.kind() == K::Identifier {
             let bound = self
                 .lookup(self.text(arg), scope, arg.start_byte())
                 .and_then(|binds| {
@@ -248,8 +252,7 @@ impl<'t> Analyzer<'t> {
     }
 
     fn env_flow_children(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
-        let mut c = n.walk();
-        let kids: Vec<Node<'t>> = n.named_children(&mut c).collect();
+        let kids: Vec<Node<'t>> = n.children().collect();
         for k in kids {
             self.env_flow(k, scope, depth + 1, acc);
         }
@@ -300,7 +303,7 @@ fn head_of(stage: &str) -> &str {
 /// tool together with a stage that reads a secret (`cat /etc/passwd | nc`,
 /// `curl -d "$(cat ~/.ssh/id_rsa)"`, `env | curl -d @-`), or a network tool
 /// uploading a secret itself (`curl -d @/etc/shadow`, `nc h p < /etc/passwd`).
-pub(super) fn exfil_in_command(lower: &str) -> Option<String> {
+fn exfil_in_command(lower: &str) -> Option<String> {
     let statements = lower
         .split([';', '\n'])
         .flat_map(|s| s.split("&&"))

@@ -2,7 +2,8 @@
 //! that runs commands or code (MB418), armed with a ready command or
 //! serialised in the same script (MB912).
 
-use super::{Analyzer, Bind, Node, EVAL_DEPTH, EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
+use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
+use super::{Analyzer, Bind, Node, EVAL_DEPTH, F, K};
 
 /// Names under which the pickle protocol asks an object how to rebuild it.
 pub(super) const REDUCE_METHODS: &[&str] = &["__reduce__", "__reduce_ex__"];
@@ -49,8 +50,8 @@ fn enclosing_class(def: Node) -> Option<Node> {
     let mut n = def.parent();
     while let Some(p) = n {
         match p.kind() {
-            "class_definition" => return Some(p),
-            "function_definition" | "lambda" | "module" => return None,
+            K::ClassDefinition => return Some(p),
+            K::FunctionDefinition | K::Lambda | K::Module => return None,
             _ => n = p.parent(),
         }
     }
@@ -59,10 +60,7 @@ fn enclosing_class(def: Node) -> Option<Node> {
 
 /// The elements of a tuple or list literal.
 fn elements<'t>(n: Node<'t>) -> Option<Vec<Node<'t>>> {
-    matches!(n.kind(), "tuple" | "expression_list" | "list").then(|| {
-        let mut c = n.walk();
-        n.named_children(&mut c).collect()
-    })
+    n.kind().is_sequence().then(|| n.children().collect())
 }
 
 impl<'t> Analyzer<'t> {
@@ -74,7 +72,7 @@ impl<'t> Analyzer<'t> {
         let pickled = self.pickled_classes();
         for (def, scope) in defs {
             let class = enclosing_class(def)
-                .and_then(|c| c.child_by_field_name("name"))
+                .and_then(|c| c.child(F::Name))
                 .map(|n| self.text(n))
                 .unwrap_or("?");
             let returns = self.returned_values(def);
@@ -87,22 +85,21 @@ impl<'t> Analyzer<'t> {
     /// Values of the `return` statements of a function, not of functions
     /// nested in it; a lambda's body is its value.
     fn returned_values(&self, def: Node<'t>) -> Vec<Node<'t>> {
-        if def.kind() == "lambda" {
-            return def.child_by_field_name("body").into_iter().collect();
+        if def.kind() == K::Lambda {
+            return def.child(F::Body).into_iter().collect();
         }
-        let Some(body) = def.child_by_field_name("body") else {
+        let Some(body) = def.child(F::Body) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         let mut stack = vec![body];
         while let Some(n) = stack.pop() {
             match n.kind() {
-                "function_definition" | "lambda" | "class_definition" => continue,
-                "return_statement" => out.extend(n.named_child(0)),
+                k if k.opens_scope() => continue,
+                K::ReturnStatement => out.extend(n.nth_child(0)),
                 _ => {}
             }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
+            stack.extend(n.children());
         }
         out
     }
@@ -112,7 +109,7 @@ impl<'t> Analyzer<'t> {
         if let Some(e) = elements(value) {
             return Some(e);
         }
-        if value.kind() != "identifier" {
+        if value.kind() != K::Identifier {
             return None;
         }
         let binds = self.lookup(self.text(value), scope, value.start_byte())?;
@@ -159,7 +156,7 @@ impl<'t> Analyzer<'t> {
                 value,
                 format!(
                     "{class}.__reduce__ carries the payload {:?}",
-                    super::shorten(&cmd)
+                    super::literal::shorten(&cmd)
                 ),
             );
             return;
@@ -186,7 +183,7 @@ impl<'t> Analyzer<'t> {
             let mut names = Vec::new();
             self.reset_budget();
             self.instantiated(obj, scope, 0, &mut names);
-            out.extend(names.into_iter().map(|n| (n, super::pos_of(call))));
+            out.extend(names.into_iter().map(|n| (n, super::pos(call))));
         }
         out
     }
@@ -196,15 +193,12 @@ impl<'t> Analyzer<'t> {
             return;
         }
         match n.kind() {
-            "call" => {
-                if let Some(f) = n
-                    .child_by_field_name("function")
-                    .filter(|f| f.kind() == "identifier")
-                {
+            K::Call => {
+                if let Some(f) = n.child(F::Function).filter(|f| f.kind() == K::Identifier) {
                     out.push(self.text(f));
                 }
             }
-            "identifier" => {
+            K::Identifier => {
                 for b in self
                     .lookup(self.text(n), scope, n.start_byte())
                     .unwrap_or_default()
@@ -217,8 +211,7 @@ impl<'t> Analyzer<'t> {
             }
             _ => {}
         }
-        let mut c = n.walk();
-        let kids: Vec<Node<'t>> = n.named_children(&mut c).collect();
+        let kids: Vec<Node<'t>> = n.children().collect();
         for k in kids {
             self.instantiated(k, scope, depth + 1, out);
         }

@@ -1,0 +1,123 @@
+//! Every call site, resolved once ([`Call`]) and handed to the behaviour
+//! families.
+
+use super::names::SUBPROCESS;
+use super::{exfil, pos, Analyzer, CallSite, Node, F, K};
+
+/// A call site with what every family asks of it, computed once.
+pub(super) struct Call<'t> {
+    pub node: Node<'t>,
+    /// The callee expression.
+    pub func: Node<'t>,
+    pub scope: usize,
+    /// Innermost loop in the same function, and whether it is unbounded.
+    pub loop_node: Option<(Node<'t>, bool)>,
+    /// The qualified name the callee resolves to, e.g. "os.system".
+    pub q: Option<String>,
+    pub pos: Vec<Node<'t>>,
+    pub kw: Vec<(&'t str, Node<'t>)>,
+    /// The attribute name when the callee is `obj.method`.
+    pub method: Option<&'t str>,
+    /// The callee as written.
+    pub written: &'t str,
+    /// A `shell=` argument that is not false.
+    pub shell_kw: Option<Node<'t>>,
+}
+
+impl<'t> Call<'t> {
+    pub fn kwarg(&self, name: &str) -> Option<Node<'t>> {
+        self.kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+    }
+
+    /// The `i`th positional argument, or the keyword argument `name`.
+    pub fn arg(&self, i: usize, name: &str) -> Option<Node<'t>> {
+        self.pos.get(i).copied().or_else(|| self.kwarg(name))
+    }
+
+    /// How the call reached `q`: its name, or the alias that resolved to it.
+    pub fn via(&self, q: &str) -> String {
+        let written = self.written;
+        if written == q || format!("builtins.{written}") == q {
+            q.to_string()
+        } else {
+            format!("`{written}` resolves to {q}")
+        }
+    }
+}
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn check_calls(&mut self) {
+        let calls = std::mem::take(&mut self.calls);
+        for site in &calls {
+            if let Some(call) = self.call(*site) {
+                self.check_call(&call);
+            }
+        }
+    }
+
+    fn call(&self, site: CallSite<'t>) -> Option<Call<'t>> {
+        let node = site.node;
+        let func = node.child(F::Function)?;
+        self.reset_budget();
+        let q = self.resolve(func, site.scope, 0);
+        let (pos, kw) = self.args(node);
+        let shell_kw = kw
+            .iter()
+            .find(|(k, _)| *k == "shell")
+            .map(|(_, v)| *v)
+            .filter(|v| !matches!(v.kind(), K::False | K::None) && self.text(*v) != "0");
+        let method = if func.kind() == K::Attribute {
+            func.child(F::Attribute).map(|a| self.text(a))
+        } else {
+            None
+        };
+        Some(Call {
+            node,
+            func,
+            scope: site.scope,
+            loop_node: site.loop_node,
+            q,
+            pos,
+            kw,
+            method,
+            written: self.text(func),
+            shell_kw,
+        })
+    }
+
+    fn check_call(&mut self, call: &Call<'t>) {
+        let node = call.node;
+        for (k, v) in &call.kw {
+            if matches!(*k, "stdin" | "stdout" | "stderr") && self.text(*v).contains("fileno") {
+                self.facts.fileno_redirect.get_or_insert(pos(node));
+            }
+        }
+        if let Some(q) = call.q.as_deref() {
+            self.check_dynamic(q, call);
+            self.check_process(q, call);
+            self.check_files(q, call);
+            self.check_capabilities(q, call);
+        }
+        if let Some(m) = call.method {
+            self.check_method(m, call);
+        }
+        if let Some(kind) = exfil::send_kind(call.q.as_deref(), call.method) {
+            self.sends.push(exfil::Send {
+                node,
+                scope: call.scope,
+                kind,
+            });
+        }
+        let is_subprocess = call.q.as_deref().is_some_and(|q| SUBPROCESS.contains(&q));
+        if call.shell_kw.is_some() && !is_subprocess {
+            self.add("MB604", node, format!("{}(..., shell=True)", call.written));
+            if let Some(cmd) = call
+                .pos
+                .first()
+                .and_then(|a| self.fold_command(*a, call.scope))
+            {
+                self.check_command(&cmd, node);
+            }
+        }
+    }
+}

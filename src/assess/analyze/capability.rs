@@ -1,0 +1,105 @@
+//! What a call gives the script: deserialisers, sockets and raw sockets,
+//! network clients, native code through ctypes, keyboard hooks, frame
+//! access and large encoded blobs.
+
+use super::calls::Call;
+use super::literal::is_blob;
+use super::names::*;
+use super::{gadget, pos, Analyzer};
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn check_capabilities(&mut self, q: &str, call: &Call<'t>) {
+        let (node, via) = (call.node, call.via(q));
+        self.check_deserialise(q, call);
+        self.check_socket(q, call);
+        if is_network_client(q) {
+            self.add("MB310", node, via.clone());
+            self.facts.network = true;
+        }
+        if q.starts_with("ctypes.") {
+            self.add("MB410", node, via.clone());
+            self.facts.ctypes.get_or_insert(pos(node));
+            if let Some(f) = q.strip_prefix("ctypes.CDLL().") {
+                let f = f.split('.').next().unwrap_or(f);
+                if PRIV_LIBC.contains(&f) {
+                    self.add("MB210", node, format!("libc {f}() through ctypes"));
+                }
+                if matches!(f, "mprotect" | "mmap") {
+                    self.facts.exec_memory = true;
+                }
+            }
+        }
+        if KEYLOGGERS.contains(&q) {
+            self.add("MB212", node, via.clone());
+        }
+        if q == "sys._getframe" || q == "inspect.currentframe" {
+            self.add("MB415", node, via);
+        }
+        if DECODERS.contains(&q) {
+            let blob = call.pos.first().and_then(|a| {
+                self.reset_budget();
+                self.fold(*a, call.scope, 0)
+            });
+            if blob.is_some_and(|b| is_blob(&b)) {
+                self.add("MB420", node, format!("{q} of a long encoded literal"));
+            }
+        }
+    }
+
+    /// pickle, marshal and yaml loaders; pickling calls are remembered for
+    /// the gadget check.
+    fn check_deserialise(&mut self, q: &str, call: &Call<'t>) {
+        let (node, via) = (call.node, call.via(q));
+        if gadget::PICKLERS.contains(&q) {
+            self.pickle_dumps.push((node, call.scope));
+        }
+        if DESERIALIZERS.contains(&q) {
+            self.add("MB301", node, via);
+        } else if matches!(q, "marshal.loads" | "marshal.load") {
+            self.add("MB302", node, via);
+        } else if q == "yaml.load" || q == "yaml.load_all" {
+            let loader = call.kwarg("Loader").or_else(|| call.pos.get(1).copied());
+            let safe = loader.is_some_and(|l| {
+                let t = self.text(l);
+                t.contains("SafeLoader") || t.contains("BaseLoader") || t.contains("CSafeLoader")
+            });
+            if !safe {
+                self.add("MB506", node, via);
+            }
+        } else if q == "yaml.unsafe_load" || q == "yaml.full_load" {
+            self.add("MB506", node, via);
+        }
+    }
+
+    fn check_socket(&mut self, q: &str, call: &Call<'t>) {
+        if !matches!(
+            q,
+            "socket.socket"
+                | "socket.create_connection"
+                | "socket.fromfd"
+                | "socket.create_server"
+                | "socket.socketpair"
+        ) {
+            return;
+        }
+        let node = call.node;
+        self.add("MB401", node, call.via(q));
+        if q != "socket.socketpair" {
+            self.facts.socket.get_or_insert(pos(node));
+            self.facts.network = true;
+        }
+        let raw = call
+            .pos
+            .iter()
+            .chain(call.kw.iter().map(|(_, v)| v))
+            .any(|a| {
+                let t = self.text(*a);
+                ["SOCK_RAW", "AF_PACKET", "IPPROTO_RAW", "ETH_P_ALL"]
+                    .iter()
+                    .any(|r| t.contains(r))
+            });
+        if raw {
+            self.add("MB207", node, "raw socket");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Command lines (folded shell strings and argv lists): privilege, system
+//! administration, destruction, reverse shells, download-and-run, miners.
+
+use super::literal::shorten;
+use super::{pos, Analyzer, Node};
+
+/// What one command of a command line does, judged from its words.
+enum Stage {
+    /// A rule this command alone triggers.
+    Rule(&'static str),
+    /// Starts a shell (which a socket may be wired to).
+    Shell,
+    Other,
+}
+
+/// Classifies one command (lower-cased words, the first being the program).
+fn classify(words: &[&str]) -> Stage {
+    let Some(head) = words.first() else {
+        return Stage::Other;
+    };
+    let head = head.rsplit('/').next().unwrap_or(head);
+    let rest = words[1..].join(" ");
+    let setuid_mode =
+        |m: &&str| m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6'));
+    let wipes_root = || {
+        words.iter().any(|w| w.starts_with('-') && w.contains('r'))
+            && words
+                .iter()
+                .any(|w| matches!(*w, "/" | "/*" | "~" | "~/" | "$home" | "--no-preserve-root"))
+    };
+    let onto_disk = || {
+        words
+            .iter()
+            .any(|w| w.starts_with("of=/dev/") && !w.starts_with("of=/dev/null"))
+    };
+    match head {
+        "sudo" | "su" | "pkexec" | "doas" => Stage::Rule("MB204"),
+        "useradd" | "adduser" | "usermod" | "passwd" | "chpasswd" | "visudo" | "iptables"
+        | "ip6tables" | "nft" | "ufw" | "setenforce" | "insmod" | "rmmod" | "modprobe"
+        | "sysctl" | "crontab" | "systemctl" | "mount" | "umount" | "chattr" | "setcap" => {
+            Stage::Rule("MB208")
+        }
+        "chmod" if rest.contains("+s") || words.get(1).is_some_and(setuid_mode) => {
+            Stage::Rule("MB203")
+        }
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "csh" | "tcsh" | "fish" | "cmd.exe"
+        | "powershell" | "pwsh" => Stage::Shell,
+        "rm" if wipes_root() => Stage::Rule("MB907"),
+        "mkfs" | "wipefs" | "shred" => Stage::Rule("MB907"),
+        h if h.starts_with("mkfs.") => Stage::Rule("MB907"),
+        "dd" if onto_disk() => Stage::Rule("MB907"),
+        "nc" | "ncat" | "netcat" | "nc.traditional"
+            if words.iter().any(|w| *w == "-e" || *w == "-c") =>
+        {
+            Stage::Rule("MB901")
+        }
+        "socat" if rest.contains("exec:") => Stage::Rule("MB901"),
+        _ => Stage::Other,
+    }
+}
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn check_command(&mut self, cmd: &str, node: Node<'t>) {
+        let lower = cmd.to_ascii_lowercase();
+        for seg in lower.split(['&', '|', ';', '\n', '`', '(', ')']) {
+            let words: Vec<&str> = seg.split_whitespace().collect();
+            match classify(&words) {
+                Stage::Rule(rule) => {
+                    self.add(rule, node, format!("runs `{}`", shorten(seg.trim())))
+                }
+                Stage::Shell => {
+                    self.facts.shell_spawn.get_or_insert(pos(node));
+                }
+                Stage::Other => {}
+            }
+        }
+        self.check_command_line(&lower, node);
+    }
+
+    /// Shapes that span the whole (lower-cased) command line.
+    fn check_command_line(&mut self, lower: &str, node: Node<'t>) {
+        if lower.contains("/dev/tcp/")
+            || lower.contains("/dev/udp/")
+            || (lower.contains("mkfifo") && lower.contains("nc "))
+        {
+            self.add("MB901", node, "shell redirection to a network socket");
+        }
+        if (lower.contains("curl") || lower.contains("wget"))
+            && ["| sh", "|sh", "| bash", "|bash", "| python", "|python"]
+                .iter()
+                .any(|p| lower.contains(p))
+        {
+            self.add("MB908", node, "remote script piped into an interpreter");
+        }
+        self.check_exfil_command(lower, node);
+        if lower.contains(":(){") || lower.contains(":() {") {
+            self.add("MB902", node, "shell fork bomb");
+        }
+        if lower.contains("xmrig") || lower.contains("stratum+") {
+            self.add("MB905", node, "miner in a command");
+        }
+    }
+}

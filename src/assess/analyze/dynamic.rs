@@ -1,0 +1,212 @@
+//! Dynamic code: exec/eval/compile of computed, decoded or downloaded
+//! code, code given as a literal (assessed in turn), computed imports and
+//! computed `getattr`.
+
+use super::calls::Call;
+use super::names::*;
+use super::{Analyzer, Bind, Node, F, K};
+use super::{EVAL_DEPTH, MAX_NESTED_CODE};
+
+impl<'t> Analyzer<'t> {
+    /// exec/eval/compile, `__import__`/`import_module` and `getattr` calls.
+    pub(super) fn check_dynamic(&mut self, q: &str, call: &Call<'t>) {
+        let (node, scope, pos) = (call.node, call.scope, &call.pos);
+        match q {
+            "builtins.exec" | "builtins.eval" | "builtins.compile" | "builtins.execfile" => {
+                if let Some(arg) = pos.first().copied().or_else(|| call.kwarg("source")) {
+                    self.check_exec(q, arg, node, scope);
+                }
+            }
+            "builtins.__import__" | "importlib.import_module" | "importlib.__import__" => {
+                self.reset_budget();
+                let name = pos.first().and_then(|a| self.fold(*a, scope, 0));
+                match name {
+                    None => self.add("MB411", node, format!("{q} of a computed name")),
+                    Some(m) if q == "builtins.__import__" => {
+                        self.add("MB412", node, format!("__import__({m:?})"))
+                    }
+                    Some(m) if pos.first().is_none_or(|a| a.kind() != K::String) => {
+                        self.add("MB414", node, format!("module name assembled as {m:?}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+            "builtins.getattr" if pos.len() >= 2 => {
+                self.reset_budget();
+                if let Some(base) = self.resolve(pos[0], scope, 0) {
+                    self.reset_budget();
+                    match self.fold(pos[1], scope, 0) {
+                        None => self.add("MB413", node, format!("getattr({base}, <computed>)")),
+                        Some(name) if pos[1].kind() != K::String => {
+                            self.add("MB414", node, format!("getattr({base}, {name:?})"))
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check_exec(&mut self, q: &str, arg: Node<'t>, node: Node<'t>, scope: usize) {
+        self.reset_budget();
+        if let Some(d) = self.contains_decoder(arg, scope, 0) {
+            self.add("MB903", node, format!("{q} of data decoded by {d}"));
+            return;
+        }
+        self.reset_budget();
+        if let Some(d) = self.contains_download(arg, scope, 0) {
+            self.add("MB908", node, format!("{q} of data fetched by {d}"));
+            return;
+        }
+        self.reset_budget();
+        let code = self.fold(arg, scope, 0);
+        if let Some(code) = &code {
+            self.assess_nested(q, code, node);
+        }
+        let literal = code.is_some() || self.is_compile_of_literal(arg, scope);
+        let rule = match (literal, q) {
+            (true, _) => "MB101",
+            (false, "builtins.eval") => "MB307",
+            (false, "builtins.compile") => "MB110",
+            (false, _) => "MB102",
+        };
+        self.add(
+            rule,
+            node,
+            format!("{q}({})", if literal { "<literal>" } else { "<computed>" }),
+        );
+    }
+
+    /// Code passed to exec/eval as a (folded) constant is assessed as well,
+    /// its findings pinned to the exec call.
+    pub(super) fn assess_nested(&mut self, q: &str, code: &str, node: Node<'t>) {
+        if self.nesting >= MAX_NESTED_CODE {
+            return;
+        }
+        // Parser failures here only lose the nested findings; the outer
+        // exec finding still stands.
+        if let Ok((inner, _)) = super::analyze_text(code, self.max_depth, self.nesting + 1) {
+            for f in inner.into_iter().filter(|f| f.rule != "MB001") {
+                let detail = format!("inside the code given to {q}: {}", f.detail);
+                self.add(f.rule, node, detail);
+            }
+        }
+    }
+
+    fn is_compile_of_literal(&self, n: Node<'t>, scope: usize) -> bool {
+        if n.kind() != K::Call {
+            return false;
+        }
+        self.reset_budget();
+        let q = n.child(F::Function).and_then(|f| self.resolve(f, scope, 0));
+        if q.as_deref() != Some("builtins.compile") {
+            return false;
+        }
+        let (pos, _) = self.args(n);
+        self.reset_budget();
+        pos.first()
+            .is_some_and(|a| self.fold(*a, scope, 0).is_some())
+    }
+
+    /// Does the expression decode, decompress or unmarshal something?
+    fn contains_decoder(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::Call => {
+                if let Some(func) = n.child(F::Function) {
+                    if let Some(q) = self.resolve(func, scope, depth + 1) {
+                        if DECODERS.contains(&q.as_str())
+                            || (q == "builtins.chr" && self.chr_spells(n))
+                        {
+                            return Some(q);
+                        }
+                    }
+                    if func.kind() == K::Attribute {
+                        let m = func.child(F::Attribute).map(|a| self.text(a)).unwrap_or("");
+                        if m == "decode" || m == "decompress" || m == "translate" {
+                            let (pos, _) = self.args(n);
+                            let codec = pos
+                                .first()
+                                .and_then(|c| self.fold(*c, scope, depth + 1))
+                                .unwrap_or_default()
+                                .to_ascii_lowercase();
+                            if m != "decode"
+                                || ["rot13", "rot_13", "base64", "hex", "zlib", "bz2"]
+                                    .contains(&codec.as_str())
+                            {
+                                return Some(format!(".{m}({codec})"));
+                            }
+                        }
+                    }
+                }
+            }
+            // Reversing a list (`'.'.join(ids[::-1])`) hides nothing; reversing
+            // a constant string is the disguise.
+            K::Subscript
+                if n.child(F::Subscript).is_some_and(|s| {
+                    s.kind() == K::Slice && self.text(s).replace(' ', "") == "::-1"
+                }) && n
+                    .child(F::Value)
+                    .is_some_and(|v| self.fold(v, scope, depth + 1).is_some()) =>
+            {
+                return Some("string reversal".into());
+            }
+            K::Identifier => {
+                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                return binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) => self.contains_decoder(v, s, depth + 1),
+                    _ => None,
+                });
+            }
+            _ => {}
+        }
+        let kids: Vec<Node<'t>> = n.children().collect();
+        kids.into_iter()
+            .find_map(|k| self.contains_decoder(k, scope, depth + 1))
+    }
+
+    /// Is this `chr(...)` call spelling text out: a computed code point
+    /// (`chr(c) for c in codes`), or one piece of a concatenation or list of
+    /// characters? A lone `chr(0x4000)` is just a character.
+    fn chr_spells(&self, call: Node<'t>) -> bool {
+        let (pos, _) = self.args(call);
+        let literal = pos.first().is_some_and(|a| a.kind() == K::Integer);
+        !literal
+            || call
+                .parent()
+                .is_some_and(|p| matches!(p.kind(), K::BinaryOperator | K::List | K::Tuple))
+    }
+
+    /// Does the expression fetch something from the network?
+    fn contains_download(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::Call => {
+                if let Some(q) = n
+                    .child(F::Function)
+                    .and_then(|f| self.resolve(f, scope, depth + 1))
+                {
+                    if is_network_client(&q) {
+                        return Some(q);
+                    }
+                }
+            }
+            K::Identifier => {
+                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                return binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) => self.contains_download(v, s, depth + 1),
+                    _ => None,
+                });
+            }
+            _ => {}
+        }
+        let kids: Vec<Node<'t>> = n.children().collect();
+        kids.into_iter()
+            .find_map(|k| self.contains_download(k, scope, depth + 1))
+    }
+}

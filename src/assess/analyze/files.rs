@@ -1,0 +1,195 @@
+//! The file system: writes, deletions and mode changes on system,
+//! persistence and root paths; setuid bits; self-deletion; identity changes.
+
+use super::calls::Call;
+use super::names::*;
+use super::{pos, Analyzer, Bind, Node, F, K};
+
+/// Calls that change the process's user or group identity.
+const IDENTITY_CHANGES: &[&str] = &[
+    "os.setuid",
+    "os.setgid",
+    "os.seteuid",
+    "os.setegid",
+    "os.setreuid",
+    "os.setregid",
+    "os.setresuid",
+    "os.setresgid",
+    "os.setgroups",
+    "os.initgroups",
+];
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn check_files(&mut self, q: &str, call: &Call<'t>) {
+        let node = call.node;
+        let (targets, op) = self.written_paths(q, call);
+        for t in targets {
+            self.reset_budget();
+            if let Some(p) = self.fold_path(t, call.scope, 0) {
+                self.classify_write(&p, op, node);
+            }
+            self.check_self_delete(q, t, node);
+        }
+        if matches!(q, "os.chmod" | "os.lchmod" | "os.fchmod") {
+            if let Some(m) = call.arg(1, "mode") {
+                self.check_mode(m, call.scope, node);
+            }
+        }
+        if IDENTITY_CHANGES.contains(&q) {
+            let arg = call.pos.first().map(|a| self.text(*a)).unwrap_or("");
+            self.add("MB202", node, format!("{q}({arg})"));
+        }
+        if q == "os.dup2" {
+            self.facts.dup2.get_or_insert(pos(node));
+        }
+    }
+
+    /// The path arguments a call writes, deletes or changes, and how.
+    fn written_paths<'q>(&self, q: &'q str, call: &Call<'t>) -> (Vec<Node<'t>>, &'q str) {
+        let one = |i: usize, name: &str| call.arg(i, name).into_iter().collect::<Vec<_>>();
+        match q {
+            "builtins.open" | "io.open" | "codecs.open" | "gzip.open" | "bz2.open"
+            | "lzma.open" => {
+                let mode = call.arg(1, "mode").and_then(|m| {
+                    self.reset_budget();
+                    self.fold(m, call.scope, 0)
+                });
+                let writes = mode.is_some_and(|m| m.contains(['w', 'a', 'x', '+']));
+                let targets = if writes { one(0, "file") } else { vec![] };
+                (targets, "open for writing")
+            }
+            "os.open" => {
+                let writes = call.arg(1, "flags").is_some_and(|f| {
+                    let t = self.text(f);
+                    ["O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"]
+                        .iter()
+                        .any(|o| t.contains(o))
+                });
+                let targets = if writes { one(0, "path") } else { vec![] };
+                (targets, "os.open for writing")
+            }
+            "os.remove" | "os.unlink" | "os.rmdir" | "os.removedirs" | "shutil.rmtree"
+            | "os.truncate" | "os.chown" | "os.lchown" | "os.chmod" | "os.lchmod" | "os.mkdir"
+            | "os.makedirs" | "os.mknod" | "os.mkfifo" | "os.utime" | "shutil.chown" => {
+                (one(0, "path"), q)
+            }
+            "os.rename" | "os.replace" | "os.renames" | "shutil.move" => {
+                (call.pos.iter().take(2).copied().collect(), q)
+            }
+            "os.symlink" | "os.link" | "shutil.copy" | "shutil.copy2" | "shutil.copyfile"
+            | "shutil.copytree" | "shutil.copymode" | "shutil.copystat" => (one(1, "dst"), q),
+            _ => (vec![], ""),
+        }
+    }
+
+    fn check_self_delete(&mut self, q: &str, target: Node<'t>, node: Node<'t>) {
+        let t = self.text(target).replace(' ', "");
+        if matches!(q, "os.remove" | "os.unlink" | "shutil.rmtree" | "unlink")
+            && (t == "__file__" || t == "sys.argv[0]" || t.ends_with("(__file__)"))
+        {
+            self.add("MB211", node, format!("deletes {t}"));
+        }
+    }
+
+    fn check_mode(&mut self, m: Node<'t>, scope: usize, node: Node<'t>) {
+        self.reset_budget();
+        if let Some(mode) = self.fold_int(m, scope, 0) {
+            if mode & 0o6000 != 0 {
+                self.add("MB203", node, format!("mode {mode:#o}"));
+            } else if mode & 0o002 != 0 {
+                self.add("MB103", node, format!("mode {mode:#o}"));
+            }
+        }
+    }
+
+    fn classify_write(&mut self, path: &str, op: &str, node: Node<'t>) {
+        let p = path.trim();
+        let lower = p.to_ascii_lowercase();
+        if matches!(p, "/" | "/*" | "~" | "~/")
+            && matches!(op, "shutil.rmtree" | "os.removedirs" | "os.rmdir")
+        {
+            self.add("MB907", node, format!("{op} {p}"));
+            return;
+        }
+        if PERSISTENCE.iter().any(|s| lower.contains(s)) {
+            self.add("MB906", node, format!("{op} {p}"));
+            return;
+        }
+        let under = |prefix: &str| p == prefix || p.starts_with(&format!("{prefix}/"));
+        let harmless_dev = [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/stdout",
+            "/dev/stderr",
+            "/dev/stdin",
+            "/dev/tty",
+            "/dev/urandom",
+            "/dev/random",
+            "/dev/full",
+        ];
+        if harmless_dev.contains(&p) || under("/dev/shm") || under("/dev/fd") {
+            return;
+        }
+        if SYSTEM_PREFIXES.iter().any(|s| under(s)) {
+            self.add("MB201", node, format!("{op} {p}"));
+        }
+    }
+
+    pub(super) fn check_method(&mut self, m: &'t str, call: &Call<'t>) {
+        let (node, scope) = (call.node, call.scope);
+        let Some(obj) = call.func.child(F::Object) else {
+            return;
+        };
+        let writes = match m {
+            "write_text" | "write_bytes" | "touch" | "unlink" | "rmdir" | "mkdir" | "chmod"
+            | "symlink_to" | "hardlink_to" | "rename" | "replace" => true,
+            "open" => {
+                let mode = call.arg(0, "mode");
+                self.reset_budget();
+                mode.and_then(|md| self.fold(md, scope, 0))
+                    .is_some_and(|md| md.contains(['w', 'a', 'x', '+']))
+            }
+            _ => false,
+        };
+        if !writes {
+            return;
+        }
+        // Only receivers that are recognisably paths, so `s.replace(a, b)` on
+        // an ordinary string is not taken for a file operation.
+        self.reset_budget();
+        let is_pathish = obj.kind() == K::BinaryOperator || self.path_call(obj, scope);
+        if is_pathish {
+            self.reset_budget();
+            if let Some(p) = self.fold_path(obj, scope, 0) {
+                self.classify_write(&p, &format!("Path.{m}"), node);
+            }
+            self.check_self_delete("unlink", obj, node);
+        }
+        if m == "chmod" && is_pathish {
+            if let Some(md) = call.pos.first() {
+                self.check_mode(*md, scope, node);
+            }
+        }
+    }
+
+    fn path_call(&self, n: Node<'t>, scope: usize) -> bool {
+        match n.kind() {
+            K::Call => n
+                .child(F::Function)
+                .and_then(|f| self.resolve(f, scope, 0))
+                .is_some_and(|q| PATH_TYPES.contains(&q.as_str())),
+            K::Identifier => self
+                .lookup(self.text(n), scope, n.start_byte())
+                .is_some_and(|bs| {
+                    bs.iter().any(|b| match *b {
+                        Bind::Expr(v, s) => {
+                            v.kind() == K::BinaryOperator
+                                || (v.kind() == K::Call && self.path_call(v, s))
+                        }
+                        _ => false,
+                    })
+                }),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Constant folding: the string, list, integer or path value of an
+//! expression through bindings and the usual disguises (concatenation,
+//! join, reversal, chr, base64, hex, rot13).
+
+use ruff_python_ast::Operator;
+
+use super::literal::{b64decode, hexdecode, int_value, join_path, rot13, stat_const, string_value};
+use super::names::*;
+use super::{Analyzer, Bind, Node, Op, F, K};
+use super::{EVAL_DEPTH, MAX_FOLD_LEN};
+
+impl<'t> Analyzer<'t> {
+    /// Constant string value of an expression, folding the usual disguises.
+    /// Values longer than MAX_FOLD_LEN give up, so `a = a + a` chains cannot
+    /// exhaust memory.
+    pub(super) fn fold(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        self.fold_inner(n, scope, depth)
+            .filter(|v| v.len() <= MAX_FOLD_LEN)
+    }
+
+    fn fold_inner(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::String => string_value(self.src, n),
+            K::ConcatenatedString => {
+                let mut out = String::new();
+                for k in n.children() {
+                    out.push_str(&self.fold(k, scope, depth + 1)?);
+                }
+                Some(out)
+            }
+            K::BinaryOperator => {
+                if n.operator() != Op::Bin(Operator::Add) {
+                    return None;
+                }
+                let l = self.fold(n.child(F::Left)?, scope, depth + 1)?;
+                let r = self.fold(n.child(F::Right)?, scope, depth + 1)?;
+                Some(l + &r)
+            }
+            K::Identifier => {
+                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) => self.fold(v, s, depth + 1),
+                    _ => None,
+                })
+            }
+            K::Subscript => {
+                // "metsys"[::-1]
+                let sub = n.child(F::Subscript)?;
+                if sub.kind() == K::Slice && self.text(sub).replace(' ', "") == "::-1" {
+                    let v = self.fold(n.child(F::Value)?, scope, depth + 1)?;
+                    return Some(v.chars().rev().collect());
+                }
+                None
+            }
+            K::Call => self.fold_call(n, scope, depth),
+            _ => None,
+        }
+    }
+
+    fn fold_call(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let func = n.child(F::Function)?;
+        let (pos, kw) = self.args(n);
+        if func.kind() == K::Attribute {
+            if let Some(v) = self.fold_str_method(func, &pos, scope, depth) {
+                return v;
+            }
+        }
+        let q = self.resolve(func, scope, depth + 1)?;
+        let arg0 = || pos.first().and_then(|a| self.fold(*a, scope, depth + 1));
+        match q.as_str() {
+            "builtins.chr" => {
+                let v = int_value(self.text(*pos.first()?))?;
+                char::from_u32(u32::try_from(v).ok()?).map(String::from)
+            }
+            "builtins.str" | "builtins.bytes" | "os.path.expanduser" | "os.fsdecode"
+            | "os.fsencode" => arg0(),
+            "os.path.join" | "posixpath.join" => {
+                let parts: Option<Vec<String>> = pos
+                    .iter()
+                    .map(|a| self.fold(*a, scope, depth + 1))
+                    .collect();
+                Some(join_path(&parts?))
+            }
+            "base64.b64decode"
+            | "base64.standard_b64decode"
+            | "base64.decodebytes"
+            | "base64.urlsafe_b64decode"
+            | "binascii.a2b_base64" => {
+                let raw = b64decode(&arg0()?)?;
+                String::from_utf8(raw).ok()
+            }
+            "bytes.fromhex" | "binascii.unhexlify" | "binascii.a2b_hex" | "base64.b16decode" => {
+                String::from_utf8(hexdecode(&arg0()?)?).ok()
+            }
+            "codecs.decode" | "codecs.encode" => {
+                let codec = pos
+                    .get(1)
+                    .copied()
+                    .or_else(|| kw.iter().find(|(k, _)| *k == "encoding").map(|(_, v)| *v));
+                let codec = codec
+                    .and_then(|c| self.fold(c, scope, depth + 1))
+                    .unwrap_or_default();
+                match codec.to_ascii_lowercase().as_str() {
+                    "rot13" | "rot_13" => Some(rot13(&arg0()?)),
+                    "hex" => String::from_utf8(hexdecode(&arg0()?)?).ok(),
+                    "base64" => String::from_utf8(b64decode(&arg0()?)?).ok(),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// `sep.join(parts)`, `.decode()`, `.lower()`, `.replace()`... on a
+    /// constant receiver. `None` when `func` is no such method, so the call
+    /// is resolved as a function instead.
+    fn fold_str_method(
+        &self,
+        func: Node<'t>,
+        pos: &[Node<'t>],
+        scope: usize,
+        depth: usize,
+    ) -> Option<Option<String>> {
+        let method = self.text(func.child(F::Attribute)?);
+        let obj = func.child(F::Object)?;
+        let recv = || self.fold(obj, scope, depth + 1);
+        let arg = |i: usize| self.fold(pos[i], scope, depth + 1);
+        let folded = match method {
+            "join" if pos.len() == 1 => (|| {
+                let sep = recv()?;
+                let parts = self.fold_list(pos[0], scope, depth + 1)?;
+                let total = parts.iter().map(|p| p.len() + sep.len()).sum::<usize>();
+                (total <= MAX_FOLD_LEN).then(|| parts.join(&sep))
+            })(),
+            "decode" | "encode" | "lower" | "upper" | "strip" => (|| {
+                let v = recv()?;
+                let codec = if pos.is_empty() { None } else { arg(0) };
+                Some(
+                    match (
+                        method,
+                        codec.unwrap_or_default().to_ascii_lowercase().as_str(),
+                    ) {
+                        ("decode" | "encode", "rot13" | "rot_13") => rot13(&v),
+                        ("decode" | "encode", _) => v,
+                        ("lower", _) => v.to_lowercase(),
+                        ("upper", _) => v.to_uppercase(),
+                        _ => v.trim().to_string(),
+                    },
+                )
+            })(),
+            "replace" if pos.len() >= 2 => (|| {
+                let v = recv()?;
+                let (a, b) = (arg(0)?, arg(1)?);
+                let worst = if a.is_empty() {
+                    v.len() * b.len() + v.len()
+                } else {
+                    v.len() / a.len() * b.len() + v.len()
+                };
+                (worst <= MAX_FOLD_LEN).then(|| v.replace(&a, &b))
+            })(),
+            _ => return None,
+        };
+        Some(folded)
+    }
+
+    /// Constant list of strings: list/tuple literal, generator of chr(), ...
+    fn fold_list(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::List | K::Tuple | K::Set => {
+                let kids: Vec<Node<'t>> = n.children().collect();
+                kids.into_iter()
+                    .map(|k| self.fold(k, scope, depth + 1))
+                    .collect()
+            }
+            K::Identifier => {
+                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) => self.fold_list(v, s, depth + 1),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Constant argv or command string as one text, for command checks.
+    pub(super) fn fold_command(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        self.reset_budget();
+        self.fold(n, scope, 0)
+            .or_else(|| self.fold_list(n, scope, 0).map(|v| v.join(" ")))
+    }
+
+    pub(super) fn fold_int(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<i64> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::Integer => int_value(self.text(n)),
+            K::BinaryOperator => {
+                let op = n.operator();
+                let l = self.fold_int(n.child(F::Left)?, scope, depth + 1)?;
+                let r = self.fold_int(n.child(F::Right)?, scope, depth + 1)?;
+                match op {
+                    Op::Bin(Operator::BitOr | Operator::Add) => Some(l | r),
+                    Op::Bin(Operator::BitAnd) => Some(l & r),
+                    _ => None,
+                }
+            }
+            K::Attribute | K::Identifier => {
+                let last = self.text(n).rsplit('.').next().unwrap_or("");
+                if let Some(v) = stat_const(last) {
+                    return Some(v);
+                }
+                if n.kind() == K::Identifier {
+                    let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                    return binds.iter().rev().find_map(|b| match *b {
+                        Bind::Expr(v, s) => self.fold_int(v, s, depth + 1),
+                        _ => None,
+                    });
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Constant path of `Path("/etc") / "x"`, `os.path.join(...)`, literals.
+    pub(super) fn fold_path(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::Call => {
+                let q = self.resolve(n.child(F::Function)?, scope, depth + 1);
+                if q.as_deref().is_some_and(|q| PATH_TYPES.contains(&q)) {
+                    let (pos, _) = self.args(n);
+                    let parts: Option<Vec<String>> = pos
+                        .iter()
+                        .map(|a| self.fold_path(*a, scope, depth + 1))
+                        .collect();
+                    return Some(join_path(&parts?));
+                }
+                self.fold(n, scope, depth + 1)
+            }
+            K::BinaryOperator if n.operator() == Op::Bin(Operator::Div) => {
+                let l = self.fold_path(n.child(F::Left)?, scope, depth + 1)?;
+                let r = self.fold_path(n.child(F::Right)?, scope, depth + 1)?;
+                Some(join_path(&[l, r]))
+            }
+            K::Identifier => {
+                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) => self.fold_path(v, s, depth + 1),
+                    _ => None,
+                })
+            }
+            _ => self.fold(n, scope, depth + 1),
+        }
+    }
+}

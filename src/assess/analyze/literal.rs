@@ -1,0 +1,204 @@
+//! Literal values: string bodies with escapes, integers, permission
+//! constants, and the decoders the folder undoes (base64, hex, rot13).
+
+use super::BLOB_LEN;
+use super::{Node, K};
+
+pub(super) fn shorten(s: &str) -> String {
+    if s.chars().count() <= 60 {
+        s.to_string()
+    } else {
+        let mut o: String = s.chars().take(59).collect();
+        o.push('…');
+        o
+    }
+}
+
+/// The value of a string literal without interpolations, escapes decoded.
+pub(super) fn string_value(src: &str, n: Node) -> Option<String> {
+    if n.children().any(|k| k.kind() == K::Interpolation) {
+        return None;
+    }
+    let text = src.get(n.byte_range())?;
+    let quote_at = text.find(['\'', '"'])?;
+    let prefix = text[..quote_at].to_ascii_lowercase();
+    let body = &text[quote_at..];
+    let q = if body.starts_with("\"\"\"") || body.starts_with("'''") {
+        3
+    } else {
+        1
+    };
+    if body.len() < 2 * q {
+        return Some(String::new());
+    }
+    let inner = body.get(q..body.len() - q)?;
+    if prefix.contains('r') {
+        return Some(inner.to_string());
+    }
+    Some(unescape(inner))
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(ch) = it.next() {
+        if ch != '\\' {
+            out.push(ch);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('0') => out.push('\0'),
+            Some('\\') => out.push('\\'),
+            Some('\'') => out.push('\''),
+            Some('"') => out.push('"'),
+            Some('\n') => {}
+            Some('x') => {
+                let h: String = [it.next(), it.next()].into_iter().flatten().collect();
+                match u32::from_str_radix(&h, 16).ok().and_then(char::from_u32) {
+                    Some(c) => out.push(c),
+                    None => {
+                        out.push_str("\\x");
+                        out.push_str(&h);
+                    }
+                }
+            }
+            Some(o) => {
+                out.push('\\');
+                out.push(o);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+pub(super) fn int_value(t: &str) -> Option<i64> {
+    let t = t.replace('_', "").to_ascii_lowercase();
+    if let Some(h) = t.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()
+    } else if let Some(o) = t.strip_prefix("0o") {
+        i64::from_str_radix(o, 8).ok()
+    } else if let Some(b) = t.strip_prefix("0b") {
+        i64::from_str_radix(b, 2).ok()
+    } else {
+        t.parse().ok()
+    }
+}
+
+pub(super) fn stat_const(name: &str) -> Option<i64> {
+    Some(match name {
+        "S_ISUID" => 0o4000,
+        "S_ISGID" => 0o2000,
+        "S_ISVTX" => 0o1000,
+        "S_IRWXU" => 0o700,
+        "S_IRWXG" => 0o070,
+        "S_IRWXO" => 0o007,
+        "S_IWOTH" => 0o002,
+        "S_IROTH" => 0o004,
+        "S_IXOTH" => 0o001,
+        "S_IRUSR" => 0o400,
+        "S_IWUSR" => 0o200,
+        "S_IXUSR" => 0o100,
+        "S_IRGRP" => 0o040,
+        "S_IWGRP" => 0o020,
+        "S_IXGRP" => 0o010,
+        _ => return None,
+    })
+}
+
+pub(super) fn join_path(parts: &[String]) -> String {
+    let mut out = String::new();
+    for p in parts {
+        if p.starts_with('/') || out.is_empty() {
+            out = p.clone();
+        } else {
+            if !out.ends_with('/') {
+                out.push('/');
+            }
+            out.push_str(p);
+        }
+    }
+    out
+}
+
+pub(super) fn rot13(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'a'..='m' | 'A'..='M' => char::from(c as u8 + 13),
+            'n'..='z' | 'N'..='Z' => char::from(c as u8 - 13),
+            _ => c,
+        })
+        .collect()
+}
+
+pub(super) fn hexdecode(s: &str) -> Option<Vec<u8>> {
+    let clean: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !clean.len().is_multiple_of(2) {
+        return None;
+    }
+    clean
+        .chunks(2)
+        .map(|p| {
+            let h = std::str::from_utf8(p).ok()?;
+            u8::from_str_radix(h, 16).ok()
+        })
+        .collect()
+}
+
+pub(super) fn b64decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0u32;
+    for b in s.bytes() {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => break,
+            b if b.is_ascii_whitespace() => continue,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+pub(super) fn is_blob(s: &str) -> bool {
+    s.len() >= BLOB_LEN
+        && s.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_' | b'\n' | b'\r' | b' ')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_unescape_and_prefixes() {
+        assert_eq!(unescape(r"a\x41\n\\"), "aA\n\\");
+        assert_eq!(rot13("flfgrz"), "system");
+        assert_eq!(
+            b64decode("b3Muc3lzdGVt").as_deref(),
+            Some(&b"os.system"[..])
+        );
+        assert_eq!(hexdecode("73797374656d").as_deref(), Some(&b"system"[..]));
+        assert_eq!(int_value("0o4755"), Some(0o4755));
+        assert_eq!(int_value("0x1_0"), Some(16));
+        assert_eq!(
+            join_path(&["/etc".into(), "cron.d".into(), "x".into()]),
+            "/etc/cron.d/x"
+        );
+    }
+}

@@ -1,0 +1,262 @@
+//! The assessor's analysis of one file: parse, walk the tree once
+//! ([`walk`]), then run the checks of each behaviour family over what the
+//! walk collected, and return raw findings (rule id, position, detail).
+//!
+//! Families, one file each: dynamic code ([`dynamic`]), processes and
+//! command lines ([`process`], [`command`]), the file system ([`files`]),
+//! capabilities such as sockets, deserialisers and native code
+//! ([`capability`]), literal strings ([`strings`]), data leaving the machine
+//! ([`exfil`]), pickle gadgets ([`gadget`]) and cross-file combinations
+//! ([`composite`]). Name resolution ([`resolve`]) and constant folding
+//! ([`fold`]) serve them all.
+//!
+//! The walk is iterative (a cursor over the flat tree) and the helper
+//! evaluators are bounded both in depth and in total steps, so hostile input
+//! can neither overflow the stack nor make the assessor exponential.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use super::syntax::{self, Field as F, Kind as K, Node, Op};
+
+mod calls;
+mod capability;
+mod command;
+mod composite;
+mod dynamic;
+mod exfil;
+mod files;
+mod fold;
+mod gadget;
+mod literal;
+mod names;
+mod process;
+mod resolve;
+mod strings;
+mod walk;
+
+pub(super) struct RawFinding {
+    pub rule: &'static str,
+    pub row: usize,
+    pub col: usize,
+    pub detail: String,
+}
+
+pub(super) struct Output {
+    pub findings: Vec<RawFinding>,
+    pub syntax_ok: bool,
+}
+
+/// Recursion limit of the expression evaluators (resolve, fold, ...).
+const EVAL_DEPTH: usize = 48;
+
+/// Step budget for one evaluator query, against alias chains that fan out.
+const EVAL_BUDGET: u32 = 4_000;
+
+/// Longest string the constant folder will build.
+const MAX_FOLD_LEN: usize = 1 << 20;
+
+/// Literals at least this long, in a base64/hex alphabet, count as blobs.
+const BLOB_LEN: usize = 200;
+
+pub(super) fn analyze(source: &[u8], max_depth: usize) -> Result<Output, String> {
+    let mut findings = Vec::new();
+    if source.iter().all(|b| b.is_ascii_whitespace()) {
+        return Ok(Output {
+            findings,
+            syntax_ok: true,
+        });
+    }
+    if let Some(pos) = source.iter().position(|&b| b == 0) {
+        let row = source[..pos].iter().filter(|&&b| b == b'\n').count();
+        findings.push(RawFinding {
+            rule: "MB004",
+            row,
+            col: 0,
+            detail: format!("NUL byte at offset {pos}"),
+        });
+        return Ok(Output {
+            findings,
+            syntax_ok: false,
+        });
+    }
+    let text: String = match std::str::from_utf8(source) {
+        Ok(s) => s.to_string(),
+        Err(e) => {
+            let row = source[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            findings.push(RawFinding {
+                rule: "MB003",
+                row,
+                col: 0,
+                detail: format!("invalid UTF-8 at offset {}", e.valid_up_to()),
+            });
+            String::from_utf8_lossy(source).into_owned()
+        }
+    };
+    let (mut found, syntax_ok) = analyze_text(&text, max_depth, 0)?;
+    findings.append(&mut found);
+    Ok(Output {
+        findings,
+        syntax_ok,
+    })
+}
+
+/// How many levels of `exec("...literal code...")` are assessed in turn.
+const MAX_NESTED_CODE: usize = 3;
+
+fn analyze_text(
+    text: &str,
+    max_depth: usize,
+    nesting: usize,
+) -> Result<(Vec<RawFinding>, bool), String> {
+    let tree = syntax::parse(text, max_depth);
+    let syntax_ok = tree.errors.is_empty();
+    let mut a = Analyzer::new(text, max_depth, nesting);
+    if let Some((at, msg)) = tree.errors.first() {
+        // "Unexpected EOF" points past the final newline, on a line the file
+        // does not have: report it at the end of the last one.
+        let at = (*at).min(text.trim_end().len());
+        let p = tree.point(at);
+        a.add_at("MB001", (p.row, p.column), msg.clone());
+    }
+    a.walk(tree.root(), max_depth);
+    if let Some(at) = tree.truncated_at {
+        if !a.findings.iter().any(|f| f.rule == "MB002") {
+            let p = tree.point(at);
+            a.add_at(
+                "MB002",
+                (p.row, p.column),
+                format!("nesting deeper than {max_depth} levels was not examined"),
+            );
+        }
+    }
+    a.check_calls();
+    a.check_gadgets();
+    a.check_sends();
+    a.check_strings();
+    a.composites();
+    Ok((a.findings, syntax_ok))
+}
+
+#[derive(Clone, Copy)]
+enum Bind<'t> {
+    /// `name = <expr>` (or walrus): resolved lazily in `scope`.
+    Expr(Node<'t>, usize),
+    /// `import a.b as name`, `from a import b as name`.
+    Module(&'t str, Option<&'t str>),
+    /// Parameters, loop targets, `with ... as`, def/class names: unknown value.
+    Opaque,
+}
+
+struct Scope {
+    parent: Option<usize>,
+    is_class: bool,
+}
+
+#[derive(Clone, Copy)]
+struct CallSite<'t> {
+    node: Node<'t>,
+    scope: usize,
+    /// Innermost loop in the same function, and whether it is `while True`.
+    loop_node: Option<(Node<'t>, bool)>,
+}
+
+#[derive(Default)]
+struct Facts {
+    socket: Option<(usize, usize)>,
+    dup2: Option<(usize, usize)>,
+    fileno_redirect: Option<(usize, usize)>,
+    shell_spawn: Option<(usize, usize)>,
+    creds: Option<(usize, usize)>,
+    network: bool,
+    ctypes: Option<(usize, usize)>,
+    exec_memory: bool,
+    /// A module that talks to the network is imported.
+    net_import: bool,
+}
+
+struct Analyzer<'t> {
+    src: &'t str,
+    scopes: Vec<Scope>,
+    binds: HashMap<&'t str, Vec<(usize, usize, Bind<'t>)>>,
+    star_imports: Vec<(usize, &'t str)>,
+    calls: Vec<CallSite<'t>>,
+    strings: Vec<Node<'t>>,
+    /// `__reduce__`-style methods of classes: the def (or lambda) and its scope.
+    reduce_defs: Vec<(Node<'t>, usize)>,
+    /// Calls that pickle something, and their scopes.
+    pickle_dumps: Vec<(Node<'t>, usize)>,
+    /// Calls that may send data off the machine.
+    sends: Vec<exfil::Send<'t>>,
+    findings: Vec<RawFinding>,
+    facts: Facts,
+    budget: Cell<u32>,
+    max_depth: usize,
+    nesting: usize,
+    /// Start byte of the node being visited, the position of non-expression bindings.
+    last_pos: usize,
+}
+
+impl<'t> Analyzer<'t> {
+    fn new(src: &'t str, max_depth: usize, nesting: usize) -> Self {
+        Analyzer {
+            src,
+            scopes: vec![Scope {
+                parent: None,
+                is_class: false,
+            }],
+            binds: HashMap::new(),
+            star_imports: Vec::new(),
+            calls: Vec::new(),
+            strings: Vec::new(),
+            reduce_defs: Vec::new(),
+            pickle_dumps: Vec::new(),
+            sends: Vec::new(),
+            findings: Vec::new(),
+            facts: Facts::default(),
+            budget: Cell::new(EVAL_BUDGET),
+            max_depth,
+            nesting,
+            last_pos: 0,
+        }
+    }
+
+    fn text(&self, n: Node) -> &'t str {
+        self.src.get(n.byte_range()).unwrap_or("")
+    }
+
+    fn add(&mut self, rule: &'static str, n: Node, detail: impl Into<String>) {
+        let (row, col) = pos(n);
+        self.findings.push(RawFinding {
+            rule,
+            row,
+            col,
+            detail: detail.into(),
+        });
+    }
+
+    fn add_at(&mut self, rule: &'static str, at: (usize, usize), detail: impl Into<String>) {
+        self.findings.push(RawFinding {
+            rule,
+            row: at.0,
+            col: at.1,
+            detail: detail.into(),
+        });
+    }
+
+    fn bind(&mut self, scope: usize, name: &'t str, b: Bind<'t>) {
+        let at = match b {
+            Bind::Expr(v, _) => v.start_byte(),
+            _ => self.last_pos,
+        };
+        self.binds.entry(name).or_default().push((scope, at, b));
+    }
+}
+
+fn pos(n: Node) -> (usize, usize) {
+    let p = n.start_position();
+    (p.row, p.column)
+}

@@ -1,0 +1,254 @@
+//! Name resolution: which binding a name sees, and the fully qualified
+//! dotted name an expression refers to through imports, aliases,
+//! `getattr`, `__import__`, `sys.modules` and `globals()`.
+
+use super::literal::{int_value, string_value};
+use super::names::*;
+use super::{Analyzer, Bind, Node, F, K};
+use super::{EVAL_BUDGET, EVAL_DEPTH};
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn tick(&self) -> bool {
+        let b = self.budget.get();
+        if b == 0 {
+            return false;
+        }
+        self.budget.set(b - 1);
+        true
+    }
+
+    pub(super) fn reset_budget(&self) {
+        self.budget.set(EVAL_BUDGET);
+    }
+
+    /// The binding a use of `name` at byte `at` sees: the nearest scope that
+    /// binds it, and there the last binding before the use (or the last one
+    /// at all, for functions that use names bound later in the module).
+    /// Picking one binding keeps resolution linear instead of fanning out
+    /// over every rebinding of common names.
+    pub(super) fn lookup(&self, name: &str, scope: usize, at: usize) -> Option<Vec<Bind<'t>>> {
+        let all = self.binds.get(name)?;
+        let mut s = Some(scope);
+        let mut first = true;
+        while let Some(id) = s {
+            let sc = self.scopes.get(id)?;
+            // Class bodies are not visible from methods nested in them.
+            if first || !sc.is_class {
+                let mut before = None;
+                let mut last = None;
+                for (bs, pos, b) in all {
+                    if *bs == id {
+                        last = Some(*b);
+                        if *pos < at {
+                            before = Some(*b);
+                        }
+                    }
+                }
+                if let Some(b) = before.or(last) {
+                    return Some(vec![b]);
+                }
+            }
+            first = false;
+            s = sc.parent;
+        }
+        None
+    }
+
+    fn scope_chain_stars(&self, scope: usize) -> Vec<&'t str> {
+        let mut out = Vec::new();
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            out.extend(
+                self.star_imports
+                    .iter()
+                    .filter(|(sc, _)| *sc == id)
+                    .map(|(_, m)| *m),
+            );
+            s = self.scopes.get(id).and_then(|sc| sc.parent);
+        }
+        out
+    }
+
+    /// Fully qualified dotted name an expression refers to, e.g. `o.system`
+    /// after `import os as o` gives "os.system"; builtins give "builtins.x".
+    pub(super) fn resolve(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        let q = match n.kind() {
+            K::Identifier => {
+                let name = self.text(n);
+                match self.lookup(name, scope, n.start_byte()) {
+                    Some(binds) => binds.iter().rev().find_map(|b| match *b {
+                        Bind::Module(m, None) => Some(m.to_string()),
+                        Bind::Module(m, Some(attr)) => Some(format!("{m}.{attr}")),
+                        Bind::Expr(v, s) => self.resolve(v, s, depth + 1),
+                        Bind::Opaque => None,
+                    }),
+                    None => {
+                        let star = self
+                            .scope_chain_stars(scope)
+                            .into_iter()
+                            .map(|m| format!("{m}.{name}"))
+                            .find(|q| is_known_target(q));
+                        star.or_else(|| {
+                            BUILTINS.contains(&name).then(|| format!("builtins.{name}"))
+                        })
+                    }
+                }
+            }
+            K::Attribute => {
+                let obj = n.child(F::Object)?;
+                let attr = n.child(F::Attribute)?;
+                let base = self.resolve(obj, scope, depth + 1)?;
+                Some(format!("{base}.{}", self.text(attr)))
+            }
+            K::Call => self.resolve_call(n, scope, depth),
+            K::Subscript => self.resolve_subscript(n, scope, depth),
+            K::NamedExpression => self.resolve(n.child(F::Value)?, scope, depth + 1),
+            _ => None,
+        }?;
+        Some(normalize(q))
+    }
+
+    /// What a call returns, when that is a module or function: `getattr`,
+    /// `__import__`, a loaded C library, `globals()`.
+    fn resolve_call(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let f = self.resolve(n.child(F::Function)?, scope, depth + 1)?;
+        let (pos, _) = self.args(n);
+        match f.as_str() {
+            "builtins.getattr" if pos.len() >= 2 => {
+                let base = self.resolve(pos[0], scope, depth + 1)?;
+                let name = self.fold(pos[1], scope, depth + 1)?;
+                Some(format!("{base}.{name}"))
+            }
+            "builtins.__import__" | "importlib.import_module" | "importlib.__import__" => {
+                self.fold(*pos.first()?, scope, depth + 1)
+            }
+            "ctypes.CDLL"
+            | "ctypes.PyDLL"
+            | "ctypes.cdll.LoadLibrary"
+            | "ctypes.CDLL.LoadLibrary"
+            | "ctypes.util.find_library" => Some("ctypes.CDLL()".into()),
+            "builtins.globals" | "builtins.vars" | "builtins.locals" => {
+                Some("builtins.globals()".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// `sys.modules[...]`, `__builtins__[...]` and `globals()[...]`.
+    fn resolve_subscript(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let v = self.resolve(n.child(F::Value)?, scope, depth + 1)?;
+        let key = self.fold(n.child(F::Subscript)?, scope, depth + 1)?;
+        match v.as_str() {
+            "sys.modules" => Some(key),
+            "builtins" | "builtins.__dict__" => Some(format!("builtins.{key}")),
+            "builtins.globals()" if key == "__builtins__" => Some("builtins".into()),
+            "builtins.globals()" => {
+                let binds = self.lookup(&key, 0, usize::MAX)?;
+                binds.iter().rev().find_map(|b| match *b {
+                    Bind::Module(m, None) => Some(m.to_string()),
+                    Bind::Module(m, Some(a)) => Some(format!("{m}.{a}")),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn args(&self, call: Node<'t>) -> (Vec<Node<'t>>, Vec<(&'t str, Node<'t>)>) {
+        let mut pos = Vec::new();
+        let mut kw = Vec::new();
+        if let Some(al) = call.child(F::Arguments) {
+            if al.kind() != K::ArgumentList {
+                pos.push(al);
+                return (pos, kw);
+            }
+            for a in al.children() {
+                match a.kind() {
+                    K::KeywordArgument => {
+                        if let (Some(k), Some(v)) = (a.child(F::Name), a.child(F::Value)) {
+                            kw.push((self.text(k), v));
+                        }
+                    }
+                    K::ListSplat | K::DictionarySplat => {}
+                    _ => pos.push(a),
+                }
+            }
+        }
+        (pos, kw)
+    }
+
+    pub(super) fn is_truthy_const(&self, n: Node<'t>) -> bool {
+        match n.kind() {
+            K::True => true,
+            K::Integer => int_value(self.text(n)).is_some_and(|v| v != 0),
+            K::String => string_value(self.src, n).is_some_and(|s| !s.is_empty()),
+            K::NotOperator => n
+                .child(F::Argument)
+                .is_some_and(|a| matches!(a.kind(), K::False | K::None) || self.text(a) == "0"),
+            _ => false,
+        }
+    }
+}
+
+fn normalize(q: String) -> String {
+    for prefix in [
+        "builtins.__builtins__",
+        "__builtins__",
+        "builtins.builtins",
+        "__builtin__",
+    ] {
+        if let Some(rest) = q.strip_prefix(prefix) {
+            if rest.is_empty() || rest.starts_with('.') {
+                return format!("builtins{rest}");
+            }
+        }
+    }
+    // bytes.fromhex and str.maketrans are methods of builtin types.
+    if q.starts_with("builtins.bytes.") || q.starts_with("builtins.str.") {
+        return q["builtins.".len()..].to_string();
+    }
+    if let Some(rest) = q.strip_prefix("builtins.__dict__.") {
+        return format!("builtins.{rest}");
+    }
+    // `import os.path as p` and `from os import path` both reach posixpath's
+    // functions under os.path; cPickle and _pickle are pickle.
+    for (from, to) in [
+        ("posixpath.", "os.path."),
+        ("cPickle.", "pickle."),
+        ("_pickle.", "pickle."),
+        ("urllib2.", "urllib.request."),
+        ("nt.", "os."),
+        ("posix.", "os."),
+    ] {
+        if let Some(rest) = q.strip_prefix(from) {
+            return format!("{to}{rest}");
+        }
+    }
+    q
+}
+
+fn is_known_target(q: &str) -> bool {
+    SHELL_FUNCS.contains(&q)
+        || SUBPROCESS.contains(&q)
+        || EXEC_FUNCS.contains(&q)
+        || DESERIALIZERS.contains(&q)
+        || q.starts_with("os.exec")
+        || q.starts_with("os.spawn")
+        || q.starts_with("os.set")
+        || q == "os.fork"
+        || q == "os.dup2"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+
+    #[test]
+    fn qualified_names_are_normalised() {
+        assert_eq!(normalize("__builtins__.exec".into()), "builtins.exec");
+        assert_eq!(normalize("posixpath.join".into()), "os.path.join");
+    }
+}

@@ -1,0 +1,351 @@
+//! The one walk over the tree: scopes, bindings (imports, assignments,
+//! parameters, loop targets) and the calls and strings the checks examine
+//! afterwards, with the loop each call sits in.
+
+use super::{gadget, Analyzer, Bind, CallSite, Node, Scope, F, K};
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn walk(&mut self, root: Node<'t>, max_depth: usize) {
+        let mut cursor = root.walk();
+        let mut st = WalkState {
+            frames: Vec::new(),
+            scope_stack: vec![0],
+            loop_stack: vec![None],
+            reported_depth: false,
+        };
+        loop {
+            let node = cursor.node();
+            self.enter(node, &mut st);
+            let depth = st.frames.len();
+            let descend = if depth >= max_depth && node.child_count() > 0 {
+                if !st.reported_depth {
+                    st.reported_depth = true;
+                    self.add(
+                        "MB002",
+                        node,
+                        format!("nesting deeper than {max_depth} levels was not examined"),
+                    );
+                }
+                false
+            } else {
+                true
+            };
+            if descend && cursor.goto_first_child() {
+                continue;
+            }
+            // Leave nodes until one has a next sibling.
+            loop {
+                self.leave(&mut st);
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Visits a node and opens the scope or loop it starts.
+    fn enter(&mut self, node: Node<'t>, st: &mut WalkState<'t>) {
+        let scope = st.scope_stack.last().copied().unwrap_or(0);
+        let mut frame = Frame {
+            pushed_scope: false,
+            loop_node: None,
+        };
+        self.visit(node, scope, st.loop_stack.last().copied().flatten());
+        match node.kind() {
+            k if k.opens_scope() => {
+                let id = self.scopes.len();
+                self.scopes.push(Scope {
+                    parent: Some(scope),
+                    is_class: node.kind() == K::ClassDefinition,
+                });
+                self.bind_params(node, id);
+                if self.is_reduce_method(node, scope) {
+                    self.reduce_defs.push((node, id));
+                }
+                st.scope_stack.push(id);
+                st.loop_stack.push(None);
+                frame.pushed_scope = true;
+            }
+            K::WhileStatement | K::ForStatement => {
+                let infinite = node.kind() == K::WhileStatement
+                    && node
+                        .child(F::Condition)
+                        .is_some_and(|c| self.is_truthy_const(c));
+                // Remember what to restore on leaving.
+                frame.loop_node = Some((node, infinite));
+                if let Some(top) = st.loop_stack.last_mut() {
+                    *top = Some((node, infinite || top.is_some_and(|t| t.1)));
+                }
+            }
+            _ => {}
+        }
+        st.frames.push(frame);
+    }
+
+    /// Closes the scope or loop the innermost open node started.
+    fn leave(&self, st: &mut WalkState<'t>) {
+        let Some(f) = st.frames.pop() else {
+            return;
+        };
+        if f.pushed_scope {
+            st.scope_stack.pop();
+            st.loop_stack.pop();
+        } else if f.loop_node.is_some() {
+            // Restore the enclosing loop of this scope level.
+            let outer = self.enclosing_loop(&st.frames);
+            if let Some(top) = st.loop_stack.last_mut() {
+                *top = outer;
+            }
+        }
+    }
+
+    /// A `def __reduce__` in a class body, or `__reduce__ = lambda ...` there.
+    fn is_reduce_method(&self, def: Node<'t>, scope: usize) -> bool {
+        if !self.scopes.get(scope).is_some_and(|s| s.is_class) {
+            return false;
+        }
+        let name = match def.kind() {
+            K::FunctionDefinition => def.child(F::Name),
+            K::Lambda => def
+                .parent()
+                .filter(|p| p.kind() == K::Assignment)
+                .and_then(|p| p.child(F::Left)),
+            _ => None,
+        };
+        name.is_some_and(|n| gadget::REDUCE_METHODS.contains(&self.text(n)))
+    }
+
+    /// Innermost loop among the open frames since the last scope frame.
+    fn enclosing_loop(&self, frames: &[Frame<'t>]) -> Option<(Node<'t>, bool)> {
+        let mut innermost: Option<(Node<'t>, bool)> = None;
+        let mut any_infinite = false;
+        for f in frames.iter().rev() {
+            if f.pushed_scope {
+                break;
+            }
+            if let Some((n, inf)) = f.loop_node {
+                if innermost.is_none() {
+                    innermost = Some((n, inf));
+                }
+                any_infinite |= inf;
+            }
+        }
+        innermost.map(|(n, _)| (n, any_infinite))
+    }
+
+    fn bind_params(&mut self, def: Node<'t>, scope: usize) {
+        let parent = self.scopes[scope].parent.unwrap_or(0);
+        if let Some(name) = def.child(F::Name) {
+            let t = self.text(name);
+            self.bind(parent, t, Bind::Opaque);
+        }
+        let Some(params) = def.child(F::Parameters) else {
+            return;
+        };
+        let kids: Vec<Node<'t>> = params.children().collect();
+        for p in kids {
+            let ident = match p.kind() {
+                K::Identifier => Some(p),
+                K::DefaultParameter | K::TypedDefaultParameter => p.child(F::Name),
+                _ => p.children().find(|k| k.kind() == K::Identifier),
+            };
+            if let Some(id) = ident {
+                let t = self.text(id);
+                self.bind(scope, t, Bind::Opaque);
+            }
+        }
+    }
+
+    fn visit(&mut self, node: Node<'t>, scope: usize, loop_node: Option<(Node<'t>, bool)>) {
+        self.last_pos = node.start_byte();
+        match node.kind() {
+            K::ImportStatement => self.visit_import(node, scope),
+            K::ImportFromStatement => self.visit_import_from(node, scope),
+            K::Assignment => {
+                let (Some(l), r) = (node.child(F::Left), node.child(F::Right)) else {
+                    return;
+                };
+                self.bind_target(l, r, scope);
+            }
+            K::NamedExpression => {
+                if let (Some(n), Some(v)) = (node.child(F::Name), node.child(F::Value)) {
+                    let t = self.text(n);
+                    self.bind(scope, t, Bind::Expr(v, scope));
+                }
+            }
+            K::ForStatement | K::ForInClause => {
+                if let Some(l) = node.child(F::Left) {
+                    self.bind_target(l, None, scope);
+                }
+            }
+            K::AsPattern => {
+                if let Some(al) = node.child(F::Alias) {
+                    self.bind_target(al, None, scope);
+                }
+            }
+            K::Call => self.calls.push(CallSite {
+                node,
+                scope,
+                loop_node,
+            }),
+            // A string standing alone as a statement (a docstring) does nothing,
+            // so the paths and hosts it mentions are documentation, not behaviour.
+            K::String if !is_bare_statement(node) => self.strings.push(node),
+            K::Attribute => {
+                if let Some(attr) = node.child(F::Attribute) {
+                    self.note_name(self.text(attr), node);
+                }
+            }
+            K::Identifier => self.note_name(self.text(node), node),
+            _ => {}
+        }
+    }
+
+    /// `import a.b` binds `a`; `import a.b as c` binds `c` to `a.b`.
+    fn visit_import(&mut self, node: Node<'t>, scope: usize) {
+        for k in node.children_in(F::Name) {
+            if k.kind() == K::AliasedImport {
+                let (Some(n), Some(al)) = (k.child(F::Name), k.child(F::Alias)) else {
+                    continue;
+                };
+                let module = self.text(n);
+                self.note_import(module, n);
+                let alias = self.text(al);
+                self.bind(scope, alias, Bind::Module(module, None));
+            } else {
+                let module = self.text(k);
+                self.note_import(module, k);
+                let head = module.split('.').next().unwrap_or(module);
+                self.bind(scope, head, Bind::Module(head, None));
+            }
+        }
+    }
+
+    /// `from m import a as b` binds `b` to `m.a`; `from m import *` is
+    /// remembered for names nothing else binds.
+    fn visit_import_from(&mut self, node: Node<'t>, scope: usize) {
+        let Some(m) = node.child(F::ModuleName) else {
+            return;
+        };
+        if m.kind() == K::RelativeImport {
+            return;
+        }
+        let module = self.text(m);
+        self.note_import(module, m);
+        if node.children().any(|k| k.kind() == K::WildcardImport) {
+            self.star_imports.push((scope, module));
+        }
+        for k in node.children_in(F::Name) {
+            let (name, alias) = if k.kind() == K::AliasedImport {
+                (k.child(F::Name), k.child(F::Alias))
+            } else {
+                (Some(k), Some(k))
+            };
+            let (Some(n), Some(al)) = (name, alias) else {
+                continue;
+            };
+            let (n, al) = (self.text(n), self.text(al));
+            self.bind(scope, al, Bind::Module(module, Some(n)));
+        }
+    }
+
+    fn bind_target(&mut self, target: Node<'t>, value: Option<Node<'t>>, scope: usize) {
+        match target.kind() {
+            K::Identifier => {
+                let t = self.text(target);
+                let b = match value {
+                    Some(v) => Bind::Expr(v, scope),
+                    None => Bind::Opaque,
+                };
+                self.bind(scope, t, b);
+            }
+            K::Tuple | K::List | K::AsPatternTarget => {
+                let targets: Vec<Node<'t>> = target.children().collect();
+                let values: Option<Vec<Node<'t>>> =
+                    value.and_then(|v| v.kind().is_sequence().then(|| v.children().collect()));
+                for (i, t) in targets.iter().enumerate() {
+                    let v = values
+                        .as_ref()
+                        .and_then(|vs| (vs.len() == targets.len()).then(|| vs[i]));
+                    self.bind_target(*t, v, scope);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn note_import(&mut self, module: &str, n: Node<'t>) {
+        let head = module.split('.').next().unwrap_or(module);
+        match head {
+            "subprocess" => self.add("MB404", n, "import subprocess"),
+            "pickle" | "cPickle" | "_pickle" | "dill" | "shelve" => {
+                self.add("MB403", n, format!("import {module}"))
+            }
+            _ => {}
+        }
+        if matches!(
+            head,
+            "requests"
+                | "httpx"
+                | "aiohttp"
+                | "urllib3"
+                | "urllib"
+                | "http"
+                | "socket"
+                | "smtplib"
+                | "ftplib"
+                | "websocket"
+                | "websockets"
+                | "paramiko"
+        ) {
+            self.facts.net_import = true;
+        }
+    }
+
+    fn note_name(&mut self, name: &str, n: Node<'t>) {
+        match name {
+            "__subclasses__" | "__globals__" | "f_globals" | "f_back" | "_getframe"
+            | "currentframe" | "__builtins__" => {
+                // A bare `__builtins__` name is only suspicious when indexed or
+                // walked; as an attribute, or via the frame helpers, it always is.
+                let is_bare_builtins = name == "__builtins__" && n.kind() == K::Identifier;
+                if !is_bare_builtins || n.parent().is_some_and(|p| p.kind() == K::Subscript) {
+                    self.add("MB415", n, format!("uses {name}"));
+                }
+            }
+            "PROT_EXEC"
+            | "PAGE_EXECUTE_READWRITE"
+            | "VirtualAlloc"
+            | "VirtualProtect"
+            | "mprotect" => self.facts.exec_memory = true,
+            _ => {}
+        }
+    }
+}
+
+/// What the walk keeps while it descends.
+struct WalkState<'t> {
+    frames: Vec<Frame<'t>>,
+    scope_stack: Vec<usize>,
+    /// Innermost loop per scope level; a def inside a loop starts afresh.
+    loop_stack: Vec<Option<(Node<'t>, bool)>>,
+    reported_depth: bool,
+}
+
+struct Frame<'t> {
+    pushed_scope: bool,
+    loop_node: Option<(Node<'t>, bool)>,
+}
+
+/// Is this string (or the implicit concatenation it is part of) a statement
+/// of its own, like a docstring?
+fn is_bare_statement(string: Node) -> bool {
+    let mut up = string.parent();
+    if up.is_some_and(|p| p.kind() == K::ConcatenatedString) {
+        up = up.and_then(|p| p.parent());
+    }
+    up.is_some_and(|p| p.kind() == K::ExpressionStatement)
+}
