@@ -45,6 +45,7 @@ pub static RULES: &[Rule] = &[
     r("MB004", High, "binary content, cannot be assessed", "The file contains NUL bytes (e.g. compiled bytecode), which Python may still run but which cannot be read as source.", Some("CWE-506"), None),
     // --- dynamic code ---------------------------------------------------------------
     r("MB101", Low, "exec/eval/compile of a literal string", "Running a constant string is visible to review but needless; usually harmless.", Some("CWE-95"), None),
+    r("MB111", Low, "eval of a syntax tree checked first", "The code is an ast.parse tree that the same function walks and checks node by node (isinstance against a whitelist) before compiling it: a calculator's shape, not arbitrary code.", Some("CWE-95"), None),
     r("MB102", High, "exec of non-literal code", "exec() of a computed string runs code that static review cannot see.", Some("CWE-95"), Some("B102")),
     r("MB307", High, "eval of non-literal code", "eval() of a computed string runs arbitrary code; ast.literal_eval is the safe alternative for data.", Some("CWE-95"), Some("B307")),
     r("MB110", High, "compile of non-literal code", "compile() of a computed string builds code objects that static review cannot see.", Some("CWE-95"), None),
@@ -88,6 +89,8 @@ pub static RULES: &[Rule] = &[
     r("MB104", Medium, "binding to all interfaces", "Listening on 0.0.0.0 exposes the service to the whole network.", Some("CWE-605"), Some("B104")),
     r("MB310", Low, "network client", "The script fetches or sends data over the network.", Some("CWE-200"), Some("B310")),
     r("MB421", High, "several environment variables sent over the network", "Values of several environment variables flow into one network request; environments carry tokens and keys. Reading one variable for configuration does not count.", Some("CWE-526"), None),
+    r("MB422", High, "user input in a shell command", "Text the user typed or passed on the command line is pasted into a command a shell interprets: whoever controls the input chooses the command (command injection). Quote it (shlex.quote) or pass an argument list without a shell.", Some("CWE-78"), None),
+    r("MB423", High, "container runtime socket", "The Docker socket (or its SDK) is root on the host: whoever can create containers can mount the host's file system.", Some("CWE-250"), None),
     r("MB410", Medium, "native code through ctypes", "ctypes calls C functions directly, outside Python's safety checks.", Some("CWE-676"), None),
     // --- known-malicious shapes ----------------------------------------------------
     r("MB901", Blocked, "reverse shell", "A socket connected to a shell (socket + dup2/fileno + shell, or /dev/tcp, nc -e) hands control of the machine to a remote party.", Some("CWE-506"), None),
@@ -102,6 +105,15 @@ pub static RULES: &[Rule] = &[
     r("MB910", Blocked, "file exfiltration by a command", "A shell or subprocess command hands credentials, account files or the environment to a network tool (cat /etc/passwd | nc, curl -d @/etc/shadow).", Some("CWE-200"), None),
     r("MB911", Blocked, "environment exfiltration", "The whole environment (os.environ, a copy or a dump of it) is sent over the network, with every token and key the process was given.", Some("CWE-526"), None),
     r("MB912", Blocked, "armed pickle exploit", "A pickle gadget carries a ready command or code, or an instance of it is pickled in the same script: a payload built to run code in whoever loads it.", Some("CWE-502"), None),
+    r("MB913", Blocked, "remote command execution", "Data received from the network, or from the request a server handles, runs as a command: a remote party controls the machine (a command-and-control loop or a web shell).", Some("CWE-78"), None),
+    r("MB914", Blocked, "code from the network", "Data received from the network is run as Python code, turned into a function, or deserialised (pickle, marshal, unsafe YAML), which runs whatever the sender put in it.", Some("CWE-502"), None),
+    r("MB915", Blocked, "dropper", "A file written with downloaded data is made executable, run, or loaded as a library: the classic download-and-execute stage of malware.", Some("CWE-494"), None),
+    r("MB916", Blocked, "secret sent over the network", "Data read from a credential, key, browser, history or account file (or captured keystrokes) flows into a network send.", Some("CWE-200"), None),
+    r("MB917", Blocked, "ransomware", "The script walks files, scrambles their contents (a cipher, XOR, byte arithmetic) into new or the same files, and deletes, renames or overwrites the originals.", Some("CWE-506"), None),
+    r("MB918", Blocked, "resource exhaustion", "An endless loop that never waits grows memory, writes to disk or starts threads or processes until the machine gives out.", Some("CWE-400"), None),
+    r("MB919", Blocked, "terminal input injection", "TIOCSTI pushes characters into a terminal's input queue: the commands run as whoever owns the terminal, outside the sandbox.", Some("CWE-77"), None),
+    r("MB920", Blocked, "raw input or memory device read", "Reading /dev/input (every key pressed) or /dev/mem, /dev/kmem: a keylogger or a memory scraper.", Some("CWE-200"), None),
+    r("MB921", Blocked, "host takeover through the container runtime", "A privileged container, or one with the host's / mounted, is started through the Docker socket, SDK or CLI: root on the host.", Some("CWE-250"), None),
 ];
 
 /// The whole rule table, in a stable order.

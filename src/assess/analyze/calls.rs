@@ -47,7 +47,7 @@ impl<'t> Call<'t> {
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_calls(&mut self) {
-        let calls = std::mem::take(&mut self.calls);
+        let calls = self.calls.clone();
         for site in &calls {
             if let Some(call) = self.call(*site) {
                 self.check_call(&call);
@@ -58,8 +58,8 @@ impl<'t> Analyzer<'t> {
     fn call(&self, site: CallSite<'t>) -> Option<Call<'t>> {
         let node = site.node;
         let func = node.child(F::Function)?;
+        let q = self.callee(node, site.scope);
         self.reset_budget();
-        let q = self.resolve(func, site.scope, 0);
         let (pos, kw) = self.args(node);
         let shell_kw = kw
             .iter()
@@ -101,6 +101,12 @@ impl<'t> Analyzer<'t> {
         if let Some(m) = call.method {
             self.check_method(m, call);
         }
+        self.check_flows(call);
+        self.check_dropper(call);
+        let read = self.read_paths(call.q.as_deref(), call.node, call.scope);
+        self.check_host(call, &read);
+        self.note_file_steps(call);
+        self.note_secret_read(call, &read);
         if let Some(kind) = exfil::send_kind(call.q.as_deref(), call.method) {
             self.sends.push(exfil::Send {
                 node,

@@ -2,15 +2,61 @@
 //! administration, destruction, reverse shells, download-and-run, miners.
 
 use super::literal::shorten;
-use super::{pos, Analyzer, Node};
+use super::{pos, taxonomy, Analyzer, Node};
 
 /// What one command of a command line does, judged from its words.
 enum Stage {
     /// A rule this command alone triggers.
     Rule(&'static str),
+    /// Two rules (an administration command that also persists).
+    Rules(&'static str, &'static str),
     /// Starts a shell (which a socket may be wired to).
     Shell,
     Other,
+}
+
+/// Commands that change the host for good: scheduled or enabled at boot,
+/// packages installed or removed, precious trees deleted, the container
+/// runtime asked for a privileged container or the host's root.
+fn classify_host(head: &str, words: &[&str]) -> Option<Stage> {
+    let has = |w: &str| words.contains(&w);
+    let stage = match head {
+        "crontab"
+            if words.len() > 1 && !words[1..].iter().all(|w| w.starts_with('-') && *w != "-") =>
+        {
+            Stage::Rules("MB208", "MB906")
+        }
+        "systemctl" if has("enable") => Stage::Rules("MB208", "MB906"),
+        "rm" if words.iter().any(|w| w.starts_with('-') && w.contains('r'))
+            && words[1..].iter().any(|w| taxonomy::precious_tree(w, true)) =>
+        {
+            Stage::Rule("MB907")
+        }
+        "find"
+            if (has("-delete") || has("rm"))
+                && words
+                    .get(1)
+                    .is_some_and(|w| taxonomy::precious_tree(w, true)) =>
+        {
+            Stage::Rule("MB907")
+        }
+        "apt" | "apt-get" | "aptitude" | "yum" | "dnf" | "zypper" | "pacman" | "apk" | "snap"
+            if has("install") || has("remove") || has("purge") || has("-s") =>
+        {
+            Stage::Rule("MB208")
+        }
+        "docker" | "podman" | "nerdctl"
+            if (has("run") || has("create"))
+                && (has("--privileged")
+                    || words
+                        .iter()
+                        .any(|w| w.starts_with("/:") || w.starts_with("--volume=/:"))) =>
+        {
+            Stage::Rule("MB921")
+        }
+        _ => return None,
+    };
+    Some(stage)
 }
 
 /// Classifies one command (lower-cased words, the first being the program).
@@ -33,6 +79,9 @@ fn classify(words: &[&str]) -> Stage {
             .iter()
             .any(|w| w.starts_with("of=/dev/") && !w.starts_with("of=/dev/null"))
     };
+    if let Some(stage) = classify_host(head, words) {
+        return stage;
+    }
     match head {
         "sudo" | "su" | "pkexec" | "doas" => Stage::Rule("MB204"),
         "useradd" | "adduser" | "usermod" | "passwd" | "chpasswd" | "visudo" | "iptables"
@@ -68,6 +117,10 @@ impl<'t> Analyzer<'t> {
                 Stage::Rule(rule) => {
                     self.add(rule, node, format!("runs `{}`", shorten(seg.trim())))
                 }
+                Stage::Rules(a, b) => {
+                    self.add(a, node, format!("runs `{}`", shorten(seg.trim())));
+                    self.add(b, node, format!("runs `{}`", shorten(seg.trim())));
+                }
                 Stage::Shell => {
                     self.facts.shell_spawn.get_or_insert(pos(node));
                 }
@@ -93,6 +146,13 @@ impl<'t> Analyzer<'t> {
             self.add("MB908", node, "remote script piped into an interpreter");
         }
         self.check_exfil_command(lower, node);
+        if let Some(path) = downloaded_then_run(lower) {
+            self.add(
+                "MB915",
+                node,
+                format!("downloads {path}, then makes it executable or runs it"),
+            );
+        }
         if lower.contains(":(){") || lower.contains(":() {") {
             self.add("MB902", node, "shell fork bomb");
         }
@@ -100,4 +160,33 @@ impl<'t> Analyzer<'t> {
             self.add("MB905", node, "miner in a command");
         }
     }
+}
+
+/// A command line that saves a download (`wget -O p`, `curl -o p`) and
+/// then makes that file executable or runs it.
+fn downloaded_then_run(lower: &str) -> Option<String> {
+    let mut saved: Option<String> = None;
+    for seg in lower.split(['&', '|', ';', '\n']) {
+        let words: Vec<&str> = seg.split_whitespace().collect();
+        let Some(head) = words.first().map(|h| h.rsplit('/').next().unwrap_or(h)) else {
+            continue;
+        };
+        if matches!(head, "wget" | "curl") {
+            let out = words
+                .windows(2)
+                .find(|w| matches!(w[0], "-o" | "--output" | "--output-document"))
+                .map(|w| w[1].to_string());
+            saved = out.or(saved);
+            continue;
+        }
+        let Some(p) = saved.as_deref() else { continue };
+        let runs = words.first() == Some(&p)
+            || (matches!(head, "nohup" | "setsid" | "exec" | "sh" | "bash")
+                && words.get(1) == Some(&p))
+            || (head == "chmod" && words.last() == Some(&p));
+        if runs {
+            return Some(p.to_string());
+        }
+    }
+    None
 }

@@ -1,8 +1,8 @@
 //! Facts gathered across the file that together make one behaviour: a
 //! socket wired to a shell, credentials with network use, ctypes with
-//! executable memory.
+//! executable memory, a privileged container asked of the container runtime.
 
-use super::Analyzer;
+use super::{pos, Analyzer};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn composites(&mut self) {
@@ -32,6 +32,24 @@ impl<'t> Analyzer<'t> {
         let f = &self.facts;
         if let (Some(c), true) = (f.ctypes, f.exec_memory) {
             self.add_at("MB909", c, "ctypes with executable memory");
+        }
+        self.combined_signs();
+    }
+
+    fn combined_signs(&mut self) {
+        let already = |rule: &str| self.findings.iter().any(|f| f.rule == rule);
+        if let (Some((read, path)), true) = (&self.signs.secret_read, self.facts.network) {
+            if !already("MB904") && !already("MB916") {
+                let detail = format!("reads {path} in a script that uses the network");
+                self.add_at("MB904", pos(*read), detail);
+            }
+        }
+        if let (Some(docker), Some(p)) = (self.signs.docker, self.signs.privileged) {
+            let detail = format!(
+                "the container runtime (line {}) is asked for a privileged container or the host's /",
+                docker.start_position().row + 1
+            );
+            self.add("MB921", p, detail);
         }
     }
 }

@@ -3,8 +3,9 @@
 //! computed `getattr`.
 
 use super::calls::Call;
+use super::literal::string_value;
 use super::names::*;
-use super::{Analyzer, Bind, Node, F, K};
+use super::{Analyzer, Bind, Node, Part, F, K};
 use super::{EVAL_DEPTH, MAX_NESTED_CODE};
 
 impl<'t> Analyzer<'t> {
@@ -21,6 +22,8 @@ impl<'t> Analyzer<'t> {
                 self.reset_budget();
                 let name = pos.first().and_then(|a| self.fold(*a, scope, 0));
                 match name {
+                    // One of a literal list of names (`for m in ("json", "csv")`).
+                    None if pos.first().is_some_and(|a| self.literal_choice(*a, scope)) => {}
                     None => self.add("MB411", node, format!("{q} of a computed name")),
                     Some(m) if q == "builtins.__import__" => {
                         self.add("MB412", node, format!("__import__({m:?})"))
@@ -48,6 +51,82 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Is `n` a loop variable over a literal list of strings (`for m in
+    /// ("json", "csv")`, or a name bound to such a list)?
+    fn literal_choice(&self, n: Node<'t>, scope: usize) -> bool {
+        if n.kind() != K::Identifier {
+            return false;
+        }
+        let first = |name: Node<'t>, s: usize| {
+            self.lookup(self.text(name), s, name.start_byte())
+                .and_then(|b| b.first().copied())
+        };
+        let Some(Bind::Part {
+            of,
+            scope: s,
+            how: Part::Each(None),
+        }) = first(n, scope)
+        else {
+            return false;
+        };
+        let list = match (of.kind(), first(of, s)) {
+            (K::Identifier, Some(Bind::Expr(v, _))) => v,
+            (K::Identifier, _) => return false,
+            _ => of,
+        };
+        matches!(list.kind(), K::List | K::Tuple | K::Set)
+            && list.child_count() > 0
+            && list
+                .children()
+                .all(|e| e.kind() == K::String && string_value(self.src, e).is_some())
+    }
+
+    /// Code that is a syntax tree from `ast.parse`, walked by the same
+    /// function (`ast.walk(tree)`, a visitor) with `isinstance` checks before
+    /// it is compiled: an expression checked against a whitelist.
+    fn validated_tree(&self, arg: Node<'t>, scope: usize) -> Option<Node<'t>> {
+        let (pos, _) = self.args(arg);
+        self.reset_budget();
+        let callee = arg
+            .child(F::Function)
+            .and_then(|f| self.resolve(f, scope, 0));
+        let tree = match callee.as_deref() {
+            Some("builtins.compile") => *pos.first()?,
+            _ => arg,
+        };
+        if tree.kind() != K::Identifier {
+            return None;
+        }
+        let name = self.text(tree);
+        let binds = self.lookup(name, scope, tree.start_byte())?;
+        let Bind::Expr(parsed, s) = *binds.first()? else {
+            return None;
+        };
+        self.reset_budget();
+        let q = parsed
+            .child(F::Function)
+            .and_then(|f| self.resolve(f, s, 0));
+        if q.as_deref() != Some("ast.parse") {
+            return None;
+        }
+        let in_scope = |c: &&super::CallSite<'t>| c.scope == scope;
+        let walked = self.calls.iter().filter(in_scope).any(|c| {
+            let t = c
+                .node
+                .child(F::Function)
+                .map(|f| self.text(f))
+                .unwrap_or("");
+            let arg0 = self.args(c.node).0.first().map(|a| self.text(*a));
+            (t.ends_with("walk") || t.ends_with("visit")) && arg0 == Some(name)
+        });
+        let checks = self.calls.iter().filter(in_scope).any(|c| {
+            c.node
+                .child(F::Function)
+                .is_some_and(|f| self.text(f) == "isinstance")
+        });
+        (walked && checks).then_some(parsed)
+    }
+
     fn check_exec(&mut self, q: &str, arg: Node<'t>, node: Node<'t>, scope: usize) {
         self.reset_budget();
         if let Some(d) = self.contains_decoder(arg, scope, 0) {
@@ -63,6 +142,15 @@ impl<'t> Analyzer<'t> {
         let code = self.fold(arg, scope, 0);
         if let Some(code) = &code {
             self.assess_nested(q, code, node);
+        }
+        if let Some(parsed) = self.validated_tree(arg, scope) {
+            let line = parsed.start_position().row + 1;
+            self.add(
+                "MB111",
+                node,
+                format!("{q} of the tree parsed at line {line}, walked and checked with isinstance first"),
+            );
+            return;
         }
         let literal = code.is_some() || self.is_compile_of_literal(arg, scope);
         let rule = match (literal, q) {

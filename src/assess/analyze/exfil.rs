@@ -2,9 +2,11 @@
 //! (MB911, MB421), and shell commands that hand system or credential files
 //! to a network tool (MB910).
 
+use super::calls::Call;
+use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::names::CREDENTIAL_PATHS;
-use super::{Analyzer, Bind, Node, EVAL_DEPTH, F, K};
+use super::{taxonomy, Analyzer, Bind, Node, Seen, EVAL_DEPTH, F, K};
 
 /// Distinct environment variables sent in one call before it looks like
 /// harvesting rather than configuration (an API token, a region, a user).
@@ -27,6 +29,15 @@ const SEND_METHODS: &[&str] = &[
     "urlopen",
     "storbinary",
     "storlines",
+];
+
+/// Calls that resolve a host name.
+const DNS_LOOKUPS: &[&str] = &[
+    "socket.gethostbyname",
+    "socket.gethostbyname_ex",
+    "socket.getaddrinfo",
+    "dns.resolver.resolve",
+    "dns.resolver.query",
 ];
 
 /// Programs that move data over the network from a command line.
@@ -84,6 +95,8 @@ struct EnvFlow {
     whole: Option<String>,
     /// Names of single variables read (`<computed>` when not constant).
     keys: Vec<String>,
+    /// Bound values already followed.
+    seen: Seen,
 }
 
 pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKind> {
@@ -91,6 +104,9 @@ pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKin
         (Some(q), _) if super::names::is_network_client(q) || q == "urllib.request.Request" => {
             Some(SendKind::Client)
         }
+        // A name looked up is sent to the resolver, and on to the name's
+        // authoritative server: a way out past most egress filters.
+        (Some(q), _) if DNS_LOOKUPS.contains(&q) => Some(SendKind::Client),
         (Some(q), _)
             if super::names::SHELL_FUNCS.contains(&q) || super::names::SUBPROCESS.contains(&q) =>
         {
@@ -154,6 +170,7 @@ impl<'t> Analyzer<'t> {
             if let Some(how) = flow.whole {
                 self.add("MB911", s.node, format!("{how} reaches `{call}`"));
             } else {
+                self.check_secret_send(s, &pos, kw);
                 let mut keys = flow.keys;
                 keys.sort_unstable();
                 keys.dedup();
@@ -169,6 +186,35 @@ impl<'t> Analyzer<'t> {
                     );
                 }
             }
+        }
+    }
+
+    /// Secret data (a credential or key file's contents, keystrokes) in
+    /// what a send sends gives MB916.
+    fn check_secret_send(&mut self, s: Send<'t>, pos: &[Node<'t>], kw: &[(&'t str, Node<'t>)]) {
+        let mut t = Taint::default();
+        for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
+            t.merge(&self.taint(*a, s.scope));
+        }
+        if let Some(src) = t.get(Source::Secret) {
+            let detail = format!(
+                "secret data from `{}` (line {}) is sent by `{}`",
+                shorten(self.text(src)),
+                src.start_position().row + 1,
+                shorten(self.text(s.node))
+            );
+            self.add("MB916", s.node, detail);
+        }
+    }
+
+    /// A secret file read anywhere in the script, for the coarse check that
+    /// pairs it with network use (MB904).
+    pub(super) fn note_secret_read(&mut self, call: &Call<'t>, read: &[String]) {
+        if self.signs.secret_read.is_some() {
+            return;
+        }
+        if let Some(p) = read.iter().find(|p| taxonomy::secret(p)) {
+            self.signs.secret_read = Some((call.node, p.clone()));
         }
     }
 
@@ -192,6 +238,9 @@ impl<'t> Analyzer<'t> {
                     };
                     for b in binds {
                         if let Bind::Expr(v, s) = b {
+                            if !acc.seen.first(v, depth) {
+                                continue;
+                            }
                             self.env_flow(v, s, depth + 1, acc);
                         }
                     }

@@ -3,7 +3,18 @@
 
 use super::calls::Call;
 use super::names::*;
-use super::{pos, Analyzer, Bind, Node, F, K};
+use super::{pos, taxonomy, Analyzer, Bind, Node, F, K};
+
+/// Operations that delete what they are given.
+const DELETES: &[&str] = &[
+    "os.remove",
+    "os.unlink",
+    "os.rmdir",
+    "os.removedirs",
+    "shutil.rmtree",
+    "Path.unlink",
+    "Path.rmdir",
+];
 
 /// Calls that change the process's user or group identity.
 const IDENTITY_CHANGES: &[&str] = &[
@@ -24,10 +35,7 @@ impl<'t> Analyzer<'t> {
         let node = call.node;
         let (targets, op) = self.written_paths(q, call);
         for t in targets {
-            self.reset_budget();
-            if let Some(p) = self.fold_path(t, call.scope, 0) {
-                self.classify_write(&p, op, node);
-            }
+            self.judge_target(t, call.scope, op, node);
             self.check_self_delete(q, t, node);
         }
         if matches!(q, "os.chmod" | "os.lchmod" | "os.fchmod") {
@@ -102,6 +110,45 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Judges a path a call writes or deletes: the exact path when it folds,
+    /// else each value it may have, until one is found wanting.
+    fn judge_target(&mut self, t: Node<'t>, scope: usize, op: &str, node: Node<'t>) {
+        self.reset_budget();
+        let values = match self.fold_path(t, scope, 0) {
+            Some(p) => vec![p],
+            None => self.paths(t, scope),
+        };
+        for p in values {
+            if self.judge_path(&p, op, node) {
+                break;
+            }
+        }
+    }
+
+    /// Destruction, persistence, disks, then the system paths; true when
+    /// a finding was made.
+    fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
+        let before = self.findings.len();
+        let deletes = DELETES.contains(&op);
+        let recursive = matches!(op, "shutil.rmtree" | "os.removedirs");
+        if deletes && taxonomy::precious_tree(p, recursive) {
+            self.add(
+                "MB907",
+                node,
+                format!("{op} {p}: deletes a system or home tree"),
+            );
+        } else if let Some(what) = taxonomy::persistence(p).filter(|_| !deletes) {
+            self.add("MB906", node, format!("{op} {p}: writes {what}"));
+        } else if !deletes && taxonomy::is_disk(p) {
+            self.add("MB907", node, format!("{op} {p}: overwrites a disk"));
+        } else if !p.contains(['*', '<']) {
+            // System paths are judged exactly: `/dev/pty` + a letter is a
+            // terminal opened, not a system file changed.
+            self.classify_write(p, op, node);
+        }
+        self.findings.len() > before
+    }
+
     fn classify_write(&mut self, path: &str, op: &str, node: Node<'t>) {
         let p = path.trim();
         let lower = p.to_ascii_lowercase();
@@ -140,6 +187,21 @@ impl<'t> Analyzer<'t> {
         let Some(obj) = call.func.child(F::Object) else {
             return;
         };
+        // Methods only paths have; `rename` and `replace` are also string
+        // methods, so their receiver must be recognisably a path.
+        let path_only = matches!(
+            m,
+            "write_text"
+                | "write_bytes"
+                | "touch"
+                | "unlink"
+                | "rmdir"
+                | "mkdir"
+                | "chmod"
+                | "symlink_to"
+                | "hardlink_to"
+                | "open"
+        );
         let writes = match m {
             "write_text" | "write_bytes" | "touch" | "unlink" | "rmdir" | "mkdir" | "chmod"
             | "symlink_to" | "hardlink_to" | "rename" | "replace" => true,
@@ -158,11 +220,10 @@ impl<'t> Analyzer<'t> {
         // an ordinary string is not taken for a file operation.
         self.reset_budget();
         let is_pathish = obj.kind() == K::BinaryOperator || self.path_call(obj, scope);
+        if is_pathish || path_only {
+            self.judge_target(obj, scope, &format!("Path.{m}"), node);
+        }
         if is_pathish {
-            self.reset_budget();
-            if let Some(p) = self.fold_path(obj, scope, 0) {
-                self.classify_write(&p, &format!("Path.{m}"), node);
-            }
             self.check_self_delete("unlink", obj, node);
         }
         if m == "chmod" && is_pathish {

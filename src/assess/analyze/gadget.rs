@@ -3,7 +3,14 @@
 //! serialised in the same script (MB912).
 
 use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
-use super::{Analyzer, Bind, Node, EVAL_DEPTH, F, K};
+use super::{Analyzer, Bind, Node, Seen, EVAL_DEPTH, F, K};
+
+/// Class names found instantiated by one query, and the values it followed.
+#[derive(Default)]
+struct Instances<'t> {
+    names: Vec<&'t str>,
+    seen: Seen,
+}
 
 /// Names under which the pickle protocol asks an object how to rebuild it.
 pub(super) const REDUCE_METHODS: &[&str] = &["__reduce__", "__reduce_ex__"];
@@ -180,22 +187,24 @@ impl<'t> Analyzer<'t> {
             let Some(obj) = pos.first().copied() else {
                 continue;
             };
-            let mut names = Vec::new();
+            let mut found = Instances::default();
             self.reset_budget();
-            self.instantiated(obj, scope, 0, &mut names);
-            out.extend(names.into_iter().map(|n| (n, super::pos(call))));
+            self.instantiated(obj, scope, 0, &mut found);
+            out.extend(found.names.into_iter().map(|n| (n, super::pos(call))));
         }
         out
     }
 
-    fn instantiated(&self, n: Node<'t>, scope: usize, depth: usize, out: &mut Vec<&'t str>) {
+    /// Names called (`C()`) in `n` or in the values of the names it uses,
+    /// each bound value followed once.
+    fn instantiated(&self, n: Node<'t>, scope: usize, depth: usize, out: &mut Instances<'t>) {
         if depth > EVAL_DEPTH || !self.tick() {
             return;
         }
         match n.kind() {
             K::Call => {
                 if let Some(f) = n.child(F::Function).filter(|f| f.kind() == K::Identifier) {
-                    out.push(self.text(f));
+                    out.names.push(self.text(f));
                 }
             }
             K::Identifier => {
@@ -204,6 +213,9 @@ impl<'t> Analyzer<'t> {
                     .unwrap_or_default()
                 {
                     if let Bind::Expr(v, s) = b {
+                        if !out.seen.first(v, depth) {
+                            continue;
+                        }
                         self.instantiated(v, s, depth + 1, out);
                     }
                 }

@@ -14,7 +14,7 @@
 //! evaluators are bounded both in depth and in total steps, so hostile input
 //! can neither overflow the stack nor make the assessor exponential.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
@@ -23,16 +23,26 @@ mod calls;
 mod capability;
 mod command;
 mod composite;
+mod defs;
+mod dropper;
 mod dynamic;
 mod exfil;
 mod files;
+mod flow;
+mod flows;
 mod fold;
 mod gadget;
+mod host;
+mod io;
 mod literal;
 mod names;
+mod paths;
 mod process;
+mod ransom;
 mod resolve;
+mod resource;
 mod strings;
+mod taxonomy;
 mod walk;
 
 pub(super) struct RawFinding {
@@ -133,10 +143,14 @@ fn analyze_text(
             );
         }
     }
+    a.index_callers();
+    a.index_writes();
     a.check_calls();
     a.check_gadgets();
     a.check_sends();
     a.check_strings();
+    a.check_ransomware();
+    a.check_endless_loops();
     a.composites();
     Ok((a.findings, syntax_ok))
 }
@@ -147,13 +161,44 @@ enum Bind<'t> {
     Expr(Node<'t>, usize),
     /// `import a.b as name`, `from a import b as name`.
     Module(&'t str, Option<&'t str>),
-    /// Parameters, loop targets, `with ... as`, def/class names: unknown value.
+    /// A `def` or `class` statement, and the scope its body opens.
+    Def(Node<'t>, usize),
+    /// Parameter number `index` (node `param`) of the function whose body
+    /// opens scope `func`.
+    Param {
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+    },
+    /// A value derived from `of`, evaluated in `scope`: a loop target, a
+    /// `with ... as` target or one name of a tuple unpacking.
+    Part {
+        of: Node<'t>,
+        scope: usize,
+        how: Part,
+    },
+    /// Names whose value nothing tells (mismatched unpacking, `global`...).
     Opaque,
 }
 
-struct Scope {
+/// How a [`Bind::Part`] name derives from its expression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// `a, b = f()`: position `i` of the value.
+    Unpacked(usize),
+    /// `for x in it` (`None`) or `for a, b in it` (position).
+    Each(Option<usize>),
+    /// `with ctx as x`.
+    Context,
+}
+
+struct Scope<'t> {
     parent: Option<usize>,
     is_class: bool,
+    /// The def, lambda or class that opens it (`None` for the module).
+    node: Option<Node<'t>>,
+    /// A function decorated as a web route (`@app.route(...)`).
+    route: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -178,10 +223,51 @@ struct Facts {
     net_import: bool,
 }
 
+/// Bound values one evaluator query has already followed, with the least
+/// depth it reached them at. A value reached again no shallower adds nothing,
+/// so chains that name one binding twice (`b = [a, a]`) stay linear instead
+/// of doubling at every link until the step budget runs out.
+#[derive(Default)]
+struct Seen(HashMap<u32, usize>);
+
+impl Seen {
+    /// Whether `n` is new at `depth` (and now recorded).
+    fn first(&mut self, n: Node<'_>, depth: usize) -> bool {
+        match self.0.get(&n.id()) {
+            Some(&d) if d <= depth => false,
+            _ => {
+                self.0.insert(n.id(), depth);
+                true
+            }
+        }
+    }
+}
+
+/// Steps of the multi-step behaviours, where they were seen.
+#[derive(Default)]
+struct Signs<'t> {
+    /// File contents written back scrambled, and whether in place.
+    scrambled_write: Option<(Node<'t>, bool)>,
+    /// Directory trees walked, listed or globbed.
+    enumerates: Option<Node<'t>>,
+    /// Files deleted, renamed or moved.
+    deletes: Option<Node<'t>>,
+    /// A secret file read, and its path.
+    secret_read: Option<(Node<'t>, String)>,
+    /// The Docker socket, SDK or CLI used.
+    docker: Option<Node<'t>>,
+    /// A container asked to be privileged or to mount the host's root.
+    privileged: Option<Node<'t>>,
+}
+
+/// One name's bindings in one scope: where each takes effect, in source order.
+type Bindings<'t> = Vec<(usize, Bind<'t>)>;
+
 struct Analyzer<'t> {
     src: &'t str,
-    scopes: Vec<Scope>,
-    binds: HashMap<&'t str, Vec<(usize, usize, Bind<'t>)>>,
+    scopes: Vec<Scope<'t>>,
+    /// Bindings by name and scope, in source order of where they take effect.
+    binds: HashMap<&'t str, Vec<(usize, Bindings<'t>)>>,
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
     strings: Vec<Node<'t>>,
@@ -198,6 +284,29 @@ struct Analyzer<'t> {
     nesting: usize,
     /// Start byte of the node being visited, the position of non-expression bindings.
     last_pos: usize,
+    /// Values put into a name without rebinding it (`x += v`, `x[k] = v`,
+    /// `x.append(v)`): the scope of the statement and the value or call.
+    mutations: HashMap<&'t str, Vec<(usize, Node<'t>)>>,
+    /// `obj.attr = v`, by attribute name: the value and its scope.
+    attr_stores: HashMap<&'t str, Vec<(Node<'t>, usize)>>,
+    /// Values a function returns or yields, by the scope its body opens.
+    returns: HashMap<usize, Vec<Node<'t>>>,
+    /// The calls of each function, by the scope its body opens.
+    callers: HashMap<usize, Vec<defs::Caller<'t>>>,
+    /// Files the script writes tainted data to (downloads, copies of
+    /// secrets): the path and what it then holds.
+    file_store: Vec<(String, flow::Taint<'t>)>,
+    /// Files written with downloaded data.
+    downloads: Vec<io::Download<'t>>,
+    signs: Signs<'t>,
+    /// What each call's callee resolves to, by the call's node id.
+    callees: RefCell<HashMap<u32, Option<String>>>,
+    /// The sources of bound values, by the value's node id.
+    taint_memo: RefCell<HashMap<u32, flow::Taint<'t>>>,
+    /// A web-route decorator was seen and awaits its function.
+    route_decorator: bool,
+    /// Loops that never end by their condition, with their scopes.
+    endless_loops: Vec<(Node<'t>, usize)>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -207,6 +316,8 @@ impl<'t> Analyzer<'t> {
             scopes: vec![Scope {
                 parent: None,
                 is_class: false,
+                node: None,
+                route: false,
             }],
             binds: HashMap::new(),
             star_imports: Vec::new(),
@@ -221,6 +332,17 @@ impl<'t> Analyzer<'t> {
             max_depth,
             nesting,
             last_pos: 0,
+            mutations: HashMap::new(),
+            attr_stores: HashMap::new(),
+            returns: HashMap::new(),
+            callers: HashMap::new(),
+            file_store: Vec::new(),
+            downloads: Vec::new(),
+            signs: Signs::default(),
+            callees: RefCell::new(HashMap::new()),
+            taint_memo: RefCell::new(HashMap::new()),
+            endless_loops: Vec::new(),
+            route_decorator: false,
         }
     }
 
@@ -252,7 +374,17 @@ impl<'t> Analyzer<'t> {
             Bind::Expr(v, _) => v.start_byte(),
             _ => self.last_pos,
         };
-        self.binds.entry(name).or_default().push((scope, at, b));
+        let scopes = self.binds.entry(name).or_default();
+        let i = match scopes.iter().position(|(s, _)| *s == scope) {
+            Some(i) => i,
+            None => {
+                scopes.push((scope, Vec::new()));
+                scopes.len() - 1
+            }
+        };
+        let list = &mut scopes[i].1;
+        let i = list.partition_point(|(p, _)| *p <= at);
+        list.insert(i, (at, b));
     }
 }
 

@@ -16,23 +16,45 @@ pub(super) fn is_network_client(q: &str) -> bool {
             })
 }
 
-pub(super) const BUILTINS: &[&str] = &[
-    "exec",
-    "eval",
-    "compile",
-    "execfile",
-    "open",
-    "getattr",
-    "__import__",
-    "globals",
-    "vars",
-    "locals",
-    "chr",
-    "str",
-    "bytes",
-    "input",
-    "__builtins__",
-];
+/// The builtins the checks know by name (a bare name nothing binds).
+pub(super) fn is_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        "exec"
+            | "eval"
+            | "compile"
+            | "execfile"
+            | "open"
+            | "getattr"
+            | "__import__"
+            | "globals"
+            | "vars"
+            | "locals"
+            | "chr"
+            | "str"
+            | "bytes"
+            | "input"
+            | "__builtins__"
+            | "raw_input"
+            | "print"
+            | "int"
+            | "float"
+            | "len"
+            | "bool"
+            | "hash"
+            | "isinstance"
+            | "sorted"
+            | "list"
+            | "set"
+            | "tuple"
+            | "reversed"
+            | "filter"
+            | "enumerate"
+            | "zip"
+            | "bytearray"
+            | "next"
+    )
+}
 
 pub(super) const SHELL_FUNCS: &[&str] = &[
     "os.system",
@@ -244,4 +266,9 @@ pub(super) const MINER_MARKERS: &[&str] = &[
     "cryptonight",
     "coinhive",
     "nicehash",
+    // Stratum, the mining pools' protocol.
+    "mining.subscribe",
+    "mining.authorize",
+    "mining.submit",
+    "mining.notify",
 ];

@@ -4,6 +4,9 @@ use super::calls::Call;
 use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
 use super::{pos, Analyzer, Node, F, K};
 
+/// Values of a computed command checked, at most.
+const MAX_COMMANDS: usize = 4;
+
 /// Calls whose last name shows a loop waiting for something.
 const BLOCKING_CALLS: &[&str] = &[
     "accept", "recv", "recvfrom", "wait", "waitpid", "join", "sleep", "input", "readline", "get",
@@ -13,21 +16,26 @@ const BLOCKING_CALLS: &[&str] = &[
 impl<'t> Analyzer<'t> {
     pub(super) fn check_process(&mut self, q: &str, call: &Call<'t>) {
         let (node, scope, via) = (call.node, call.scope, call.via(q));
-        let command = || call.pos.first().and_then(|a| self.fold_command(*a, scope));
+        let command = || {
+            call.pos
+                .first()
+                .map(|a| self.command_values(*a, scope))
+                .unwrap_or_default()
+        };
         if SHELL_FUNCS.contains(&q) {
-            let cmd = command();
+            let cmds = command();
             self.add("MB605", node, via);
-            if let Some(c) = cmd {
+            for c in cmds {
                 self.check_command(&c, node);
             }
         } else if SUBPROCESS.contains(&q) {
-            let cmd = command();
+            let cmds = command();
             if call.shell_kw.is_some() || q == "asyncio.create_subprocess_shell" {
                 self.add("MB602", node, format!("{via} with shell=True"));
             } else {
                 self.add("MB603", node, via);
             }
-            if let Some(c) = cmd {
+            for c in cmds {
                 self.check_command(&c, node);
             }
         } else if EXEC_FUNCS.contains(&q) || q.starts_with("os.exec") || q.starts_with("os.spawn") {
@@ -45,6 +53,31 @@ impl<'t> Analyzer<'t> {
             }
         }
         self.check_fork(q, call);
+    }
+
+    /// The command a shell string or argument list gives: exact when it
+    /// folds, else the values it may have (unknown parts `*`).
+    pub(super) fn command_values(&self, arg: Node<'t>, scope: usize) -> Vec<String> {
+        if let Some(c) = self.fold_command(arg, scope) {
+            return vec![c];
+        }
+        if arg.kind().is_sequence() {
+            let words: Vec<String> = arg
+                .children()
+                .map(|w| {
+                    self.paths(w, scope)
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| "*".into())
+                })
+                .collect();
+            return vec![words.join(" ")];
+        }
+        self.paths(arg, scope)
+            .into_iter()
+            .filter(|c| c.as_str() != "*")
+            .take(MAX_COMMANDS)
+            .collect()
     }
 
     /// Forks, and scripts re-launching themselves, in unbounded loops.
@@ -86,7 +119,7 @@ impl<'t> Analyzer<'t> {
 
     /// A `while True` that waits for something (accept, recv, sleep, join...)
     /// is a server or worker loop, not a bomb.
-    fn loop_blocks(&self, l: Node<'t>) -> bool {
+    pub(super) fn loop_blocks(&self, l: Node<'t>) -> bool {
         let Some(body) = l.child(F::Body) else {
             return false;
         };

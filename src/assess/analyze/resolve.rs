@@ -27,25 +27,36 @@ impl<'t> Analyzer<'t> {
     /// Picking one binding keeps resolution linear instead of fanning out
     /// over every rebinding of common names.
     pub(super) fn lookup(&self, name: &str, scope: usize, at: usize) -> Option<Vec<Bind<'t>>> {
-        let all = self.binds.get(name)?;
+        self.lookup_span(name, scope, at).map(|(b, _)| vec![b])
+    }
+
+    /// [`Self::lookup`], with the stretch of source where that binding is
+    /// the name's latest one in its scope (from it to the next binding).
+    pub(super) fn lookup_span(
+        &self,
+        name: &str,
+        scope: usize,
+        at: usize,
+    ) -> Option<(Bind<'t>, std::ops::Range<usize>)> {
+        let by_scope = self.binds.get(name)?;
         let mut s = Some(scope);
         let mut first = true;
         while let Some(id) = s {
             let sc = self.scopes.get(id)?;
             // Class bodies are not visible from methods nested in them.
-            if first || !sc.is_class {
-                let mut before = None;
-                let mut last = None;
-                for (bs, pos, b) in all {
-                    if *bs == id {
-                        last = Some(*b);
-                        if *pos < at {
-                            before = Some(*b);
-                        }
-                    }
-                }
-                if let Some(b) = before.or(last) {
-                    return Some(vec![b]);
+            let here = (first || !sc.is_class)
+                .then(|| by_scope.iter().find(|(s, _)| *s == id).map(|(_, l)| l))
+                .flatten();
+            if let Some(list) = here {
+                let before = list.partition_point(|(p, _)| *p < at);
+                let i = if before > 0 {
+                    before - 1
+                } else {
+                    list.len().saturating_sub(1)
+                };
+                if let Some((start, b)) = list.get(i) {
+                    let end = list.get(i + 1).map_or(usize::MAX, |(p, _)| *p);
+                    return Some((*b, *start..end));
                 }
             }
             first = false;
@@ -69,6 +80,22 @@ impl<'t> Analyzer<'t> {
         out
     }
 
+    /// The qualified name a call's callee resolves to (with a budget of its
+    /// own), computed once per call.
+    pub(super) fn callee(&self, call: Node<'t>, scope: usize) -> Option<String> {
+        if let Some(q) = self.callees.borrow().get(&call.id()) {
+            return q.clone();
+        }
+        let saved = self.budget.get();
+        self.reset_budget();
+        let q = call
+            .child(F::Function)
+            .and_then(|f| self.resolve(f, scope, 0));
+        self.budget.set(saved);
+        self.callees.borrow_mut().insert(call.id(), q.clone());
+        q
+    }
+
     /// Fully qualified dotted name an expression refers to, e.g. `o.system`
     /// after `import os as o` gives "os.system"; builtins give "builtins.x".
     pub(super) fn resolve(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
@@ -83,7 +110,7 @@ impl<'t> Analyzer<'t> {
                         Bind::Module(m, None) => Some(m.to_string()),
                         Bind::Module(m, Some(attr)) => Some(format!("{m}.{attr}")),
                         Bind::Expr(v, s) => self.resolve(v, s, depth + 1),
-                        Bind::Opaque => None,
+                        _ => None,
                     }),
                     None => {
                         let star = self
@@ -91,9 +118,7 @@ impl<'t> Analyzer<'t> {
                             .into_iter()
                             .map(|m| format!("{m}.{name}"))
                             .find(|q| is_known_target(q));
-                        star.or_else(|| {
-                            BUILTINS.contains(&name).then(|| format!("builtins.{name}"))
-                        })
+                        star.or_else(|| is_builtin(name).then(|| format!("builtins.{name}")))
                     }
                 }
             }

@@ -3,7 +3,7 @@
 
 use super::literal::{shorten, string_value};
 use super::names::*;
-use super::{pos, Analyzer, Node};
+use super::{pos, Analyzer, Node, F, K};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_strings(&mut self) {
@@ -18,6 +18,7 @@ impl<'t> Analyzer<'t> {
 
     fn check_string(&mut self, v: &str, node: Node<'t>) {
         let lower = v.to_ascii_lowercase();
+        self.check_runtime_string(v, &lower, node);
         if METADATA_HOSTS.iter().any(|h| lower.contains(h)) {
             self.add("MB206", node, format!("{:?}", shorten(v)));
         }
@@ -49,6 +50,28 @@ impl<'t> Analyzer<'t> {
             && matches!(base, "sh" | "bash" | "zsh" | "dash" | "ksh")
         {
             self.facts.shell_spawn.get_or_insert(pos(node));
+        }
+    }
+
+    /// The Docker socket named, and the parts of a container spec that give
+    /// it the host: `"Privileged": True`, a bind of `/` (`"/:/host"`).
+    fn check_runtime_string(&mut self, v: &str, lower: &str, node: Node<'t>) {
+        if lower.contains("docker.sock") {
+            self.signs.docker.get_or_insert(node);
+            self.add(
+                "MB423",
+                node,
+                format!("{:?}: the Docker socket", shorten(v)),
+            );
+        }
+        let privileged_key = v == "Privileged"
+            && node.field() == F::Key
+            && node
+                .parent()
+                .and_then(|p| p.child(F::Value))
+                .is_some_and(|val| val.kind() == K::True);
+        if privileged_key || v.starts_with("/:") {
+            self.signs.privileged.get_or_insert(node);
         }
     }
 }

@@ -2,7 +2,48 @@
 //! parameters, loop targets) and the calls and strings the checks examine
 //! afterwards, with the loop each call sits in.
 
-use super::{gadget, Analyzer, Bind, CallSite, Node, Scope, F, K};
+use super::{gadget, Analyzer, Bind, CallSite, Node, Part, Scope, F, K};
+
+/// Methods that put their arguments into the object they are called on.
+const MUTATORS: &[&str] = &[
+    "append",
+    "extend",
+    "insert",
+    "add",
+    "update",
+    "appendleft",
+    "setdefault",
+    "write",
+    "writelines",
+    "writestr",
+    "attach",
+    "add_attachment",
+    "set_content",
+    "set_payload",
+];
+
+/// Decorators that make a function a web framework's route handler.
+const ROUTE_DECORATORS: &[&str] = &[
+    ".route(",
+    ".get(",
+    ".post(",
+    ".put(",
+    ".delete(",
+    ".websocket(",
+];
+
+/// Where the value of an assignment target comes from.
+#[derive(Clone, Copy)]
+enum Src<'t> {
+    /// `target = value` (`None`: nothing known).
+    Value(Option<Node<'t>>),
+    /// `for target in iterable`.
+    Each(Node<'t>),
+    /// `with ctx as target`.
+    Context(Node<'t>),
+    /// Part of a value, for the names of a nested target.
+    Part(Node<'t>, Part),
+}
 
 impl<'t> Analyzer<'t> {
     pub(super) fn walk(&mut self, root: Node<'t>, max_depth: usize) {
@@ -60,7 +101,15 @@ impl<'t> Analyzer<'t> {
                 self.scopes.push(Scope {
                     parent: Some(scope),
                     is_class: node.kind() == K::ClassDefinition,
+                    node: Some(node),
+                    route: std::mem::take(&mut self.route_decorator),
                 });
+                if node.kind() == K::Lambda {
+                    self.returns
+                        .entry(id)
+                        .or_default()
+                        .extend(node.child(F::Body));
+                }
                 self.bind_params(node, id);
                 if self.is_reduce_method(node, scope) {
                     self.reduce_defs.push((node, id));
@@ -76,6 +125,9 @@ impl<'t> Analyzer<'t> {
                         .is_some_and(|c| self.is_truthy_const(c));
                 // Remember what to restore on leaving.
                 frame.loop_node = Some((node, infinite));
+                if infinite {
+                    self.endless_loops.push((node, scope));
+                }
                 if let Some(top) = st.loop_stack.last_mut() {
                     *top = Some((node, infinite || top.is_some_and(|t| t.1)));
                 }
@@ -140,13 +192,13 @@ impl<'t> Analyzer<'t> {
         let parent = self.scopes[scope].parent.unwrap_or(0);
         if let Some(name) = def.child(F::Name) {
             let t = self.text(name);
-            self.bind(parent, t, Bind::Opaque);
+            self.bind(parent, t, Bind::Def(def, scope));
         }
         let Some(params) = def.child(F::Parameters) else {
             return;
         };
         let kids: Vec<Node<'t>> = params.children().collect();
-        for p in kids {
+        for (index, p) in kids.into_iter().enumerate() {
             let ident = match p.kind() {
                 K::Identifier => Some(p),
                 K::DefaultParameter | K::TypedDefaultParameter => p.child(F::Name),
@@ -154,7 +206,12 @@ impl<'t> Analyzer<'t> {
             };
             if let Some(id) = ident {
                 let t = self.text(id);
-                self.bind(scope, t, Bind::Opaque);
+                let b = Bind::Param {
+                    param: p,
+                    func: scope,
+                    index,
+                };
+                self.bind(scope, t, b);
             }
         }
     }
@@ -168,7 +225,21 @@ impl<'t> Analyzer<'t> {
                 let (Some(l), r) = (node.child(F::Left), node.child(F::Right)) else {
                     return;
                 };
-                self.bind_target(l, r, scope);
+                self.bind_target(l, Src::Value(r), scope);
+            }
+            K::Decorator => {
+                let t = self.text(node);
+                self.route_decorator |= ROUTE_DECORATORS.iter().any(|r| t.contains(r));
+            }
+            K::ReturnStatement | K::Yield => {
+                if let Some(v) = node.nth_child(0) {
+                    self.returns.entry(scope).or_default().push(v);
+                }
+            }
+            K::AugmentedAssignment => {
+                if let (Some(l), Some(r)) = (node.child(F::Left), node.child(F::Right)) {
+                    self.store(l, r, scope);
+                }
             }
             K::NamedExpression => {
                 if let (Some(n), Some(v)) = (node.child(F::Name), node.child(F::Value)) {
@@ -177,20 +248,23 @@ impl<'t> Analyzer<'t> {
                 }
             }
             K::ForStatement | K::ForInClause => {
-                if let Some(l) = node.child(F::Left) {
-                    self.bind_target(l, None, scope);
+                if let (Some(l), Some(it)) = (node.child(F::Left), node.child(F::Right)) {
+                    self.bind_target(l, Src::Each(it), scope);
                 }
             }
             K::AsPattern => {
-                if let Some(al) = node.child(F::Alias) {
-                    self.bind_target(al, None, scope);
+                if let (Some(ctx), Some(al)) = (node.nth_child(0), node.child(F::Alias)) {
+                    self.bind_target(al, Src::Context(ctx), scope);
                 }
             }
-            K::Call => self.calls.push(CallSite {
-                node,
-                scope,
-                loop_node,
-            }),
+            K::Call => {
+                self.note_mutator(node, scope);
+                self.calls.push(CallSite {
+                    node,
+                    scope,
+                    loop_node,
+                })
+            }
             // A string standing alone as a statement (a docstring) does nothing,
             // so the paths and hosts it mentions are documentation, not behaviour.
             K::String if !is_bare_statement(node) => self.strings.push(node),
@@ -252,28 +326,95 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    fn bind_target(&mut self, target: Node<'t>, value: Option<Node<'t>>, scope: usize) {
+    fn bind_target(&mut self, target: Node<'t>, src: Src<'t>, scope: usize) {
         match target.kind() {
             K::Identifier => {
                 let t = self.text(target);
-                let b = match value {
-                    Some(v) => Bind::Expr(v, scope),
-                    None => Bind::Opaque,
+                let b = match src {
+                    Src::Value(Some(v)) => Bind::Expr(v, scope),
+                    Src::Value(None) => Bind::Opaque,
+                    Src::Each(of) => Bind::Part {
+                        of,
+                        scope,
+                        how: Part::Each(None),
+                    },
+                    Src::Context(of) => Bind::Part {
+                        of,
+                        scope,
+                        how: Part::Context,
+                    },
+                    Src::Part(of, how) => Bind::Part { of, scope, how },
                 };
                 self.bind(scope, t, b);
             }
-            K::Tuple | K::List | K::AsPatternTarget => {
+            K::AsPatternTarget => {
+                for t in target.children() {
+                    self.bind_target(t, src, scope);
+                }
+            }
+            K::Tuple | K::List | K::ExpressionList => {
                 let targets: Vec<Node<'t>> = target.children().collect();
-                let values: Option<Vec<Node<'t>>> =
-                    value.and_then(|v| v.kind().is_sequence().then(|| v.children().collect()));
                 for (i, t) in targets.iter().enumerate() {
-                    let v = values
-                        .as_ref()
-                        .and_then(|vs| (vs.len() == targets.len()).then(|| vs[i]));
-                    self.bind_target(*t, v, scope);
+                    let part = match src {
+                        Src::Value(Some(v)) if v.kind().is_sequence() => {
+                            let vs: Vec<Node<'t>> = v.children().collect();
+                            Src::Value((vs.len() == targets.len()).then(|| vs[i]))
+                        }
+                        Src::Value(Some(v)) => Src::Part(v, Part::Unpacked(i)),
+                        Src::Value(None) => Src::Value(None),
+                        Src::Each(of) => Src::Part(of, Part::Each(Some(i))),
+                        Src::Context(of) => Src::Part(of, Part::Unpacked(i)),
+                        Src::Part(of, how) => Src::Part(of, how),
+                    };
+                    self.bind_target(*t, part, scope);
+                }
+            }
+            K::Subscript | K::Attribute => {
+                if let Src::Value(Some(v)) = src {
+                    self.store(target, v, scope);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A value put into a container or attribute: `x[k] = v`, `x += v`,
+    /// `obj.attr = v`.
+    fn store(&mut self, target: Node<'t>, value: Node<'t>, scope: usize) {
+        match target.kind() {
+            K::Identifier => {
+                let name = self.text(target);
+                self.mutations.entry(name).or_default().push((scope, value));
+            }
+            K::Subscript => {
+                if let Some(base) = target.child(F::Value) {
+                    self.store(base, value, scope);
+                }
+            }
+            K::Attribute => {
+                if let Some(attr) = target.child(F::Attribute) {
+                    let name = self.text(attr);
+                    self.attr_stores
+                        .entry(name)
+                        .or_default()
+                        .push((value, scope));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `x.append(v)`, `x.update(v)`, `msg.attach(v)`...: the arguments are
+    /// stored into `x`.
+    fn note_mutator(&mut self, call: Node<'t>, scope: usize) {
+        let Some(func) = call.child(F::Function).filter(|f| f.kind() == K::Attribute) else {
+            return;
+        };
+        let (Some(obj), Some(m)) = (func.child(F::Object), func.child(F::Attribute)) else {
+            return;
+        };
+        if let (true, Some(args)) = (MUTATORS.contains(&self.text(m)), call.child(F::Arguments)) {
+            self.store(obj, args, scope);
         }
     }
 

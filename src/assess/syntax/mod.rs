@@ -135,13 +135,17 @@ impl<'t> Node<'t> {
     }
 
     /// The slot this node fills in its parent.
-    #[cfg(test)]
     pub fn field(&self) -> Field {
         self.data().field
     }
 
     pub fn operator(&self) -> Op {
         self.data().op
+    }
+
+    /// A number unique to this node within its tree.
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     pub fn start_byte(&self) -> usize {

@@ -1,0 +1,181 @@
+//! The script's own functions as the data flow sees them: which calls reach
+//! each function (direct calls, methods through `self`, constructors through
+//! `__init__`, and the callables handed to threads, processes and pools), so
+//! that a parameter's value is what its callers pass, and a call's value is
+//! what the function returns.
+
+use super::{Analyzer, Bind, Node, F, K};
+
+/// Callers of a function record at most this many call sites, which keeps
+/// parameter queries bounded on generated code with huge fan-in.
+const MAX_CALLERS: usize = 64;
+
+/// One call of a script-defined function.
+#[derive(Clone)]
+pub(super) struct Caller<'t> {
+    /// Positional arguments, in order.
+    pub args: Vec<Node<'t>>,
+    pub kw: Vec<(&'t str, Node<'t>)>,
+    pub scope: usize,
+    /// Parameters the call does not pass itself (`self` of a method).
+    pub offset: usize,
+}
+
+/// Callables started with their arguments by a library: the keyword that
+/// names the callable (`None`: the first positional argument), and whether
+/// the arguments follow as a tuple keyword (`args=`) or as the remaining
+/// positional arguments.
+fn runner(q: Option<&str>, method: Option<&str>) -> Option<bool> {
+    match (q, method) {
+        (Some("threading.Thread" | "multiprocessing.Process" | "threading.Timer"), _) => Some(true),
+        (
+            _,
+            Some(
+                "map" | "imap" | "imap_unordered" | "starmap" | "submit" | "apply_async" | "apply"
+                | "run_in_executor" | "start_new_thread",
+            ),
+        ) => Some(false),
+        _ => None,
+    }
+}
+
+impl<'t> Analyzer<'t> {
+    /// Records, for each function, the calls that reach it.
+    pub(super) fn index_callers(&mut self) {
+        let sites: Vec<(Node<'t>, usize)> = self.calls.iter().map(|c| (c.node, c.scope)).collect();
+        for (call, scope) in sites {
+            self.reset_budget();
+            let (pos, kw) = self.args(call);
+            let Some(func) = call.child(F::Function) else {
+                continue;
+            };
+            if let Some((def_scope, offset)) = self.callee_def(func, scope) {
+                self.add_caller(def_scope, pos.clone(), kw.clone(), scope, offset);
+            }
+            self.index_runner(call, func, scope, &pos, &kw);
+        }
+    }
+
+    fn add_caller(
+        &mut self,
+        def_scope: usize,
+        args: Vec<Node<'t>>,
+        kw: Vec<(&'t str, Node<'t>)>,
+        scope: usize,
+        offset: usize,
+    ) {
+        let list = self.callers.entry(def_scope).or_default();
+        if list.len() < MAX_CALLERS {
+            list.push(Caller {
+                args,
+                kw,
+                scope,
+                offset,
+            });
+        }
+    }
+
+    /// `Thread(target=f, args=(a,))`, `pool.map(f, xs)`, `ex.submit(f, a)`.
+    fn index_runner(
+        &mut self,
+        call: Node<'t>,
+        func: Node<'t>,
+        scope: usize,
+        pos: &[Node<'t>],
+        kw: &[(&'t str, Node<'t>)],
+    ) {
+        let q = self.callee(call, scope);
+        let method = (func.kind() == K::Attribute)
+            .then(|| func.child(F::Attribute).map(|a| self.text(a)))
+            .flatten();
+        let Some(tuple_args) = runner(q.as_deref(), method) else {
+            return;
+        };
+        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        let (target, args) = if tuple_args {
+            let args = kwarg("args")
+                .filter(|a| a.kind().is_sequence())
+                .map(|a| a.children().collect())
+                .unwrap_or_default();
+            (kwarg("target").or_else(|| pos.get(1).copied()), args)
+        } else {
+            (pos.first().copied(), pos.iter().skip(1).copied().collect())
+        };
+        let Some(target) = target else { return };
+        if let Some((def_scope, offset)) = self.callee_def(target, scope) {
+            self.add_caller(def_scope, args, Vec::new(), scope, offset);
+        }
+    }
+
+    /// The function a callee expression names: the scope its body opens and
+    /// how many parameters the call leaves out (`self`).
+    pub(super) fn callee_def(&self, func: Node<'t>, scope: usize) -> Option<(usize, usize)> {
+        match func.kind() {
+            K::Identifier => {
+                let binds = self.lookup(self.text(func), scope, func.start_byte())?;
+                let Bind::Def(def, inner) = *binds.last()? else {
+                    return None;
+                };
+                if def.kind() == K::ClassDefinition {
+                    return self.method_of(inner, "__init__").map(|s| (s, 1));
+                }
+                Some((inner, 0))
+            }
+            K::Attribute => {
+                let obj = func.child(F::Object)?;
+                let name = self.text(func.child(F::Attribute)?);
+                if obj.kind() != K::Identifier || !matches!(self.text(obj), "self" | "cls") {
+                    return None;
+                }
+                let class = self.enclosing_class_scope(scope)?;
+                self.method_of(class, name).map(|s| (s, 1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The scope of method `name` defined in the class body `class`.
+    fn method_of(&self, class: usize, name: &str) -> Option<usize> {
+        let (_, list) = self.binds.get(name)?.iter().find(|(s, _)| *s == class)?;
+        list.iter().find_map(|(_, b)| match *b {
+            Bind::Def(_, inner) => Some(inner),
+            _ => None,
+        })
+    }
+
+    /// The class body a method's scope sits in.
+    fn enclosing_class_scope(&self, scope: usize) -> Option<usize> {
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            let sc = self.scopes.get(id)?;
+            if sc.is_class {
+                return Some(id);
+            }
+            s = sc.parent;
+        }
+        None
+    }
+
+    /// What callers pass for parameter `index` (named `name`) of the
+    /// function whose body opens `def_scope`, with the callers' scopes.
+    pub(super) fn passed(
+        &self,
+        def_scope: usize,
+        index: usize,
+        name: &str,
+    ) -> Vec<(Node<'t>, usize)> {
+        let Some(callers) = self.callers.get(&def_scope) else {
+            return Vec::new();
+        };
+        callers
+            .iter()
+            .filter_map(|c| {
+                let by_name = c.kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+                let by_pos = index
+                    .checked_sub(c.offset)
+                    .and_then(|i| c.args.get(i).copied());
+                by_name.or(by_pos).map(|a| (a, c.scope))
+            })
+            .collect()
+    }
+}

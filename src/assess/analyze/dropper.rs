@@ -1,0 +1,125 @@
+//! Droppers (MB915): a file written with downloaded data ([`super::io`]) is
+//! made executable, run as a program or script, or loaded as a library.
+
+use super::calls::Call;
+use super::literal::shorten;
+use super::{Analyzer, Node};
+
+/// Calls that run or load the file named by their first argument.
+const LOADERS: &[&str] = &[
+    "ctypes.CDLL",
+    "ctypes.PyDLL",
+    "ctypes.cdll.LoadLibrary",
+    "ctypes.CDLL.LoadLibrary",
+    "runpy.run_path",
+    "importlib.util.spec_from_file_location",
+    "os.startfile",
+    "pty.spawn",
+];
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn check_dropper(&mut self, call: &Call<'t>) {
+        if self.downloads.is_empty() {
+            return;
+        }
+        let Some(q) = call.q.as_deref() else {
+            return;
+        };
+        let (uses, how): (Vec<Node<'t>>, &str) = if LOADERS.contains(&q) {
+            let i = usize::from(q == "importlib.util.spec_from_file_location");
+            (
+                call.pos.get(i).copied().into_iter().collect(),
+                "loaded or run",
+            )
+        } else if matches!(q, "os.chmod" | "os.lchmod") {
+            let exec_bits = call.arg(1, "mode").is_some_and(|m| {
+                self.reset_budget();
+                self.fold_int(m, call.scope, 0)
+                    .is_some_and(|v| v & 0o111 != 0)
+            });
+            (
+                call.pos
+                    .first()
+                    .copied()
+                    .filter(|_| exec_bits)
+                    .into_iter()
+                    .collect(),
+                "made executable",
+            )
+        } else if self.starts_process(q) {
+            (self.programs(call), "run")
+        } else {
+            return;
+        };
+        for u in uses {
+            let values = self.paths(u, call.scope);
+            let hit = self.downloads.iter().find(|d| {
+                values
+                    .iter()
+                    .any(|v| v == &d.path || runs_in_command(v, &d.path))
+            });
+            if let Some(d) = hit {
+                let detail = format!(
+                    "{} written with downloaded data by `{}` (line {}) is {how} here",
+                    d.path,
+                    shorten(self.text(d.write)),
+                    d.write.start_position().row + 1
+                );
+                self.add("MB915", call.node, detail);
+                return;
+            }
+        }
+    }
+
+    /// What a process call runs: the program of an argument vector (and the
+    /// script, when the program is an interpreter), or the command line.
+    fn programs(&self, call: &Call<'t>) -> Vec<Node<'t>> {
+        let Some(argv) = call.arg(0, "args") else {
+            return Vec::new();
+        };
+        if !argv.kind().is_sequence() {
+            return vec![argv];
+        }
+        let elems: Vec<Node<'t>> = argv.children().collect();
+        let Some(first) = elems.first() else {
+            return Vec::new();
+        };
+        let interpreter = self.paths(*first, call.scope).iter().any(|p| {
+            let base = p.rsplit('/').next().unwrap_or(p);
+            base == "<python>" || base.starts_with("python") || matches!(base, "sh" | "bash")
+        });
+        if interpreter {
+            elems.into_iter().take(2).collect()
+        } else {
+            vec![*first]
+        }
+    }
+
+    fn starts_process(&self, q: &str) -> bool {
+        use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
+        SHELL_FUNCS.contains(&q)
+            || SUBPROCESS.contains(&q)
+            || EXEC_FUNCS.contains(&q)
+            || q.starts_with("os.exec")
+            || q.starts_with("os.spawn")
+    }
+}
+
+/// Does the command line `cmd` run, or make executable, the exactly known
+/// file `path` (as a command's first word, or after chmod, nohup, setsid,
+/// exec or a shell)?
+fn runs_in_command(cmd: &str, path: &str) -> bool {
+    if path.contains('*') || path.len() < 3 {
+        return false;
+    }
+    cmd.split(['&', '|', ';', '\n']).any(|seg| {
+        let words: Vec<&str> = seg.split_whitespace().collect();
+        match words.first() {
+            Some(w) if *w == path => true,
+            Some(&("chmod" | "nohup" | "setsid" | "exec" | "sh" | "bash")) => {
+                words.last() == Some(&path) || words.get(1) == Some(&path)
+            }
+            _ => false,
+        }
+    })
+}

@@ -1,0 +1,482 @@
+//! Data flow: which sources a value may carry. A value read from the
+//! network, from an HTTP request, from the user, from a secret file or from
+//! any file is followed through assignments, tuple unpacking, loop targets,
+//! `with` targets, containers and the values put into them (`x.append(v)`,
+//! `x[k] = v`, `x += v`), attributes (`r.text`, `self.key = key`), function
+//! parameters (what callers pass, what threads and pools are given),
+//! returns, string building and library calls, to the sinks the behaviour
+//! checks ([`super::flows`]) look at. Each source keeps the node where it
+//! entered, so a finding names both ends.
+//!
+//! Queries are bounded like the other evaluators (depth and step budget).
+
+use ruff_python_ast::Operator;
+
+use super::names::is_network_client;
+use super::{taxonomy, Analyzer, Bind, Node, Op, EVAL_DEPTH, F, K};
+
+/// Where data comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Source {
+    /// Received from a network peer: sockets, HTTP responses, downloads.
+    Network,
+    /// The request a server handles: query strings, bodies, headers.
+    Request,
+    /// The person running the script: `input()`, `sys.argv`, stdin.
+    User,
+    /// Credentials, keys, browser stores, histories, keystrokes.
+    Secret,
+    /// The contents of a file.
+    FileData,
+    /// Passed through a cipher, XOR or byte arithmetic.
+    Scrambled,
+}
+
+const SOURCES: usize = 6;
+
+/// Steps a file read inside a flow query may spend finding its path.
+const PATH_STEPS: u32 = 400;
+
+impl Source {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Source::Network => "network data",
+            Source::Request => "request data",
+            Source::User => "user input",
+            Source::Secret => "secret data",
+            Source::FileData => "file contents",
+            Source::Scrambled => "scrambled data",
+        }
+    }
+}
+
+/// The sources a value carries, each with the node where it entered.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Taint<'t> {
+    at: [Option<Node<'t>>; SOURCES],
+}
+
+impl<'t> Taint<'t> {
+    pub fn add(&mut self, s: Source, n: Node<'t>) {
+        self.at[s as usize].get_or_insert(n);
+    }
+
+    pub fn get(&self, s: Source) -> Option<Node<'t>> {
+        self.at[s as usize]
+    }
+
+    pub fn has(&self, s: Source) -> bool {
+        self.at[s as usize].is_some()
+    }
+
+    /// The first of `sources` carried, with where it entered.
+    pub fn first(&self, sources: &[Source]) -> Option<(Source, Node<'t>)> {
+        sources.iter().find_map(|s| self.get(*s).map(|n| (*s, n)))
+    }
+
+    pub fn merge(&mut self, o: &Taint<'t>) {
+        for (a, b) in self.at.iter_mut().zip(o.at) {
+            if a.is_none() {
+                *a = b;
+            }
+        }
+    }
+}
+
+/// Calls whose value is untainted whatever they are given: numbers,
+/// lengths, digests, quoting and escaping.
+const SANITIZERS: &[&str] = &[
+    "builtins.int",
+    "builtins.float",
+    "builtins.len",
+    "builtins.bool",
+    "builtins.hash",
+    "builtins.isinstance",
+    "shlex.quote",
+    "pipes.quote",
+    "re.escape",
+    "html.escape",
+    "ast.literal_eval",
+    "os.path.exists",
+    "os.path.isfile",
+    "os.path.isdir",
+    "os.path.getsize",
+    "ipaddress.ip_address",
+];
+
+/// Method names that encrypt or otherwise scramble what they are given.
+const SCRAMBLERS: &[&str] = &["encrypt", "encrypt_and_digest", "seal", "update"];
+
+/// Methods that read what an object received (a socket, a response, a file).
+const READS: &[&str] = &[
+    "recv",
+    "recvfrom",
+    "recv_into",
+    "recvmsg",
+    "read",
+    "read1",
+    "readline",
+    "readlines",
+    "makefile",
+    "json",
+    "getresponse",
+    "accept",
+    "iter_content",
+    "iter_lines",
+    "exec_command",
+];
+
+/// Attributes of `self` in a request handler class that hold the request.
+const HANDLER_ATTRS: &[&str] = &[
+    "path",
+    "rfile",
+    "headers",
+    "request",
+    "requestline",
+    "raw_requestline",
+];
+
+fn source_of(q: &str) -> Option<Source> {
+    if is_network_client(q)
+        || matches!(
+            q,
+            "socket.socket"
+                | "socket.create_connection"
+                | "socket.create_server"
+                | "socket.fromfd"
+                | "ssl.wrap_socket"
+                | "urllib.request.Request"
+                | "websocket.create_connection"
+                | "asyncio.open_connection"
+        )
+    {
+        return Some(Source::Network);
+    }
+    if q == "flask.request" || q.starts_with("flask.request.") || q.starts_with("bottle.request") {
+        return Some(Source::Request);
+    }
+    if matches!(
+        q,
+        "builtins.input"
+            | "builtins.raw_input"
+            | "sys.argv"
+            | "fileinput.input"
+            | "getpass.getpass"
+    ) || q.starts_with("sys.stdin")
+    {
+        return Some(Source::User);
+    }
+    None
+}
+
+impl<'t> Analyzer<'t> {
+    /// The sources `n` may carry (a fresh step budget).
+    pub(super) fn taint(&self, n: Node<'t>, scope: usize) -> Taint<'t> {
+        self.reset_budget();
+        let mut acc = Taint::default();
+        self.tv(n, scope, 0, &mut acc);
+        acc
+    }
+
+    fn tv(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return;
+        }
+        let d = depth + 1;
+        match n.kind() {
+            K::Identifier => self.tv_name(n, scope, d, acc),
+            K::Attribute => self.tv_attribute(n, scope, d, acc),
+            K::Subscript => {
+                // `data[::-1]`: the bytes reversed.
+                if n.child(F::Subscript).is_some_and(|s| {
+                    s.kind() == K::Slice && self.text(s).replace(' ', "") == "::-1"
+                }) {
+                    acc.add(Source::Scrambled, n);
+                }
+                if let Some(v) = n.child(F::Value) {
+                    self.tv(v, scope, d, acc);
+                }
+            }
+            K::Call => self.tv_call(n, scope, d, acc),
+            K::BinaryOperator => {
+                // XOR, and byte arithmetic modulo a number (`(b + 13) % 256`).
+                let modulo = n.operator() == Op::Bin(Operator::Mod)
+                    && n.child(F::Right).is_some_and(|r| r.kind() == K::Integer);
+                if n.operator() == Op::Bin(Operator::BitXor) || modulo {
+                    acc.add(Source::Scrambled, n);
+                }
+                self.tv_children(n, scope, d, acc);
+            }
+            // The condition of a branch or a filter decides, it is not the value.
+            K::IfClause | K::ComparisonOperator | K::NotOperator => {}
+            k if k.opens_scope() => {}
+            _ => self.tv_children(n, scope, d, acc),
+        }
+    }
+
+    fn tv_children(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        for k in n.children() {
+            self.tv(k, scope, depth, acc);
+        }
+    }
+
+    fn tv_name(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        let name = self.text(n);
+        if let Some(s) = self
+            .resolve_rooted(n, scope, depth)
+            .as_deref()
+            .and_then(source_of)
+        {
+            acc.add(s, n);
+        }
+        let Some((b, span)) = self.lookup_span(name, scope, n.start_byte()) else {
+            return;
+        };
+        {
+            match b {
+                Bind::Expr(v, s) => self.tv_value(v, s, depth, acc),
+                Bind::Part { of, scope: s, .. } => self.tv(of, s, depth, acc),
+                Bind::Param { param, func, index } => {
+                    if self.is_route_handler(func) {
+                        acc.add(Source::Request, param);
+                    }
+                    for (arg, s) in self.passed(func, index, name) {
+                        self.tv(arg, s, depth, acc);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // What was put into the value while this binding held it.
+        for &(s, v) in self
+            .mutations
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let current = span.contains(&v.start_byte());
+            if current && (self.encloses(s, scope) || self.encloses(scope, s)) {
+                self.tv(v, s, depth, acc);
+            }
+        }
+    }
+
+    /// [`Self::resolve`] for names and attribute chains that start at a
+    /// module, a builtin or a computed import; `None` for those that start
+    /// at a local value, which the flow follows itself (resolving those too
+    /// would walk every binding chain twice).
+    fn resolve_rooted(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let mut root = n;
+        while root.kind() == K::Attribute {
+            root = root.child(F::Object)?;
+        }
+        if root.kind() == K::Identifier {
+            let local = self
+                .lookup(self.text(root), scope, root.start_byte())
+                .is_some_and(|b| !matches!(b.first(), Some(Bind::Module(..))));
+            if local {
+                return None;
+            }
+        }
+        self.resolve(n, scope, depth)
+    }
+
+    /// The sources of a name's bound value, memoised: however many uses
+    /// reach a value, it is followed once per analysis (a chain of names
+    /// that fans out, `a2 = [a1, a1]`, stays linear). A value first reached
+    /// near the depth or step limit keeps what was found then.
+    fn tv_value(&self, v: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        if let Some(t) = self.taint_memo.borrow().get(&v.id()) {
+            acc.merge(t);
+            return;
+        }
+        let mut t = Taint::default();
+        self.tv(v, scope, depth, &mut t);
+        self.taint_memo.borrow_mut().insert(v.id(), t);
+        acc.merge(&t);
+    }
+
+    /// Is `inner` the scope `outer` or nested in it?
+    pub(super) fn encloses(&self, outer: usize, inner: usize) -> bool {
+        let mut s = Some(inner);
+        while let Some(id) = s {
+            if id == outer {
+                return true;
+            }
+            s = self.scopes.get(id).and_then(|sc| sc.parent);
+        }
+        false
+    }
+
+    fn tv_attribute(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        if let Some(s) = self
+            .resolve_rooted(n, scope, depth)
+            .as_deref()
+            .and_then(source_of)
+        {
+            acc.add(s, n);
+            return;
+        }
+        let (Some(obj), Some(attr)) = (n.child(F::Object), n.child(F::Attribute)) else {
+            return;
+        };
+        let attr = self.text(attr);
+        if obj.kind() == K::Identifier && self.text(obj) == "self" {
+            if HANDLER_ATTRS.contains(&attr) && self.in_handler_class(scope) {
+                acc.add(Source::Request, n);
+            }
+            for &(v, s) in self
+                .attr_stores
+                .get(attr)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv(v, s, depth, acc);
+            }
+            return;
+        }
+        self.tv(obj, scope, depth, acc);
+    }
+
+    fn tv_call(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        let Some(func) = n.child(F::Function) else {
+            return;
+        };
+        let q = self.callee(n, scope);
+        if let Some(q) = q.as_deref() {
+            if SANITIZERS.contains(&q) {
+                return;
+            }
+            if let Some(s) = source_of(q) {
+                acc.add(s, n);
+            }
+            if self.reads_file(q, n, scope, acc) {
+                return;
+            }
+        }
+        if let Some((def_scope, _)) = self.callee_def(func, scope) {
+            for &v in self
+                .returns
+                .get(&def_scope)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv(v, def_scope, depth, acc);
+            }
+            return;
+        }
+        if func.kind() == K::Attribute {
+            self.tv_method(n, func, scope, depth, acc);
+        }
+        if let Some(args) = n.child(F::Arguments) {
+            self.tv_children(args, scope, depth, acc);
+        }
+    }
+
+    /// A method call `obj.m(...)`: what the method's name says of its value
+    /// (scrambling, parsed arguments, a file or request read), and the
+    /// receiver's sources.
+    fn tv_method(
+        &self,
+        n: Node<'t>,
+        func: Node<'t>,
+        scope: usize,
+        depth: usize,
+        acc: &mut Taint<'t>,
+    ) {
+        let m = func.child(F::Attribute).map(|a| self.text(a)).unwrap_or("");
+        if SCRAMBLERS.contains(&m) {
+            acc.add(Source::Scrambled, n);
+        }
+        if matches!(m, "parse_args" | "parse_known_args") {
+            acc.add(Source::User, n);
+        }
+        if matches!(m, "read_bytes" | "read_text") {
+            self.file_read(func.child(F::Object), scope, n, acc);
+        }
+        if matches!(
+            m,
+            "get_argument" | "get_body_argument" | "get_query_argument"
+        ) && self.in_handler_class(scope)
+        {
+            acc.add(Source::Request, n);
+        }
+        // What a method returns comes from its receiver; a read names
+        // the source at the read (`s.recv(1024)`, not `socket.socket()`).
+        if let Some(obj) = func.child(F::Object) {
+            if READS.contains(&m) {
+                let mut from = Taint::default();
+                self.tv(obj, scope, depth, &mut from);
+                for (i, at) in from.at.iter().enumerate() {
+                    if at.is_some() {
+                        acc.at[i].get_or_insert(n);
+                    }
+                }
+            } else {
+                self.tv(obj, scope, depth, acc);
+            }
+        }
+    }
+
+    /// `open(path)` for reading and the like: file contents, secret when the
+    /// path is. Returns true when the call was such a read.
+    fn reads_file(&self, q: &str, call: Node<'t>, scope: usize, acc: &mut Taint<'t>) -> bool {
+        if !matches!(q, "builtins.open" | "io.open" | "codecs.open" | "os.open") {
+            return false;
+        }
+        let (pos, _) = self.args(call);
+        let mode = pos.get(1).and_then(|m| self.fold(*m, scope, 0));
+        if mode.as_deref().is_some_and(|m| m.contains(['w', 'a', 'x'])) {
+            return false;
+        }
+        self.file_read(pos.first().copied(), scope, call, acc);
+        true
+    }
+
+    pub(super) fn file_read(
+        &self,
+        path: Option<Node<'t>>,
+        scope: usize,
+        at: Node<'t>,
+        acc: &mut Taint<'t>,
+    ) {
+        acc.add(Source::FileData, at);
+        let Some(path) = path else { return };
+        // A path query of its own, small, inside this query's budget.
+        let saved = self.budget.get();
+        self.budget.set(saved.min(PATH_STEPS));
+        let values = self.path_values(path, scope);
+        self.budget.set(saved.saturating_sub(PATH_STEPS));
+        if values.iter().any(|p| taxonomy::secret(p)) {
+            acc.add(Source::Secret, at);
+        }
+        for (stored, t) in &self.file_store {
+            if values.iter().any(|p| p == stored) {
+                acc.merge(t);
+            }
+        }
+    }
+
+    /// Is the function whose body opens `func` a web route (`@app.route`,
+    /// `@app.get`...), whose parameters come from the request?
+    fn is_route_handler(&self, func: usize) -> bool {
+        self.scopes.get(func).is_some_and(|s| s.route)
+    }
+
+    /// Is `scope` inside a class derived from a request handler?
+    fn in_handler_class(&self, scope: usize) -> bool {
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            let Some(sc) = self.scopes.get(id) else { break };
+            if let Some(node) = sc.node.filter(|_| sc.is_class) {
+                let bases = node
+                    .child(F::Superclasses)
+                    .map(|b| self.text(b))
+                    .unwrap_or("");
+                return bases.contains("RequestHandler") || bases.contains("Handler");
+            }
+            s = sc.parent;
+        }
+        false
+    }
+}

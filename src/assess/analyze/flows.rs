@@ -1,0 +1,231 @@
+//! Sources reaching sinks ([`super::flow`] follows the data): network or
+//! request data run as a command (MB913, remote control, web shells) or as
+//! code and deserialised objects (MB914, code from data), user input pasted
+//! into a shell command (MB422). Calls through dispatch tables (`{"run":
+//! os.system}[op](arg)`, `handlers[i](data)`) are sinks like direct ones.
+
+use super::calls::Call;
+use super::flow::{Source, Taint};
+use super::literal::shorten;
+use super::names::{DESERIALIZERS, EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
+use super::{Analyzer, Bind, Node, F, K};
+
+/// Levels of indirection followed to find what a dispatch table holds.
+const DISPATCH_DEPTH: usize = 4;
+
+/// What a call does with its first argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sink {
+    /// A command line for a shell.
+    Shell,
+    /// An argument vector (its first element, the program, matters).
+    Argv,
+    /// Python code or a code object.
+    Code,
+    /// Bytes an unpickler or similar turns into live objects.
+    Deserialise,
+}
+
+fn sink_of(q: &str, shell_kw: bool) -> Option<Sink> {
+    if SHELL_FUNCS.contains(&q) || q == "asyncio.create_subprocess_shell" {
+        Some(Sink::Shell)
+    } else if SUBPROCESS.contains(&q) {
+        Some(if shell_kw { Sink::Shell } else { Sink::Argv })
+    } else if EXEC_FUNCS.contains(&q) || q.starts_with("os.exec") || q.starts_with("os.spawn") {
+        Some(Sink::Argv)
+    } else if matches!(
+        q,
+        "builtins.exec"
+            | "builtins.eval"
+            | "builtins.compile"
+            | "builtins.execfile"
+            | "types.FunctionType"
+    ) {
+        Some(Sink::Code)
+    } else if DESERIALIZERS.contains(&q)
+        || matches!(
+            q,
+            "marshal.loads"
+                | "marshal.load"
+                | "yaml.unsafe_load"
+                | "yaml.full_load"
+                | "cloudpickle.loads"
+        )
+    {
+        Some(Sink::Deserialise)
+    } else {
+        None
+    }
+}
+
+/// Programs whose arguments are themselves code or a command.
+fn runs_its_arguments(program: &str) -> bool {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    matches!(base, "sh" | "bash" | "zsh" | "dash" | "ksh" | "<python>")
+        || base.starts_with("python")
+        || base.starts_with("perl")
+        || base.starts_with("ruby")
+}
+
+impl<'t> Analyzer<'t> {
+    /// Checks a call as a sink of network, request and user data.
+    pub(super) fn check_flows(&mut self, call: &Call<'t>) {
+        let targets = match &call.q {
+            Some(q) => vec![(q.clone(), false)],
+            None => self
+                .dispatch_targets(call.func, call.scope, 0)
+                .into_iter()
+                .map(|q| (q, true))
+                .collect(),
+        };
+        for (q, dispatched) in targets {
+            let Some(sink) = sink_of(&q, call.shell_kw.is_some()) else {
+                continue;
+            };
+            let Some(arg) = call
+                .arg(0, "args")
+                .or_else(|| call.kwarg("source"))
+                .or_else(|| call.kwarg("cmd"))
+            else {
+                continue;
+            };
+            let taint = if sink == Sink::Argv {
+                self.program_taint(arg, call.scope)
+            } else {
+                self.taint(arg, call.scope)
+            };
+            self.report_flow(&q, sink, dispatched, &taint, call);
+        }
+    }
+
+    fn report_flow(
+        &mut self,
+        q: &str,
+        sink: Sink,
+        dispatched: bool,
+        t: &Taint<'t>,
+        call: &Call<'t>,
+    ) {
+        let via = if dispatched {
+            format!(
+                "`{}` (a table entry that is {q})",
+                shorten(self.text(call.node))
+            )
+        } else {
+            format!("`{}`", shorten(self.text(call.node)))
+        };
+        let remote = t.first(&[Source::Network, Source::Request]);
+        let (rule, what) = match (sink, remote) {
+            (Sink::Shell | Sink::Argv, Some(_)) => ("MB913", "runs as a command in"),
+            (Sink::Code, Some(_)) => ("MB914", "runs as code in"),
+            (Sink::Deserialise, Some(_)) => ("MB914", "is deserialised by"),
+            (Sink::Shell, None) if t.has(Source::User) => {
+                ("MB422", "is pasted into the shell command")
+            }
+            _ => return,
+        };
+        let (source, at) = remote
+            .or_else(|| t.first(&[Source::User]))
+            .unwrap_or((Source::User, call.node));
+        let detail = format!(
+            "{} from `{}` (line {}) {what} {via}",
+            source.describe(),
+            shorten(self.text(at)),
+            at.start_position().row + 1
+        );
+        self.add(rule, call.node, detail);
+    }
+
+    /// The sources in the program position of an argument vector: element 0
+    /// of a literal list (every element when the program is a shell or an
+    /// interpreter), or the whole vector when it is computed.
+    fn program_taint(&self, argv: Node<'t>, scope: usize) -> Taint<'t> {
+        if !argv.kind().is_sequence() {
+            return self.taint(argv, scope);
+        }
+        let elems: Vec<Node<'t>> = argv.children().collect();
+        let Some(first) = elems.first() else {
+            return Taint::default();
+        };
+        let program = self.paths(*first, scope);
+        if program.iter().any(|p| runs_its_arguments(p)) {
+            let mut t = Taint::default();
+            for e in &elems[1..] {
+                t.merge(&self.taint(*e, scope));
+            }
+            return t;
+        }
+        self.taint(*first, scope)
+    }
+
+    /// The sinks a computed callee may be: the values of the dict, list or
+    /// tuple it is looked up in (`table[key]`, `table.get(key)`), through names.
+    fn dispatch_targets(&self, func: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        if depth > DISPATCH_DEPTH {
+            return Vec::new();
+        }
+        let table = match func.kind() {
+            K::Subscript => func.child(F::Value),
+            K::Call => func
+                .child(F::Function)
+                .filter(|f| f.kind() == K::Attribute)
+                .filter(|f| f.child(F::Attribute).is_some_and(|a| self.text(a) == "get"))
+                .and_then(|f| f.child(F::Object)),
+            K::Identifier => {
+                let binds = self.lookup(self.text(func), scope, func.start_byte());
+                return binds
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flat_map(|b| match b {
+                        Bind::Expr(v, s) => self.dispatch_targets(v, s, depth + 1),
+                        _ => Vec::new(),
+                    })
+                    .collect();
+            }
+            _ => None,
+        };
+        let Some(table) = table else {
+            return Vec::new();
+        };
+        self.table_values(table, scope, depth)
+            .into_iter()
+            .filter_map(|(v, s)| {
+                self.reset_budget();
+                self.resolve(v, s, 0)
+            })
+            .filter(|q| sink_of(q, false).is_some())
+            .collect()
+    }
+
+    /// The values a container literal (through its name) holds.
+    fn table_values(&self, table: Node<'t>, scope: usize, depth: usize) -> Vec<(Node<'t>, usize)> {
+        if depth > DISPATCH_DEPTH {
+            return Vec::new();
+        }
+        match table.kind() {
+            K::Dictionary => table
+                .children()
+                .filter_map(|p| p.child(F::Value))
+                .map(|v| (v, scope))
+                .collect(),
+            K::List | K::Tuple => table.children().map(|v| (v, scope)).collect(),
+            K::Identifier => {
+                let name = self.text(table);
+                let mut out: Vec<(Node<'t>, usize)> = self
+                    .lookup(name, scope, table.start_byte())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flat_map(|b| match b {
+                        Bind::Expr(v, s) => self.table_values(v, s, depth + 1),
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                if let Some(stores) = self.mutations.get(name) {
+                    out.extend(stores.iter().map(|(s, v)| (*v, *s)));
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+}

