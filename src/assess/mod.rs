@@ -29,6 +29,8 @@ mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
+mod family_tests;
+#[cfg(test)]
 mod robustness_tests;
 #[cfg(test)]
 mod stdlib_tests;

@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod assess_table;
 mod bandit;
 mod bench;
 mod docker;
@@ -31,8 +32,9 @@ fn run() -> Result<()> {
         Some("test-docker") => docker::test_docker(root()),
         Some("check-aarch64") => check_aarch64(),
         Some("bandit") => install_bandit(),
+        Some("assess-table") => assess_table::assess_table(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask assess-table [--bin PATH] | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
             std::process::exit(2)
         }
     }

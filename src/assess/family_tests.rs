@@ -1,0 +1,356 @@
+//! Precision and recall of the assessment per behaviour family, on the part of
+//! the corpus the rules were tuned on and on the part held out while they were
+//! written (tests/fixtures/assess/{tuned,heldout}/FAMILY/{malicious,benign}),
+//! plus the original corpus (tests/fixtures/assess/{malicious,benign}).
+//!
+//! The table in docs/assessment.md is this test's output, and the test fails
+//! when the two differ. Regenerate it with `cargo xtask assess-table` (which
+//! runs this test with MAIBOX_WRITE_ASSESSMENT_TABLE=1). With
+//! MAIBOX_ASSESS_BIN=/path/to/maibox the verdicts come from that binary's
+//! `assess --json` instead (how the previous release's figures were taken);
+//! the table is then printed only.
+//!
+//! Floors. On the tuned part (and on the whole corpus) the targets: malicious
+//! scripts rated HIGH or BLOCKED at least 95%, scripts that deserve BLOCKED
+//! rated BLOCKED at least 90%, benign scripts rated HIGH or BLOCKED at most
+//! 2%. On the held-out part, the figures reached when it was first measured
+//! (it was written before the rules and is never tuned on), so that a
+//! regression fails the test while the figures stay honest.
+
+use std::path::{Path, PathBuf};
+
+use super::corpus_tests::load_corpus;
+use super::{assess, AssessConfig, Verdict};
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/assess");
+const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/assessment.md");
+const BEGIN: &str = "<!-- assessment-table:begin (cargo xtask assess-table) -->";
+const END: &str = "<!-- assessment-table:end -->";
+
+/// The targets (issue 20), on the tuned part and on the whole corpus.
+const TARGET: Floors = Floors {
+    recall: 0.95,
+    blocked_recall: 0.90,
+    benign_flagged: 0.02,
+};
+
+/// What the held-out part reached when first measured: 50 of 56 malicious,
+/// 43 of 54 deserving BLOCKED, 1 benign of 36 flagged.
+const HELD_OUT_FLOOR: Floors = Floors {
+    recall: 0.89,
+    blocked_recall: 0.79,
+    benign_flagged: 0.03,
+};
+
+struct Floors {
+    recall: f64,
+    blocked_recall: f64,
+    benign_flagged: f64,
+}
+
+struct Labelled {
+    family: String,
+    split: &'static str,
+    name: String,
+    malicious: bool,
+    /// The script deserves BLOCKED (its `# expect:` line).
+    blocked_class: bool,
+    source: Vec<u8>,
+}
+
+fn py_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    out.sort();
+    out
+}
+
+fn expectation(p: &Path, source: &[u8]) -> Verdict {
+    let text = String::from_utf8_lossy(source);
+    let first = text.lines().next().unwrap_or_default();
+    first
+        .strip_prefix("# expect:")
+        .unwrap_or_else(|| panic!("{} lacks a `# expect: VERDICT` first line", p.display()))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn load_families() -> Vec<Labelled> {
+    let mut out = Vec::new();
+    for split in ["tuned", "heldout"] {
+        let mut families: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(split))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        families.sort();
+        for fam in families {
+            let family = fam.file_name().unwrap().to_string_lossy().into_owned();
+            for (dir, malicious) in [("benign", false), ("malicious", true)] {
+                for p in py_files(&fam.join(dir)) {
+                    let source = std::fs::read(&p).unwrap();
+                    let expect = expectation(&p, &source);
+                    assert_eq!(
+                        expect >= Verdict::High,
+                        malicious,
+                        "{}: a {dir} script expecting {expect}",
+                        p.display()
+                    );
+                    out.push(Labelled {
+                        name: format!(
+                            "{split}/{family}/{dir}/{}",
+                            p.file_name().unwrap().to_string_lossy()
+                        ),
+                        family: family.clone(),
+                        split,
+                        malicious,
+                        blocked_class: expect == Verdict::Blocked,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+    for c in load_corpus() {
+        out.push(Labelled {
+            family: "original corpus".into(),
+            split: "tuned",
+            name: c.name,
+            malicious: c.malicious,
+            blocked_class: c.expect == Verdict::Blocked,
+            source: c.source,
+        });
+    }
+    out
+}
+
+/// The verdict of one script: in-process, or from another maibox binary.
+fn verdict_of(case: &Labelled, bin: Option<&str>) -> Verdict {
+    let Some(bin) = bin else {
+        return assess(&case.name, &case.source, &AssessConfig::default())
+            .unwrap()
+            .verdict;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("script.py");
+    std::fs::write(&path, &case.source).unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["assess", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{bin} assess --json {}: {e}", case.name));
+    v["verdict"].as_str().unwrap().parse().unwrap()
+}
+
+#[derive(Default, Clone)]
+struct Score {
+    malicious: usize,
+    flagged: usize,
+    blocked_class: usize,
+    blocked: usize,
+    benign: usize,
+    benign_flagged: usize,
+    missed: Vec<String>,
+}
+
+impl Score {
+    fn add(&mut self, c: &Labelled, v: Verdict) {
+        let flagged = v >= Verdict::High;
+        let short = c.name.rsplit('/').next().unwrap_or(&c.name).to_string();
+        if c.malicious {
+            self.malicious += 1;
+            self.flagged += usize::from(flagged);
+            if c.blocked_class {
+                self.blocked_class += 1;
+                self.blocked += usize::from(v == Verdict::Blocked);
+            }
+            let short_of_class = !flagged || (c.blocked_class && v != Verdict::Blocked);
+            if short_of_class {
+                self.missed.push(format!("{short} ({v})"));
+            }
+        } else {
+            self.benign += 1;
+            self.benign_flagged += usize::from(flagged);
+            if flagged {
+                self.missed.push(format!("benign {short} ({v})"));
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &Score) {
+        self.malicious += o.malicious;
+        self.flagged += o.flagged;
+        self.blocked_class += o.blocked_class;
+        self.blocked += o.blocked;
+        self.benign += o.benign;
+        self.benign_flagged += o.benign_flagged;
+    }
+
+    fn recall(&self) -> f64 {
+        self.flagged as f64 / self.malicious.max(1) as f64
+    }
+
+    fn blocked_recall(&self) -> f64 {
+        self.blocked as f64 / self.blocked_class.max(1) as f64
+    }
+
+    fn benign_rate(&self) -> f64 {
+        self.benign_flagged as f64 / self.benign.max(1) as f64
+    }
+
+    fn precision(&self) -> f64 {
+        self.flagged as f64 / (self.flagged + self.benign_flagged).max(1) as f64
+    }
+
+    fn row(&self, label: &str, split: &str) -> String {
+        let pct = |a: usize, b: usize| {
+            if b == 0 {
+                "-".to_string()
+            } else {
+                format!("{a}/{b} ({:.0}%)", 100.0 * a as f64 / b as f64)
+            }
+        };
+        format!(
+            "| {label} | {split} | {} | {} | {} | {:.2} |",
+            pct(self.flagged, self.malicious),
+            pct(self.blocked, self.blocked_class),
+            pct(self.benign_flagged, self.benign),
+            self.precision()
+        )
+    }
+}
+
+/// The scores of the tuned part, the held-out part and the whole corpus.
+struct Parts {
+    tuned: Score,
+    held: Score,
+    all: Score,
+}
+
+/// The markdown table, and the lists of scripts short of their class.
+fn render(cases: &[Labelled], verdicts: &[Verdict]) -> (String, Parts) {
+    let mut keys: Vec<(String, &'static str)> = Vec::new();
+    for c in cases {
+        let k = (c.family.clone(), c.split);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.sort_by(|a, b| {
+        (a.0 == "original corpus", &a.0, a.1 == "heldout").cmp(&(
+            b.0 == "original corpus",
+            &b.0,
+            b.1 == "heldout",
+        ))
+    });
+    let mut out = String::from(
+        "| family | part | malicious rated HIGH or BLOCKED (recall) | deserving BLOCKED rated BLOCKED | benign rated HIGH or BLOCKED | precision |\n|---|---|---|---|---|---|\n",
+    );
+    let (mut tuned, mut held, mut all) = (Score::default(), Score::default(), Score::default());
+    let mut misses = String::new();
+    for (family, split) in &keys {
+        let mut s = Score::default();
+        for (c, v) in cases.iter().zip(verdicts) {
+            if &c.family == family && c.split == *split {
+                s.add(c, *v);
+            }
+        }
+        out.push_str(&s.row(
+            family,
+            if *split == "heldout" {
+                "held-out"
+            } else {
+                "tuned"
+            },
+        ));
+        out.push('\n');
+        if *split == "heldout" {
+            held.merge(&s)
+        } else {
+            tuned.merge(&s)
+        }
+        all.merge(&s);
+        if !s.missed.is_empty() {
+            misses.push_str(&format!("- {family} ({split}): {}\n", s.missed.join(", ")));
+        }
+    }
+    for (label, s) in [
+        ("**all tuned**", &tuned),
+        ("**all held-out**", &held),
+        ("**whole corpus**", &all),
+    ] {
+        out.push_str(&s.row(label, ""));
+        out.push('\n');
+    }
+    if !misses.is_empty() {
+        out.push_str("\nShort of their class (malicious below HIGH, or deserving BLOCKED and not BLOCKED; benign at HIGH or above):\n\n");
+        out.push_str(&misses);
+    }
+    (out, Parts { tuned, held, all })
+}
+
+fn assert_floors(part: &str, s: &Score, f: &Floors) {
+    assert!(
+        s.recall() >= f.recall,
+        "{part}: malicious recall {:.3} < {}",
+        s.recall(),
+        f.recall
+    );
+    assert!(
+        s.blocked_recall() >= f.blocked_recall,
+        "{part}: BLOCKED-class recall {:.3} < {}",
+        s.blocked_recall(),
+        f.blocked_recall
+    );
+    assert!(
+        s.benign_rate() <= f.benign_flagged,
+        "{part}: benign HIGH-or-BLOCKED {:.3} > {}",
+        s.benign_rate(),
+        f.benign_flagged
+    );
+}
+
+#[test]
+fn family_table_and_floors() {
+    let cases = load_families();
+    let bin = std::env::var("MAIBOX_ASSESS_BIN").ok();
+    let verdicts: Vec<Verdict> = cases
+        .iter()
+        .map(|c| verdict_of(c, bin.as_deref()))
+        .collect();
+    let (table, parts) = render(&cases, &verdicts);
+    println!("{table}");
+    if bin.is_some() {
+        return;
+    }
+    assert_floors("tuned part", &parts.tuned, &TARGET);
+    assert_floors("whole corpus", &parts.all, &TARGET);
+    assert_floors("held-out part", &parts.held, &HELD_OUT_FLOOR);
+    let doc = std::fs::read_to_string(DOC).unwrap_or_default();
+    let block = format!("{BEGIN}\n{table}{END}");
+    let current = doc
+        .find(BEGIN)
+        .zip(doc.find(END))
+        .map(|(a, b)| &doc[a..b + END.len()]);
+    if std::env::var_os("MAIBOX_WRITE_ASSESSMENT_TABLE").is_some() {
+        let updated = match current {
+            Some(old) => doc.replace(old, &block),
+            None => format!("{doc}\n{block}\n"),
+        };
+        std::fs::write(DOC, updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        current,
+        Some(block.as_str()),
+        "docs/assessment.md's table is out of date: run `cargo xtask assess-table`"
+    );
+}
