@@ -180,3 +180,17 @@ fn counter_patterns_validated_eval_and_literal_imports() {
     let argv = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n";
     assert!(rules(&run(argv)).contains(&"MB411"));
 }
+
+#[test]
+fn distinct_attack_steps_escalate_and_one_step_does_not() {
+    // Privilege gained with setuid, then the script erases itself.
+    let chain = "import os\nos.setuid(0)\nos.unlink(os.path.abspath(__file__))\n";
+    let a = run(chain);
+    assert_eq!(a.verdict, Verdict::Blocked, "{:?}", a.findings);
+    assert!(finding(&a, "MB922").detail.contains("privilege gain"));
+    // An installer: sudo and a package manager are one step (administration).
+    let installer = "import subprocess\nsubprocess.run('sudo apt-get install -y jq', shell=True)\n";
+    let a = run(installer);
+    assert!(!rules(&a).contains(&"MB922"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::High);
+}

@@ -114,6 +114,7 @@ pub static RULES: &[Rule] = &[
     r("MB919", Blocked, "terminal input injection", "TIOCSTI pushes characters into a terminal's input queue: the commands run as whoever owns the terminal, outside the sandbox.", Some("CWE-77"), None),
     r("MB920", Blocked, "raw input or memory device read", "Reading /dev/input (every key pressed) or /dev/mem, /dev/kmem: a keylogger or a memory scraper.", Some("CWE-200"), None),
     r("MB921", Blocked, "host takeover through the container runtime", "A privileged container, or one with the host's / mounted, is started through the Docker socket, SDK or CLI: root on the host.", Some("CWE-250"), None),
+    r("MB922", Blocked, "chained attack steps", "Two steps of an attack that each alone only deserve review occur in one script: gaining privilege, collecting credentials or keystrokes, running code static review cannot see, erasing the script's own traces. Together they are a chain, not an accident.", Some("CWE-506"), None),
 ];
 
 /// The whole rule table, in a stable order.

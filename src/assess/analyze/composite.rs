@@ -1,8 +1,9 @@
 //! Facts gathered across the file that together make one behaviour: a
 //! socket wired to a shell, credentials with network use, ctypes with
-//! executable memory, a privileged container asked of the container runtime.
+//! executable memory, a privileged container asked of the container runtime;
+//! and distinct attack steps that each alone are only HIGH (MB922).
 
-use super::{pos, Analyzer};
+use super::{pos, Analyzer, RawFinding};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn composites(&mut self) {
@@ -34,6 +35,42 @@ impl<'t> Analyzer<'t> {
             self.add_at("MB909", c, "ctypes with executable memory");
         }
         self.combined_signs();
+        self.chained_steps();
+    }
+
+    /// Two HIGH findings from different steps of an attack escalate to
+    /// MB922. Each step alone has honest uses (an installer runs sudo, a
+    /// backup reads ~/.ssh), which is why each is HIGH and not BLOCKED; a
+    /// script that both gains privilege and erases itself, or collects
+    /// secrets and runs hidden code, has no such reading. Two findings of
+    /// the same step (sudo and a system write) stay HIGH: that is what an
+    /// administration script looks like.
+    fn chained_steps(&mut self) {
+        if self.findings.iter().any(|f| f.rule.starts_with("MB9")) {
+            return;
+        }
+        let mut seen: Vec<(Step, &RawFinding)> = Vec::new();
+        for f in &self.findings {
+            if let Some(step) = step_of(f.rule) {
+                if !seen.iter().any(|(s, _)| *s == step) {
+                    seen.push((step, f));
+                }
+            }
+        }
+        let [(a, fa), (b, fb), ..] = seen[..] else {
+            return;
+        };
+        let detail = format!(
+            "{} ({}, line {}) and {} ({}, line {})",
+            a.describe(),
+            fa.rule,
+            fa.row + 1,
+            b.describe(),
+            fb.rule,
+            fb.row + 1
+        );
+        let at = (fb.row, fb.col);
+        self.add_at("MB922", at, detail);
     }
 
     fn combined_signs(&mut self) {
@@ -51,5 +88,39 @@ impl<'t> Analyzer<'t> {
             );
             self.add("MB921", p, detail);
         }
+    }
+}
+
+/// A step of an attack that HIGH findings stand for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Becoming root or another user: setuid calls and bits, sudo, ctypes.
+    Privilege,
+    /// Credentials, keystrokes, cloud instance credentials.
+    Collection,
+    /// Code that static review cannot see.
+    HiddenCode,
+    /// The script deleting itself.
+    Concealment,
+}
+
+impl Step {
+    fn describe(self) -> &'static str {
+        match self {
+            Step::Privilege => "privilege gain",
+            Step::Collection => "secret collection",
+            Step::HiddenCode => "hidden code",
+            Step::Concealment => "self-erasure",
+        }
+    }
+}
+
+fn step_of(rule: &str) -> Option<Step> {
+    match rule {
+        "MB202" | "MB203" | "MB204" | "MB210" => Some(Step::Privilege),
+        "MB205" | "MB206" | "MB212" => Some(Step::Collection),
+        "MB102" | "MB307" | "MB110" | "MB415" => Some(Step::HiddenCode),
+        "MB211" => Some(Step::Concealment),
+        _ => None,
     }
 }
