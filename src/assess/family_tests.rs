@@ -35,7 +35,9 @@ const TARGET: Floors = Floors {
 };
 
 /// What the held-out part reached when first measured: 50 of 56 malicious,
-/// 43 of 54 deserving BLOCKED, 1 benign of 36 flagged.
+/// 43 of 54 deserving BLOCKED, 1 benign of 36 flagged (an SSH client naming
+/// its login key: HIGH, BLOCKED until MB904 gave way to key files handed to
+/// a login).
 const HELD_OUT_FLOOR: Floors = Floors {
     recall: 0.89,
     blocked_recall: 0.79,

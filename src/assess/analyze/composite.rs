@@ -5,6 +5,19 @@
 
 use super::{pos, Analyzer, RawFinding};
 
+/// Keyword arguments through which client libraries take the key or
+/// certificate file they authenticate with (paramiko, ssl, requests,
+/// fabric, asyncssh).
+const KEY_FILE_KEYWORDS: &[&str] = &[
+    "key_filename",
+    "keyfile",
+    "key_file",
+    "certfile",
+    "cert_file",
+    "client_keys",
+    "identity_file",
+];
+
 impl<'t> Analyzer<'t> {
     pub(super) fn composites(&mut self) {
         let f = &self.facts;
@@ -24,11 +37,13 @@ impl<'t> Analyzer<'t> {
         }
         let f = &self.facts;
         if let (Some(c), true) = (f.creds, f.network) {
-            self.add_at(
-                "MB904",
-                c,
-                "credential path in a script that uses the network",
-            );
+            if !self.credentials_only_authenticate() {
+                self.add_at(
+                    "MB904",
+                    c,
+                    "credential path in a script that uses the network",
+                );
+            }
         }
         let f = &self.facts;
         if let (Some(c), true) = (f.ctypes, f.exec_memory) {
@@ -71,6 +86,32 @@ impl<'t> Analyzer<'t> {
         );
         let at = (fb.row, fb.col);
         self.add_at("MB922", at, detail);
+    }
+
+    /// Every credential path the script names is handed to a client library
+    /// as the key or certificate it logs in with (`key_filename=`,
+    /// `keyfile=`...): the file is used where it belongs, and the script
+    /// never reads it. The path alone still gives MB205 (HIGH); a read whose
+    /// contents reach a send is MB916 whatever this says.
+    fn credentials_only_authenticate(&self) -> bool {
+        let mut used = Vec::new();
+        for c in &self.calls {
+            let (_, kw) = self.args(c.node);
+            for (k, v) in kw {
+                if KEY_FILE_KEYWORDS.contains(&k) {
+                    self.reset_budget();
+                    used.extend(self.path_values(v, c.scope));
+                }
+            }
+        }
+        let named = &self.signs.credential_strings;
+        !named.is_empty()
+            && named.iter().all(|lit| {
+                used.iter().any(|p| {
+                    p.to_ascii_lowercase()
+                        .ends_with(lit.trim_start_matches('~'))
+                })
+            })
     }
 
     fn combined_signs(&mut self) {

@@ -258,6 +258,8 @@ struct Signs<'t> {
     docker: Option<Node<'t>>,
     /// A container asked to be privileged or to mount the host's root.
     privileged: Option<Node<'t>>,
+    /// Credential paths named in string literals (lower-cased).
+    credential_strings: Vec<String>,
 }
 
 /// One name's bindings in one scope: where each takes effect, in source order.

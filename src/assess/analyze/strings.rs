@@ -25,6 +25,7 @@ impl<'t> Analyzer<'t> {
         if CREDENTIAL_PATHS.iter().any(|c| lower.contains(c)) {
             self.add("MB205", node, format!("{:?}", shorten(v)));
             self.facts.creds.get_or_insert(pos(node));
+            self.signs.credential_strings.push(lower.clone());
         }
         if lower.contains("/dev/tcp/") || lower.contains("/dev/udp/") {
             self.add("MB901", node, "bash /dev/tcp redirection");
