@@ -2,9 +2,10 @@
 //!
 //! Split like an OCI runtime: [`prepare`] builds the whole sandbox and leaves its
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
-//! [`crate::monitor`] supervises it to the end.
+//! [`crate::supervise`] supervises it to the end.
 
 pub mod cgroupfs;
+pub(crate) mod clone;
 pub mod console;
 pub mod dev;
 
@@ -28,7 +29,6 @@ use crate::error::StepContext;
 use crate::policy::{Layer, Policy};
 use init::Payload;
 use nix::fcntl::OFlag;
-use nix::sys::signal::SigSet;
 use nix::unistd::Pid;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -62,8 +62,6 @@ pub struct Prepared {
     pub created_at: Instant,
     pub setup_time: Duration,
     pub timings_us: Vec<(String, u64)>,
-    /// The caller's signal mask, restored when the run is over.
-    pub old_sigmask: SigSet,
 }
 
 /// How long the child may take to build its view before we give up on it.
@@ -80,21 +78,6 @@ pub fn prepare(
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
-    let old_sigmask = init::block_handled()?;
-    let r = prepare_inner(job, cgroup, meanwhile, created_at, old_sigmask);
-    if r.is_err() {
-        let _ = old_sigmask.thread_set_mask();
-    }
-    r
-}
-
-fn prepare_inner(
-    job: &Job,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
-    meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
-    created_at: Instant,
-    old_sigmask: SigSet,
-) -> Result<Prepared, SetupError> {
     let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -140,7 +123,6 @@ fn prepare_inner(
         created_at,
         setup_time: created_at.elapsed(),
         timings_us,
-        old_sigmask,
     })
 }
 
@@ -291,7 +273,7 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
                     confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
                 }
             }
-            Ok(init::Confined {
+            Ok(crate::outcome::Confined {
                 landlock,
                 seccomp: filter.is_some(),
                 listener,

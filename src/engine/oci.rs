@@ -75,8 +75,7 @@ pub fn setup(
     chan: &Channel,
 ) -> Result<(Option<OwnedFd>, Option<serde_json::Value>), SetupError> {
     if v.die_with_parent {
-        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-            .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")?;
+        super::spawn::die_with(chan)?;
     }
     match chan.recv()? {
         Some(Msg::MapsWritten) => {}

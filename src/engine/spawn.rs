@@ -51,6 +51,10 @@ struct ChildCtx<'a> {
     payload: Payload,
     stdio: ChildStdio,
     chan: Channel,
+    /// The supervisor's end of the channel, which clone copied into the child: closed
+    /// there first thing, or the child's waits on the channel could never see the
+    /// end-of-file that the supervisor's death means.
+    parent_end: std::os::fd::RawFd,
 }
 
 const STACK_SIZE: usize = 1 << 20;
@@ -69,15 +73,14 @@ pub fn spawn(
         payload,
         stdio,
         chan: child_chan,
+        parent_end: parent_chan.raw_fd(),
     };
     // A zeroed Vec of this size comes from calloc/mmap: pages are only touched
     // as the child's stack grows.
     let mut stack = vec![0u8; STACK_SIZE];
     let cb = Box::new(|| child_main(&mut ctx) as isize);
-    // SAFETY: the supervisor is single-threaded at this point, so the child's copy
-    // of the address space has no locks held by other threads.
-    let pid = unsafe { nix::sched::clone(cb, &mut stack, namespaces(policy), Some(libc::SIGCHLD)) }
-        .map_err(clone_error)?;
+    let pid =
+        super::clone::clone_sandbox(cb, &mut stack, namespaces(policy)).map_err(clone_error)?;
     drop(ctx);
     let kill_child = |e: SetupError| {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
@@ -119,6 +122,7 @@ fn clone_error(e: nix::errno::Errno) -> SetupError {
 }
 
 fn child_main(ctx: &mut ChildCtx) -> i32 {
+    let _ = nix::unistd::close(ctx.parent_end);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child_run(ctx)));
     r.unwrap_or(125)
 }
@@ -153,7 +157,10 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
     let mut t = Vec::new();
     let mut since = Instant::now();
     // If the supervisor dies, the sandbox dies with it: nothing may run unsupervised.
-    parent_death_signal()?;
+    die_with(&ctx.chan)?;
+    // Init waits for these synchronously (see `init::run`); blocked here, not by the
+    // supervisor, whose signal mask is its caller's business.
+    init::block_handled()?;
     early_namespaces(ctx.policy)?;
     timed(&mut t, "network", &mut since);
     for (fd, target) in [
@@ -200,7 +207,7 @@ fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
     privs::drop_privileges(ctx.policy)?;
     // Changing credentials cleared the parent-death signal: set it again. Should the
     // supervisor already be gone, the wait for `Start` below ends at end-of-file.
-    parent_death_signal()?;
+    die_with(&ctx.chan)?;
     timed(&mut t, "privileges", &mut since);
     ctx.chan.send(&Msg::Ready { timings_us: t })
 }
@@ -244,9 +251,25 @@ fn early_namespaces(policy: &Policy) -> Result<(), SetupError> {
     Ok(())
 }
 
-fn parent_death_signal() -> Result<(), SetupError> {
+/// SIGKILL when the supervisor dies. A supervisor that died before the signal was set
+/// sends none, so its side of the channel is checked after: a hang-up there means it is
+/// gone, and the child ends itself. (getppid cannot tell: in its own pid namespace the
+/// child sees 0 for its parent, alive or not.)
+pub(crate) fn die_with(chan: &Channel) -> Result<(), SetupError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")
+        .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")?;
+    let mut fds = [PollFd::new(chan.as_fd(), PollFlags::empty())];
+    let hung_up = poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR));
+    if hung_up {
+        // SAFETY: _exit in the cloned child: nothing of the supervisor's may run here.
+        unsafe { libc::_exit(125) }
+    }
+    Ok(())
 }
 
 /// user.max_user_namespaces is counted per user namespace: 0 in ours means neither the

@@ -28,7 +28,7 @@ pub enum Msg {
     /// Init → supervisor: a setup step failed; nothing of the payload ran.
     Failed(SetupError),
     /// Init → supervisor: the payload runs, confined as described.
-    Started(super::init::Confined),
+    Started(crate::outcome::Confined),
     /// Init → supervisor: the payload could not be executed.
     ExecFailed { errno: i32, message: String },
     /// Payload → supervisor, with the fd attached: the seccomp filter's listener.
