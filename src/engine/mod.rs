@@ -5,6 +5,7 @@
 //! [`crate::supervise`] supervises it to the end.
 
 pub mod cgroupfs;
+mod chain;
 pub(crate) mod clone;
 pub mod console;
 pub mod dev;
