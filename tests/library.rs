@@ -7,6 +7,10 @@ use maibox::{Code, Config, Io, Sandbox, Sink, Stdin, TrustLevel};
 use std::time::Duration;
 
 fn sandbox() -> Sandbox {
+    // The runs' audit records go to a log of this test binary's own.
+    static AUDIT: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = AUDIT.get_or_init(|| tempfile::tempdir().unwrap());
+    std::env::set_var("MAIBOX_AUDIT_DIR", dir.path());
     let (cfg, _) = Config::load(None).unwrap();
     Sandbox::new(cfg)
         .trust(TrustLevel::Untrusted)

@@ -85,7 +85,7 @@ pub struct Run {
 /// overrides. Reusable: each [`Sandbox::run`] builds a fresh sandbox, runs the code
 /// once, and destroys it.
 ///
-/// ```no_run
+/// ```
 /// use maibox::{Config, Sandbox, TrustLevel};
 ///
 /// let config = Config::load(None)?.0;

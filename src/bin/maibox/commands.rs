@@ -69,12 +69,18 @@ pub fn audit_cmd(cmd: AuditCmd) -> anyhow::Result<i32> {
         AuditCmd::Show {
             run,
             since,
+            last,
             json,
             dir,
             config,
         } => {
             let d = audit_dir(dir, config.as_deref())?;
-            maibox::audit::show(&d, run.as_deref(), since.as_deref(), json, &mut out)?;
+            let filter = maibox::audit::ShowFilter {
+                run: run.as_deref(),
+                since: since.as_deref(),
+                last,
+            };
+            maibox::audit::show(&d, filter, json, &mut out)?;
             Ok(0)
         }
         AuditCmd::Tail {

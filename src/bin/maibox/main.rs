@@ -102,6 +102,9 @@ pub enum AuditCmd {
         /// RFC 3339 time, a date, or an age such as 30m, 2h, 7d.
         #[arg(long)]
         since: Option<String>,
+        /// Only the last N records (of those the other options select).
+        #[arg(long, value_name = "N")]
+        last: Option<usize>,
         #[arg(long)]
         json: bool,
         #[arg(long)]
