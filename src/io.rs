@@ -81,6 +81,9 @@ pub struct Io<'a> {
     /// owns its process's signals, as a command line does: the signals are blocked in
     /// the calling thread for the run and read from a signalfd.
     pub forward_signals: bool,
+    /// A descriptor that becomes readable (or hangs up) when the caller gives up on
+    /// the run: the sandbox is then ended and the report says `cancelled`.
+    pub cancel: Option<BorrowedFd<'a>>,
 }
 
 impl<'a> Io<'a> {
@@ -93,6 +96,7 @@ impl<'a> Io<'a> {
             samples: None,
             notices: None,
             forward_signals: false,
+            cancel: None,
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod supervise;
 pub mod teardown;
 pub mod timeline;
 pub mod units;
+pub mod warm;
 
 pub use config::{Config, NetworkMode, TrustLevel};
 pub use io::{Io, Notice, Sample, Sink, Stdin};

@@ -38,6 +38,9 @@ pub enum Violation {
         limit_s: f64,
         used_s: f64,
     },
+    /// The caller went away before the run ended (a server's client disconnected):
+    /// the sandbox was ended.
+    Cancelled,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -10,7 +10,7 @@ fn sandbox() -> Sandbox {
     // The runs' audit records go to a log of this test binary's own.
     static AUDIT: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let dir = AUDIT.get_or_init(|| tempfile::tempdir().unwrap());
-    std::env::set_var("MAIBOX_AUDIT_DIR", dir.path());
+    std::env::set_var("MAIBOX_AUDIT_DIR", dir.path().join("audit"));
     let (cfg, _) = Config::load(None).unwrap();
     Sandbox::new(cfg)
         .trust(TrustLevel::Untrusted)

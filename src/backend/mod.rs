@@ -53,6 +53,9 @@ impl<'a> BeforeCode<'a> {
     }
 }
 
+/// What runs a decided job: the backends, or a warm sandbox.
+pub(crate) type Runner<'a> = dyn Fn(&Job, Io, &mut Notices, BeforeCode) -> (Outcome, Facts) + 'a;
+
 /// Runs `job` on its policy's backend.
 pub(crate) fn run(
     job: &Job,

@@ -19,10 +19,10 @@ use std::os::fd::OwnedFd;
 /// The run's cgroup as the engine's callback leaves it: made while the sandbox builds
 /// its root (see [`engine::prepare`]), so set once from inside the engine.
 #[derive(Default)]
-struct Group {
-    made: OnceCell<Option<RunCgroup>>,
-    note: OnceCell<Option<String>>,
-    init: Cell<Option<nix::unistd::Pid>>,
+pub(crate) struct Group {
+    pub made: OnceCell<Option<RunCgroup>>,
+    pub note: OnceCell<Option<String>>,
+    pub init: Cell<Option<nix::unistd::Pid>>,
 }
 
 pub(crate) fn run(
@@ -60,6 +60,7 @@ pub(crate) fn run(
         script: &job.code.bytes,
         args: job.args,
         stdin,
+        extra_fds: Vec::new(),
     };
     let mut group = Group::default();
     let mut make_group = |pid| make_group(policy, job, &group, notices, pid);
@@ -139,15 +140,14 @@ fn supervise(
             cleaner = crate::teardown::arm(pid, g.own_dirs());
         }
     };
-    let outcome = crate::supervise::run(
-        prepared,
-        &limits,
-        cg,
-        io,
+    let opts = crate::supervise::Options {
+        limits: &limits,
+        cgroup: cg,
         signals,
-        job.timeline,
-        &mut arm_cleaner,
-    );
+        started: None,
+        timeline: job.timeline,
+    };
+    let outcome = crate::supervise::run(prepared, opts, io, &mut arm_cleaner);
     job.timeline.mark("code");
     (outcome, Some(setup), running, cleaner)
 }
@@ -169,7 +169,7 @@ fn prepare_proxy(job: &Job) -> Result<crate::net::PreparedProxy, SetupError> {
 /// The engine's callback with the sandbox's host pid: makes the run's cgroup and
 /// either moves the sandbox into it or returns the v1 `tasks` files through which the
 /// sandbox joins it itself.
-fn make_group(
+pub(crate) fn make_group(
     policy: &Policy,
     job: &Job,
     group: &Group,
@@ -275,7 +275,7 @@ fn failed(policy: &Policy, e: SetupError) -> (Outcome, Facts) {
 }
 
 /// What the native engine applied, as the report tells it.
-fn facts(
+pub(crate) fn facts(
     policy: &Policy,
     outcome: &Outcome,
     layout: Option<String>,

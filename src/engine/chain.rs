@@ -21,11 +21,13 @@ use nix::sched::CloneFlags;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
-/// Child-side ends of the stdio pipes.
+/// Child-side ends of the stdio pipes, and the descriptors the payload gets as 3, 4,
+/// ... (numbered above any target, so that placing one never overwrites another).
 pub struct ChildStdio {
     pub stdin: OwnedFd,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+    pub extra: Vec<OwnedFd>,
 }
 
 /// Everything the child needs; moved into it by clone's copy of the caller's memory.
@@ -98,7 +100,7 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     forbid_nested_userns(p)?; // user.max_user_namespaces = 0
     join_namespaces(p)?; // OCI: namespaces named by path
     t.step("namespaces");
-    let gate = close_inherited_fds(p, chan)?; // only stdio and the channel stay
+    let gate = close_inherited_fds(c, chan)?; // only stdio and the channel stay
     let groups = early_cgroup_namespace(p)?; // OCI: before the root
     network_settings(p)?; // OCI: `lo`, sysctls
     let hook_state = build_root(c, &groups)?; // mounts, pivot_root, masks
@@ -175,6 +177,9 @@ fn stdio(s: &ChildStdio) -> Result<(), SetupError> {
             nix::unistd::dup2(fd.as_raw_fd(), target).step(Step::Pipes, "dup2 stdio")?;
         }
     }
+    for (i, fd) in s.extra.iter().enumerate() {
+        nix::unistd::dup2(fd.as_raw_fd(), 3 + i as i32).step(Step::Pipes, "dup2 a pipe")?;
+    }
     Ok(())
 }
 
@@ -221,9 +226,13 @@ fn join_namespaces(p: &Policy) -> Result<(), SetupError> {
     }
 }
 
-fn close_inherited_fds(p: &Policy, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
-    match &p.view {
-        View::Python => privs::close_fds_except(&[chan.raw_fd()]).map(|_| None),
+fn close_inherited_fds(c: &Child, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+    match &c.policy.view {
+        View::Python => {
+            let mut keep: Vec<i32> = (3..3 + c.stdio.extra.len() as i32).collect();
+            keep.push(chan.raw_fd());
+            privs::close_fds_except(&keep).map(|_| None)
+        }
         View::Oci(v) => oci::close_inherited_fds(v, chan),
     }
 }

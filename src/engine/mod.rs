@@ -51,6 +51,8 @@ pub struct Job<'a> {
     pub script: &'a [u8],
     pub args: &'a [String],
     pub stdin: StdinMode,
+    /// Descriptors the payload gets as 3, 4, ... (a warm sandbox's pipes).
+    pub extra_fds: Vec<std::os::fd::BorrowedFd<'a>>,
 }
 
 /// A sandbox whose init is set up and waits for `start`.
@@ -95,6 +97,11 @@ pub fn prepare(
         ),
     };
     let payload = build_payload(job)?;
+    let extra = job
+        .extra_fds
+        .iter()
+        .map(|fd| sync::high_copy(*fd))
+        .collect::<Result<Vec<_>, _>>()?;
     let spawned = spawn::spawn(
         job.policy,
         job.script,
@@ -103,6 +110,7 @@ pub fn prepare(
             stdin: in_r,
             stdout: out_w,
             stderr: err_w,
+            extra,
         },
         &mut |_| Ok(()),
     )?;
@@ -248,6 +256,7 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
         program,
         argv,
         envp,
+        extra_fds: job.extra_fds.len() as i32,
         bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
             (
                 crate::net::DEFAULT_BRIDGE_PORT,

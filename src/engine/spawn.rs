@@ -46,7 +46,10 @@ pub fn spawn(
     stdio: ChildStdio,
     before_maps: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
 ) -> Result<Spawned, SetupError> {
-    let (parent_chan, child_chan) = sync::pair()?;
+    let (parent_chan, mut child_chan) = sync::pair()?;
+    if !stdio.extra.is_empty() {
+        child_chan = child_chan.raised()?;
+    }
     let mut child = Child {
         policy,
         script,

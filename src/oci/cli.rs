@@ -487,6 +487,7 @@ fn create_in(
         stdin: dup(std::io::stdin().as_fd())?,
         stdout: dup(std::io::stdout().as_fd())?,
         stderr: dup(std::io::stderr().as_fd())?,
+        extra: Vec::new(),
     };
     // The OCI child finds its program inside the container's root itself (so that a
     // missing one fails `create`); the engine's payload slot carries nothing here.
@@ -496,6 +497,7 @@ fn create_in(
         envp: Vec::new(),
         confine: Box::new(|| Ok(Default::default())),
         bridge: None,
+        extra_fds: 0,
     };
     let group = container_cgroup(&loaded.spec, &a.id)?;
     let mut attach = |pid: Pid| -> Result<(), SetupError> {

@@ -81,6 +81,22 @@ pub struct Run {
     pub assessment: Assessment,
 }
 
+/// What the gate decided for a run, and the policy it runs under.
+pub(crate) struct Decided {
+    pub assessment: Assessment,
+    pub decision: Decision,
+    pub policy: Policy,
+}
+
+/// One run once decided: its id, code and arguments, and its timeline.
+pub(crate) struct Execution<'a> {
+    pub decided: Decided,
+    pub run_id: String,
+    pub code: &'a Code,
+    pub args: &'a [String],
+    pub timeline: &'a Timeline,
+}
+
 /// A sandbox to run code in: a configuration, a trust level and the caller's
 /// overrides. Reusable: each [`Sandbox::run`] builds a fresh sandbox, runs the code
 /// once, and destroys it.
@@ -260,16 +276,56 @@ impl Sandbox {
         mut io: Io,
         timeline: &Timeline,
     ) -> Result<Run, Error> {
-        code::check_utf8(code)?;
         let mut notices = Notices::new(io.notices.take());
+        let decided = self.decide(code, &mut notices, timeline)?;
+        let run = Execution {
+            decided,
+            run_id: new_run_id(),
+            code,
+            args,
+            timeline,
+        };
+        self.execute(run, io, notices, &crate::backend::run)
+    }
+
+    /// Everything before a sandbox is needed: the assessment, the gate and the
+    /// policy of the level the gate decided.
+    pub(crate) fn decide(
+        &self,
+        code: &Code,
+        notices: &mut Notices,
+        timeline: &Timeline,
+    ) -> Result<Decided, Error> {
+        code::check_utf8(code)?;
         let assessment = self.assess(code)?;
         timeline.mark("assess");
-        let decision = self.gate(code, &assessment, &mut notices)?;
-        let policy = self.policy(&decision, &mut notices)?;
+        let decision = self.gate(code, &assessment, notices)?;
+        let policy = self.policy(&decision, notices)?;
         timeline.mark("policy");
+        Ok(Decided {
+            assessment,
+            decision,
+            policy,
+        })
+    }
+
+    /// The rest: the audit's start record on disk before the code starts (written
+    /// while the backend builds the sandbox), the backend, the report, the end record.
+    pub(crate) fn execute(
+        &self,
+        x: Execution,
+        io: Io,
+        mut notices: Notices,
+        backend: &crate::backend::Runner<'_>,
+    ) -> Result<Run, Error> {
+        let Decided {
+            assessment,
+            decision,
+            policy,
+        } = x.decided;
         let summary = AssessmentSummary::of(&assessment);
         let info = RunInfo {
-            run_id: new_run_id(),
+            run_id: x.run_id,
             assessment: Some(summary.clone()),
             decision: Some(decision.clone()),
         };
@@ -281,27 +337,25 @@ impl Sandbox {
             run_id: &info.run_id,
             policy: &policy,
             layers: crate::backend::planned_layers(&policy),
-            code,
+            code: x.code,
             assessment: &summary,
             decision: &decision,
             caller: &caller,
         };
-        // The log is opened and the start record written (and synced) while the
-        // sandbox builds its view; the code starts only once the record is on disk.
         let run_audit = audit::RunAudit::default();
-        let before_code = run_audit.before_code(&self.config.audit, start, timeline);
+        let before_code = run_audit.before_code(&self.config.audit, start, x.timeline);
         let job = Job {
             policy: &policy,
-            code,
-            args,
+            code: x.code,
+            args: x.args,
             run_id: &info.run_id,
             net: &self.config.network,
             defer_teardown: self.defer_teardown,
-            timeline,
+            timeline: x.timeline,
         };
-        let (outcome, facts) = crate::backend::run(&job, io, &mut notices, before_code);
+        let (outcome, facts) = backend(&job, io, &mut notices, before_code);
         let report = crate::report::build(&policy, &outcome, info, facts);
-        self.end(run_audit, &report, timeline, &mut notices)?;
+        self.end(run_audit, &report, x.timeline, &mut notices)?;
         Ok(Run {
             report,
             stdout: outcome.stdout,
@@ -350,7 +404,16 @@ impl Sandbox {
     }
 
     fn policy(&self, decision: &Decision, n: &mut Notices) -> Result<Policy, Error> {
-        let trust = decision.trust().unwrap_or(self.trust);
+        self.policy_for(decision.trust().unwrap_or(self.trust), n)
+    }
+
+    /// The trust level this sandbox runs code at (before the gate's say).
+    pub fn level(&self) -> TrustLevel {
+        self.trust
+    }
+
+    /// The policy of a run at `trust` with this sandbox's overrides.
+    pub(crate) fn policy_for(&self, trust: TrustLevel, n: &mut Notices) -> Result<Policy, Error> {
         if !self.overrides.disable.is_empty() {
             n.warn(format!(
                 "layers switched off for this run: {:?}",

@@ -36,6 +36,23 @@ pub(crate) struct Limits {
     pub seccomp: Option<Classifier>,
 }
 
+/// A payload that was started before the run (a warm sandbox's): how it was
+/// confined, and its seccomp listener.
+pub(crate) struct Started {
+    pub confined: Confined,
+    pub listener: Option<OwnedFd>,
+}
+
+/// How a run is supervised, besides its descriptors.
+pub(crate) struct Options<'a> {
+    pub limits: &'a Limits,
+    pub cgroup: Option<Cgroup<'a>>,
+    pub signals: Option<signals::Forwarder>,
+    /// Already started: no `Start` is sent, and the clock starts now.
+    pub started: Option<Started>,
+    pub timeline: &'a Timeline,
+}
+
 /// What is known of the run so far.
 #[derive(Default)]
 struct State {
@@ -98,6 +115,7 @@ enum Src {
     Notify,
     StdinRead,
     StdinWrite,
+    Cancel,
 }
 
 struct Supervisor<'a, 'io> {
@@ -116,6 +134,8 @@ struct Supervisor<'a, 'io> {
     signals: Option<signals::Forwarder>,
     seccomp: seccomp::Watch,
     cg: Option<cgroup::Watch<'a, 'io>>,
+    /// Readable (or hung up) when the caller gives up on the run.
+    cancel: Option<std::os::fd::BorrowedFd<'io>>,
     timeline: &'a Timeline,
 }
 
@@ -123,13 +143,17 @@ struct Supervisor<'a, 'io> {
 /// called once the payload may start, for work that can overlap it.
 pub(crate) fn run<'a, 'io>(
     p: Prepared,
-    limits: &'a Limits,
-    cg: Option<Cgroup<'a>>,
+    opts: Options<'a>,
     io: Io<'io>,
-    signals: Option<signals::Forwarder>,
-    timeline: &'a Timeline,
     after_start: &mut dyn FnMut(),
 ) -> Outcome {
+    let Options {
+        limits,
+        cgroup: cg,
+        signals,
+        started: warm,
+        timeline,
+    } = opts;
     let started = Instant::now();
     let out = output::Output::new(
         p.stdout,
@@ -153,11 +177,20 @@ pub(crate) fn run<'a, 'io>(
         signals,
         seccomp: seccomp::Watch::default(),
         cg: cg.map(|c| cgroup::Watch::new(c, samples, started)),
+        cancel: io.cancel,
         timeline,
     };
-    if let Err(e) = s.chan.send(&Msg::Start) {
-        s.st.ending = Some(Ending::SetupFailed(e));
-        s.kill_sandbox();
+    match warm {
+        Some(w) => {
+            s.st.confined = Some(w.confined);
+            s.seccomp.listener = w.listener;
+        }
+        None => {
+            if let Err(e) = s.chan.send(&Msg::Start) {
+                s.st.ending = Some(Ending::SetupFailed(e));
+                s.kill_sandbox();
+            }
+        }
     }
     after_start();
     while !s.over() {
@@ -270,6 +303,9 @@ impl Supervisor<'_, '_> {
         if let Some(fd) = self.stdin.sink() {
             fds.push((Src::StdinWrite, PollFd::new(fd, PollFlags::POLLOUT)));
         }
+        if let Some(fd) = self.cancel {
+            fds.push((Src::Cancel, PollFd::new(fd, pin)));
+        }
         let mut pfds: Vec<PollFd> = fds.iter().map(|(_, f)| *f).collect();
         let timeout = PollTimeout::try_from(wait_ms).unwrap_or(PollTimeout::MAX);
         match poll(&mut pfds, timeout) {
@@ -311,6 +347,11 @@ impl Supervisor<'_, '_> {
             Src::Signals => self.on_signals(),
             Src::StdinRead => self.stdin.on_readable(),
             Src::StdinWrite => self.stdin.on_writable(),
+            Src::Cancel => {
+                // Once: the descriptor stays readable.
+                self.cancel = None;
+                self.violated(Violation::Cancelled);
+            }
         }
     }
 

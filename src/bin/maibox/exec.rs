@@ -187,6 +187,7 @@ pub fn exec(a: ExecArgs, timeline: &Timeline, started: std::time::Instant) -> an
         samples: a.stats.is_some().then_some(&mut on_sample as _),
         notices: Some(&mut on_notice),
         forward_signals: true,
+        cancel: None,
     };
     let r = match sandbox.run_timed(&code, &a.args, io, timeline) {
         Ok(r) => r,

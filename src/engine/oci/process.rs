@@ -161,6 +161,7 @@ pub fn payload(v: &OciView, program: CString) -> Result<crate::engine::init::Pay
             .collect::<Result<_, _>>()?,
         confine: Box::new(|| Ok(Default::default())),
         bridge: None,
+        extra_fds: 0,
     })
 }
 
