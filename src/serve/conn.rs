@@ -82,6 +82,9 @@ pub struct Served {
     pub cold_because: Option<String>,
     /// From the request's arrival to its report, in ms.
     pub total_ms: f64,
+    /// Where a warm run's time went, phase by phase, in ms.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases_ms: Vec<(&'static str, f64)>,
     #[serde(skip)]
     admitted: Option<Instant>,
     #[serde(skip)]
@@ -113,6 +116,7 @@ fn run(
         pool_wait_ms: 0.0,
         cold_because: None,
         total_ms: 0.0,
+        phases_ms: Vec::new(),
         admitted: None,
         arrived: None,
     };
@@ -130,7 +134,14 @@ fn run(
             served.cold_because = Some("no warm sandbox was ready in time".into());
             break;
         };
-        match run_warm(warm, sandbox, code, args, input, out) {
+        let timeline = Timeline::new();
+        let result = run_warm(warm, sandbox, code, args, input, out, &timeline);
+        served.phases_ms = timeline
+            .phases()
+            .into_iter()
+            .map(|(n, d)| (n, d.as_secs_f64() * 1e3))
+            .collect();
+        match result {
             Ok((run, remains)) => {
                 server.reap(remains);
                 served.warm = true;
@@ -162,9 +173,10 @@ fn run_warm(
     args: &[String],
     input: &Input,
     out: &mut Output,
+    timeline: &Timeline,
 ) -> Result<(Run, Remains), Result<(Warm, NotServable), Error>> {
     let io = out.io(input);
-    warm.run(sandbox, code, args, io, &Timeline::new())
+    warm.run(sandbox, code, args, io, timeline)
 }
 
 /// The request's stdin, and the descriptor that says the client went away.
