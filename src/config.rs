@@ -284,7 +284,9 @@ impl Config {
             message,
         };
         crate::net::validate(&self.network).map_err(|e| bad("network".into(), e.to_string()))?;
-        self.server.validate().map_err(|m| bad("server".into(), m))?;
+        self.server
+            .validate()
+            .map_err(|m| bad("server".into(), m))?;
         for (name, level) in [
             ("untrusted", &self.levels.untrusted),
             ("unknown", &self.levels.unknown),
@@ -414,7 +416,9 @@ impl Config {
 fn is_module_name(m: &str) -> bool {
     !m.is_empty()
         && m.split('.').all(|part| {
-            part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
                 && part.chars().all(|c| c.is_alphanumeric() || c == '_')
         })
 }

@@ -48,7 +48,8 @@ pub fn run(
         reason,
     };
     let payload = serde_json::to_vec(req).map_err(|e| proto(e.to_string()))?;
-    protocol::write_frame(&mut &stream, kind::REQUEST, &payload).map_err(|e| proto(e.to_string()))?;
+    protocol::write_frame(&mut &stream, kind::REQUEST, &payload)
+        .map_err(|e| proto(e.to_string()))?;
     if let Some(input) = stdin {
         let w = stream.try_clone().map_err(|e| proto(e.to_string()))?;
         std::thread::spawn(move || pump(input, w));
@@ -56,7 +57,9 @@ pub fn run(
     loop {
         let frame = protocol::read_frame(&mut &stream).map_err(|e| proto(e.to_string()))?;
         let Some((k, data)) = frame else {
-            return Err(proto("the server closed the connection without a report".into()));
+            return Err(proto(
+                "the server closed the connection without a report".into(),
+            ));
         };
         let json = || serde_json::from_slice::<serde_json::Value>(&data);
         match k {
@@ -126,7 +129,11 @@ fn failure_of(v: &serde_json::Value) -> Failure {
     let mut f = Failure::new(kind, v["message"].as_str().unwrap_or("(no message)"));
     f.findings = v["findings"]
         .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     f
 }

@@ -41,7 +41,12 @@ fn serve_one(server: &Server, stream: &UnixStream, started: Instant) -> Result<(
             ))
         }
         Ok(None) => return Ok(()),
-        Err(e) => return Err(Failure::new("protocol", format!("reading the request: {e}"))),
+        Err(e) => {
+            return Err(Failure::new(
+                "protocol",
+                format!("reading the request: {e}"),
+            ))
+        }
     };
     let sandbox = server.sandbox_for(&req, caller)?;
     let code = Code {
@@ -191,8 +196,8 @@ struct Input {
 impl Input {
     fn open(stream: &UnixStream, req: &Request) -> Result<Input, Failure> {
         let internal = |e: std::io::Error| Failure::new("internal", format!("{e}"));
-        let (gone_r, gone_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| internal(e.into()))?;
+        let (gone_r, gone_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| internal(e.into()))?;
         let (data, stream_stdin) = match &req.stdin {
             None => (None, false),
             Some(StdinSpec::Data { data }) => (Some(data.clone().into_bytes()), false),
@@ -205,8 +210,8 @@ impl Input {
             }
         };
         let (pipe_r, pipe_w) = if stream_stdin {
-            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| internal(e.into()))?;
+            let (r, w) =
+                nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| internal(e.into()))?;
             (Some(r), Some(w))
         } else {
             (None, None)
@@ -261,9 +266,11 @@ struct Output<'s> {
     live: bool,
     out: Frames<'s>,
     err: Frames<'s>,
-    notice: Box<dyn FnMut(&Notice) + Send + 's>,
-    sample: Option<Box<dyn FnMut(&Sample) + Send + 's>>,
+    notice: Callback<'s, Notice>,
+    sample: Option<Callback<'s, Sample>>,
 }
+
+type Callback<'s, T> = Box<dyn FnMut(&T) + Send + 's>;
 
 /// One stream of the code's output as frames of one kind.
 struct Frames<'s> {
@@ -305,7 +312,7 @@ impl<'s> Output<'s> {
             notice: Box::new(move |n: &Notice| send_json(stream, kind::NOTICE, n)),
             sample: samples.then(|| {
                 Box::new(move |s: &Sample| send_json(stream, kind::SAMPLE, s))
-                    as Box<dyn FnMut(&Sample) + Send + 's>
+                    as Callback<'s, Sample>
             }),
         }
     }
@@ -345,7 +352,8 @@ impl<'s> Output<'s> {
             .map_err(|e| Failure::new("internal", e.to_string()))?;
         report["server"] = serde_json::to_value(&served).unwrap_or_default();
         report["stdout_ended_with_newline"] = run.stdout_ended_with_newline.into();
-        let bytes = serde_json::to_vec(&report).map_err(|e| Failure::new("internal", e.to_string()))?;
+        let bytes =
+            serde_json::to_vec(&report).map_err(|e| Failure::new("internal", e.to_string()))?;
         send(&mut w, kind::REPORT, &bytes)
     }
 }

@@ -197,8 +197,7 @@ fn bind(path: &Path, group: Option<nix::unistd::Gid>) -> Result<UnixListener, Se
     nix::sys::stat::umask(old);
     let listener = listener.map_err(|e| err("bind", e))?;
     if let Some(g) = group {
-        nix::unistd::chown(path, None, Some(g))
-            .map_err(|e| err("give the group", e.into()))?;
+        nix::unistd::chown(path, None, Some(g)).map_err(|e| err("give the group", e.into()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
             .map_err(|e| err("chmod", e))?;
     }
@@ -225,7 +224,10 @@ fn admission_for(cfg: &ServerConfig) -> Admission {
 fn demand(s: &Sandbox, req: &protocol::Request) -> Demand {
     let level = s.config().level(s.level());
     Demand {
-        cpus: req.cpus.unwrap_or(level.cpus).min(crate::policy::host_cpus()),
+        cpus: req
+            .cpus
+            .unwrap_or(level.cpus)
+            .min(crate::policy::host_cpus()),
         memory_bytes: req
             .memory
             .as_ref()
@@ -243,7 +245,9 @@ impl Server {
         for level in self.cfg.warm_levels.clone() {
             let sandbox = Sandbox::new(Arc::clone(&self.config)).trust(level);
             if let Err(e) = sandbox.prepare_warm(&self.config.level(level).preload) {
-                log(&format!("no warm sandboxes at level {level}: {e}; its requests run cold"));
+                log(&format!(
+                    "no warm sandboxes at level {level}: {e}; its requests run cold"
+                ));
                 continue;
             }
             let pool = Pool::new(level, sandbox, &self.cfg);
@@ -271,9 +275,9 @@ impl Server {
         let cred = getsockopt(stream, PeerCredentials)
             .map_err(|e| protocol::Failure::new("forbidden", format!("peer credentials: {e}")))?;
         let (uid, gid, pid) = (cred.uid(), cred.gid(), cred.pid());
-        let in_group = self.group.is_some_and(|g| {
-            g.as_raw() == gid || supplementary_groups(pid).contains(&g.as_raw())
-        });
+        let in_group = self
+            .group
+            .is_some_and(|g| g.as_raw() == gid || supplementary_groups(pid).contains(&g.as_raw()));
         if uid != self.uid && uid != 0 && !in_group {
             return Err(protocol::Failure::new(
                 "forbidden",
@@ -316,7 +320,9 @@ impl Server {
             .allow_raise(req.allow_raise);
         if let Some(t) = req.timeout_s {
             if !(t.is_finite() && t > 0.0 && t < 1e9) {
-                return Err(bad(format!("timeout_s {t} must be a positive number of seconds")));
+                return Err(bad(format!(
+                    "timeout_s {t} must be a positive number of seconds"
+                )));
             }
             s = s.timeout(Duration::from_secs_f64(t));
         }
@@ -338,7 +344,11 @@ impl Server {
             if b == 0 {
                 return Err(bad(format!("{what} must be greater than 0")));
             }
-            s = if what == "memory" { s.memory(b) } else { s.output_limit(b) };
+            s = if what == "memory" {
+                s.memory(b)
+            } else {
+                s.output_limit(b)
+            };
         }
         if let Some(n) = req.network {
             s = s.network(n);
@@ -359,6 +369,10 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("Groups:"))
-        .map(|g| g.split_whitespace().filter_map(|n| n.parse().ok()).collect())
+        .map(|g| {
+            g.split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }

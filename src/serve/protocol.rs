@@ -128,8 +128,8 @@ impl Failure {
 
 /// Writes one frame.
 pub fn write_frame(w: &mut dyn Write, kind: u8, payload: &[u8]) -> std::io::Result<()> {
-    let len = u32::try_from(payload.len() + 1)
-        .map_err(|_| std::io::Error::other("frame too large"))?;
+    let len =
+        u32::try_from(payload.len() + 1).map_err(|_| std::io::Error::other("frame too large"))?;
     let mut buf = Vec::with_capacity(payload.len() + 5);
     buf.extend_from_slice(&len.to_be_bytes());
     buf.push(kind);
@@ -208,7 +208,11 @@ mod tests {
         assert_eq!(ok.memory.unwrap().bytes().unwrap(), 64 << 20);
         assert!(ok.stream);
         let e = parse_request(br#"{"v": 7, "code": ""}"#).unwrap_err();
-        assert!(e.message.contains("unknown protocol version 7"), "{}", e.message);
+        assert!(
+            e.message.contains("unknown protocol version 7"),
+            "{}",
+            e.message
+        );
         let e = parse_request(br#"{"code": ""}"#).unwrap_err();
         assert_eq!(e.kind, "protocol");
         let e = parse_request(br#"{"v": 1, "code": "", "colour": 1}"#).unwrap_err();

@@ -117,7 +117,10 @@ impl ExecArgs {
             (self.rootfs.is_some(), "--rootfs"),
             (self.python.is_some(), "--python"),
             (self.audit_syscalls, "--audit-syscalls"),
-            (!self.unsafe_disable_layer.is_empty(), "--unsafe-disable-layer"),
+            (
+                !self.unsafe_disable_layer.is_empty(),
+                "--unsafe-disable-layer",
+            ),
             (!self.with.is_empty(), "--with"),
         ]
         .into_iter()
