@@ -60,6 +60,8 @@ pub struct Server {
     group: Option<nix::unistd::Gid>,
     uid: u32,
     reaper: Mutex<mpsc::Sender<Remains>>,
+    /// The audit log, opened once and kept (its writes lock it against other writers).
+    audit: Option<Arc<Mutex<crate::audit::AuditLog>>>,
 }
 
 /// Serves until SIGTERM or SIGINT. `log` gets one line per event worth a log line.
@@ -78,6 +80,14 @@ pub fn serve(
         .map_or_else(|| cfg.socket_path(), Ok)
         .map_err(ServeError::Socket)?;
     let group = cfg.group.as_deref().map(group_id).transpose()?;
+    let audit = match crate::session::audit::open(&config.audit) {
+        Ok(Ok(log)) => Some(Arc::new(Mutex::new(log))),
+        Ok(Err(why)) => {
+            log(&format!("audit log disabled (audit.required is false): {why}"));
+            None
+        }
+        Err(e) => return Err(ServeError::Setup(format!("opening the audit log: {e}"))),
+    };
     let listener = bind(&socket, group)?;
     let (reap_tx, reap_rx) = mpsc::channel::<Remains>();
     let reaper = std::thread::Builder::new()
@@ -93,14 +103,20 @@ pub fn serve(
         group,
         uid: nix::unistd::getuid().as_raw(),
         reaper: Mutex::new(reap_tx),
+        audit,
         cfg,
     };
     let server = server.with_pools(log);
     log(&format!(
-        "serving on {} (pid {}; warm levels: {:?})",
+        "serving on {} (pid {}; warm levels: {})",
         socket.display(),
         std::process::id(),
-        server.cfg.warm_levels
+        server
+            .pools
+            .iter()
+            .map(|p| p.level.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     let result = std::thread::scope(|scope| accept_loop(&server, &listener, &signals, scope, log));
     // Every connection thread has ended (the scope joined them): nothing uses the pools.
@@ -318,6 +334,9 @@ impl Server {
             .trust(req.trust.unwrap_or(self.config.default_trust))
             .caller(caller)
             .allow_raise(req.allow_raise);
+        if let Some(log) = &self.audit {
+            s = s.audit_log(Arc::clone(log));
+        }
         if let Some(t) = req.timeout_s {
             if !(t.is_finite() && t > 0.0 && t < 1e9) {
                 return Err(bad(format!(

@@ -113,12 +113,21 @@ pub fn end(log: &mut AuditLog, r: &Report) -> Result<(), AuditError> {
 /// failed, if it did (then nothing ran), and why the log is off, if it is.
 #[derive(Default)]
 pub(crate) struct RunAudit {
+    /// A log kept open by the caller (a server), used instead of opening one.
+    shared: Option<std::sync::Arc<Mutex<AuditLog>>>,
     log: Mutex<Option<AuditLog>>,
     failed: Mutex<Option<(&'static str, AuditError)>>,
     pub disabled: Mutex<Option<AuditError>>,
 }
 
 impl RunAudit {
+    pub fn with_log(shared: Option<std::sync::Arc<Mutex<AuditLog>>>) -> RunAudit {
+        RunAudit {
+            shared,
+            ..Default::default()
+        }
+    }
+
     /// The work the backend does while the sandbox sets up: open the log, record the
     /// start.
     pub fn before_code<'a>(
@@ -128,6 +137,16 @@ impl RunAudit {
         timeline: &'a Timeline,
     ) -> crate::backend::BeforeCode<'a> {
         crate::backend::BeforeCode::new(move || {
+            if let Some(shared) = &self.shared {
+                let r = start(&mut lock(shared), &s)
+                    .map_err(|e| ("recording the run in the audit log (nothing ran)", e));
+                timeline.mark("audit-start");
+                return r.map_err(|(context, e)| {
+                    let msg = format!("{context}: {e}");
+                    *lock(&self.failed) = Some((context, e));
+                    msg
+                });
+            }
             let r = match open(cfg) {
                 Err(e) => Err(("opening the audit log", e)),
                 Ok(Err(why)) => {
@@ -162,7 +181,9 @@ impl RunAudit {
             return Err(e);
         }
         let mut problem = None;
-        if let Some(log) = lock(&self.log).as_mut() {
+        let mut own = lock(&self.log);
+        let mut shared = self.shared.as_ref().map(|s| lock(s));
+        if let Some(log) = shared.as_deref_mut().or(own.as_mut()) {
             if let Err(e) = end(log, r) {
                 problem = Some(format!(
                     "the end of run {} could not be recorded in the audit log: {e}",

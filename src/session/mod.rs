@@ -123,6 +123,7 @@ pub struct Sandbox {
     bandit: bool,
     defer_teardown: bool,
     caller: Option<audit::Caller>,
+    audit_log: Option<Arc<std::sync::Mutex<crate::audit::AuditLog>>>,
 }
 
 impl Sandbox {
@@ -138,6 +139,7 @@ impl Sandbox {
             bandit: false,
             defer_teardown: false,
             caller: None,
+            audit_log: None,
         }
     }
 
@@ -254,6 +256,13 @@ impl Sandbox {
         self
     }
 
+    /// Records runs in this log, kept open by the caller (a process that runs many
+    /// sandboxes, such as a server), instead of opening the configured one per run.
+    pub fn audit_log(mut self, log: Arc<std::sync::Mutex<crate::audit::AuditLog>>) -> Self {
+        self.audit_log = Some(log);
+        self
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -342,7 +351,7 @@ impl Sandbox {
             decision: &decision,
             caller: &caller,
         };
-        let run_audit = audit::RunAudit::default();
+        let run_audit = audit::RunAudit::with_log(self.audit_log.clone());
         let before_code = run_audit.before_code(&self.config.audit, start, x.timeline);
         let job = Job {
             policy: &policy,
