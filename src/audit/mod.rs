@@ -19,6 +19,8 @@ pub mod config;
 pub mod diff;
 pub mod error;
 pub mod keys;
+pub(crate) mod line;
+pub(crate) mod lock;
 pub mod record;
 pub mod render;
 pub mod segments;
