@@ -877,14 +877,14 @@ pub fn child_run(v: &OciView, stdio: &super::spawn::ChildStdio, chan: &Channel) 
     exec(&payload)
 }
 
-/// The spec's seccomp programs, in order (see [`crate::oci::seccomp`]).
+/// The spec's seccomp programs, in order (see [`crate::confine::seccomp::oci`]).
 fn notifies(v: &OciView) -> bool {
     v.seccomp.as_ref().is_some_and(|c| c.notify.is_some())
 }
 
 /// Returns the listener of the notifying program (SCMP_ACT_NOTIFY), if any.
 pub(crate) fn install_seccomp(
-    c: Option<&crate::oci::seccomp::Compiled>,
+    c: Option<&crate::confine::seccomp::oci::Compiled>,
 ) -> Result<Option<OwnedFd>, SetupError> {
     let Some(c) = c else {
         return Ok(None);

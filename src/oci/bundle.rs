@@ -130,7 +130,7 @@ pub fn policy_for(
     let seccomp = linux
         .seccomp()
         .as_ref()
-        .map(super::seccomp::compile)
+        .map(crate::confine::seccomp::oci::compile)
         .transpose()?;
     if process.apparmor_profile().is_some() {
         waive(

@@ -619,7 +619,7 @@ fn forward_listener(
     spawned: &spawn::Spawned,
     id: &str,
     loaded: &bundle::Loaded,
-    n: &crate::oci::seccomp::Notify,
+    n: &crate::confine::seccomp::oci::Notify,
 ) -> Result<(), OciError> {
     use crate::engine::sync::Msg;
     let fd = match spawned.chan.recv_with_fd()? {

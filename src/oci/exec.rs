@@ -224,7 +224,7 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         .linux()
         .as_ref()
         .and_then(|l| l.seccomp().as_ref())
-        .map(super::seccomp::compile)
+        .map(crate::confine::seccomp::oci::compile)
         .transpose()?;
     if !a.cgroup.is_empty() && s.cgroup_paths.is_empty() {
         return Err(refused(format!(
@@ -389,7 +389,7 @@ struct Job<'a> {
     userns: bool,
     cgroups: &'a [PathBuf],
     process: &'a OciProcess,
-    seccomp: Option<&'a super::seccomp::Compiled>,
+    seccomp: Option<&'a crate::confine::seccomp::oci::Compiled>,
     console: Option<&'a OwnedFd>,
     /// `--preserve-fds`: the caller's descriptors, kept open through execve.
     preserved: &'a [i32],

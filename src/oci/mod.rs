@@ -16,7 +16,6 @@ pub mod exec;
 pub mod fds;
 pub mod hooks;
 pub mod list;
-pub mod seccomp;
 pub mod state;
 pub mod stats;
 pub mod subcgroup;

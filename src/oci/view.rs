@@ -41,7 +41,7 @@ pub struct OciView {
     pub preserve_fds: Vec<i32>,
     /// `linux.seccomp`, compiled ([`crate::oci::seccomp`]).
     #[serde(skip)]
-    pub seccomp: Option<crate::oci::seccomp::Compiled>,
+    pub seccomp: Option<crate::confine::seccomp::oci::Compiled>,
     /// The spec's `hooks` object. The init runs `createContainer` (mounted, before
     /// pivot_root) and `startContainer` (after `start`, before the program).
     pub hooks: Option<serde_json::Value>,

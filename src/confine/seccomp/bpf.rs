@@ -47,7 +47,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use super::notify::Notify;
 use super::syscalls;
-use super::ConfineError;
+use crate::confine::ConfineError;
 
 /// What a syscall outside the allowlist gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]

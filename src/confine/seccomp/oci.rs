@@ -36,8 +36,8 @@ use seccompiler::{
     SeccompRule,
 };
 
-use super::bundle::BundleError;
 use crate::confine::syscalls;
+use crate::oci::bundle::BundleError;
 
 #[cfg(target_arch = "x86_64")]
 const TARGET: seccompiler::TargetArch = seccompiler::TargetArch::x86_64;
@@ -366,7 +366,7 @@ mod tests {
     use super::*;
 
     fn docker_profile() -> LinuxSeccomp {
-        let text = include_str!("../../tests/data/docker-config.json");
+        let text = include_str!("../../../tests/data/docker-config.json");
         let spec: oci_spec::runtime::Spec = serde_json::from_str(text).unwrap();
         spec.linux().as_ref().unwrap().seccomp().clone().unwrap()
     }

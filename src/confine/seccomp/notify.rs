@@ -23,7 +23,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 use seccompiler::{sock_filter, BpfProgram};
 
-use super::seccomp::{DenyAction, SeccompProfile};
+use super::bpf::{DenyAction, SeccompProfile};
 use super::syscalls;
 
 pub(crate) const RET_USER_NOTIF: u32 = 0x7fc0_0000;
