@@ -8,6 +8,7 @@ use super::view::{
     CapabilitySets, IdMaps, Namespaces, NsJoin, OciDevice, OciMount, OciProcess, OciView,
 };
 use crate::config::{NetworkMode, TrustLevel};
+use crate::error::SpecError;
 use crate::interpreter::Interpreter;
 use crate::policy::{FsPolicy, IdMapping, Identity, Limits, Policy, View};
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
@@ -27,20 +28,25 @@ pub enum BundleError {
     NoConfig { bundle: PathBuf },
     #[error("bundle {bundle}: config.json is not a valid OCI runtime spec: {message}")]
     Parse { bundle: PathBuf, message: String },
-    #[error("config.json: {field}: {message}")]
-    Invalid { field: String, message: String },
-    #[error(
-        "config.json: {field} is not enforced by maibox yet; refusing to run with less \
-         confinement than the spec asks ({hint})"
-    )]
-    Unenforced { field: String, hint: String },
+    /// A field invalid, or not enforced.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> BundleError {
-    BundleError::Invalid {
+    SpecError::Invalid {
         field: field.into(),
         message: message.into(),
     }
+    .into()
+}
+
+fn unenforced(field: impl Into<String>, hint: impl Into<String>) -> BundleError {
+    SpecError::Unenforced {
+        field: field.into(),
+        hint: hint.into(),
+    }
+    .into()
 }
 
 /// Features a caller may explicitly let pass unenforced (for trying maibox behind
@@ -121,10 +127,7 @@ pub fn policy_for(
         if waived.contains(&w) {
             Ok(())
         } else {
-            Err(BundleError::Unenforced {
-                field: field.into(),
-                hint: hint.into(),
-            })
+            Err(unenforced(field, hint))
         }
     };
     let seccomp = linux
@@ -156,12 +159,11 @@ pub fn policy_for(
                 LinuxNamespaceType::Uts => ("uts", libc::CLONE_NEWUTS),
                 LinuxNamespaceType::Cgroup => ("cgroup", libc::CLONE_NEWCGROUP),
                 other => {
-                    return Err(BundleError::Unenforced {
-                        field: format!("linux.namespaces[{other:?}].path"),
-                        hint: "maibox joins existing network, ipc, uts and cgroup \
-                               namespaces; joining other types is not supported yet"
-                            .into(),
-                    })
+                    return Err(unenforced(
+                        format!("linux.namespaces[{other:?}].path"),
+                        "maibox joins existing network, ipc, uts and cgroup \
+                         namespaces; joining other types is not supported yet",
+                    ))
                 }
             };
             ns.join.push(NsJoin {
@@ -189,12 +191,11 @@ pub fn policy_for(
         }
     }
     if ns.user.is_some() && !ns.join.is_empty() {
-        return Err(BundleError::Unenforced {
-            field: "linux.namespaces[].path".into(),
-            hint: "joining existing namespaces together with a new user namespace is \
-                   not supported yet"
-                .into(),
-        });
+        return Err(unenforced(
+            "linux.namespaces[].path",
+            "joining existing namespaces together with a new user namespace is \
+             not supported yet",
+        ));
     }
     if !ns.mount {
         // The view is built by mounting: without its own mount namespace the
@@ -481,10 +482,7 @@ fn refuse_unapplied(
     process: &oci_spec::runtime::Process,
     linux: &oci_spec::runtime::Linux,
 ) -> Result<(), BundleError> {
-    let unapplied = |field: &str, hint: &str| BundleError::Unenforced {
-        field: field.into(),
-        hint: hint.into(),
-    };
+    let unapplied = |field: &str, hint: &str| unenforced(field, hint);
     let present = [
         (
             process.selinux_label().is_some(),

@@ -12,6 +12,7 @@ use oci_spec::runtime::{Linux, LinuxDeviceCgroup, LinuxResources};
 
 use super::bundle::BundleError;
 use crate::cgroup::{Layout, Limits};
+use crate::error::SpecError;
 
 /// What the container's cgroup must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,17 +29,19 @@ pub struct OciCgroup {
 }
 
 fn err(field: &str, message: impl Into<String>) -> BundleError {
-    BundleError::Invalid {
+    SpecError::Invalid {
         field: format!("linux.{field}"),
         message: message.into(),
     }
+    .into()
 }
 
 fn unenforced(field: &str, hint: &str) -> BundleError {
-    BundleError::Unenforced {
+    SpecError::Unenforced {
         field: format!("linux.resources.{field}"),
         hint: hint.into(),
     }
+    .into()
 }
 
 /// null, zero, full, random, urandom, tty, ptmx and the pty slaves.

@@ -225,7 +225,8 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         .as_ref()
         .and_then(|l| l.seccomp().as_ref())
         .map(crate::confine::seccomp::oci::compile)
-        .transpose()?;
+        .transpose()
+        .map_err(BundleError::from)?;
     if !a.cgroup.is_empty() && s.cgroup_paths.is_empty() {
         return Err(refused(format!(
             "--cgroup: container {} has no cgroup",
