@@ -681,9 +681,11 @@ impl ContainerCgroup {
     fn apply_devices(&self) -> Result<(), String> {
         match &self.devices {
             Some((DeviceRules::V1(dir), rules)) => {
-                crate::oci::cgroup::write_device_rules(dir, rules)
+                crate::cgroup::oci::spec::write_device_rules(dir, rules)
             }
-            Some((DeviceRules::V2(dir), rules)) => crate::oci::devfilter::attach(dir, rules),
+            Some((DeviceRules::V2(dir), rules)) => {
+                crate::cgroup::resources::devfilter::attach(dir, rules)
+            }
             None => Ok(()),
         }
     }
@@ -717,17 +719,17 @@ fn container_cgroup(
     id: &str,
 ) -> Result<Option<ContainerCgroup>, OciError> {
     let linux = spec.linux().clone().unwrap_or_default();
-    let Some(want) = crate::oci::cgroup::from_spec(&linux, id)? else {
+    let Some(want) = crate::cgroup::oci::spec::from_spec(&linux, id)? else {
         return Ok(None);
     };
     let refuse =
         |e: String| OciError::Refused(format!("container cgroup {}: {e}", want.rel.display()));
     let layout = crate::cgroup::detect();
-    let preexisting = crate::oci::cgroup::existing_groups(&want.rel);
+    let preexisting = crate::cgroup::oci::spec::existing_groups(&want.rel);
     let limits = crate::cgroup::RunCgroup::create_at(&layout, &want.rel, want.limits)
         .map_err(|e| refuse(e.to_string()))?;
     if let Some(r) = linux.resources() {
-        crate::oci::cgroup::apply_exact(&limits.paths(), r).map_err(refuse)?;
+        crate::cgroup::oci::spec::apply_exact(&limits.paths(), r).map_err(refuse)?;
     }
     let mut group = ContainerCgroup {
         limits: Some(limits),
@@ -737,10 +739,10 @@ fn container_cgroup(
     };
     group
         .extra
-        .extend(crate::oci::cgroup::create_side_groups(&want.rel, &layout).map_err(refuse)?);
+        .extend(crate::cgroup::oci::spec::create_side_groups(&want.rel, &layout).map_err(refuse)?);
     // A group someone froze beforehand would freeze the init mid-setup (and the
     // runtime with it, waiting): refused, as runc does.
-    if crate::oci::cgroup::frozen(&group.paths()) {
+    if crate::cgroup::oci::spec::frozen(&group.paths()) {
         return Err(refuse(
             "the container's cgroup unexpectedly frozen (thaw it or choose another cgroupsPath)"
                 .into(),
@@ -749,8 +751,8 @@ fn container_cgroup(
     // On v1 the cpuset group is made in any case (inheriting its parent's CPUs
     // and memory nodes), so that `update --cpuset-cpus` has it; on v2 the
     // container's group takes cpuset files once the controller is enabled.
-    let v1_cpuset =
-        matches!(layout, crate::cgroup::Layout::V1 { .. }) && crate::oci::cgroup::has_v1("cpuset");
+    let v1_cpuset = matches!(layout, crate::cgroup::Layout::V1 { .. })
+        && crate::cgroup::oci::spec::has_v1("cpuset");
     let cpuset = want
         .cpuset
         .clone()
@@ -764,7 +766,7 @@ fn container_cgroup(
             _ => None,
         };
         group.extra.extend(
-            crate::oci::cgroup::apply_cpuset(&want.rel, cpus, mems, v2_dir.as_deref())
+            crate::cgroup::oci::spec::apply_cpuset(&want.rel, cpus, mems, v2_dir.as_deref())
                 .map_err(|e| refuse(format!("cpuset: {e}")))?,
         );
     }
@@ -772,16 +774,16 @@ fn container_cgroup(
         if let (crate::cgroup::Layout::V2 { .. }, Some(dir)) =
             (&layout, group.paths().first().cloned())
         {
-            crate::oci::cgroup::enable_v2_controller(&dir, "io")
+            crate::cgroup::oci::spec::enable_v2_controller(&dir, "io")
                 .map_err(|e| refuse(format!("blockIO: {e}")))?;
         }
-        crate::oci::blkio::apply(&group.paths(), &want.blkio)
+        crate::cgroup::resources::blkio::apply(&group.paths(), &want.blkio)
             .map_err(|e| refuse(format!("blockIO: {e}")))?;
     }
     if !want.devices.is_empty() {
         // The rules are written once the init has made the container's device
         // nodes (as runc does): a "deny all" would stop its mknod.
-        match crate::oci::cgroup::devices_group(&want.rel).map_err(refuse)? {
+        match crate::cgroup::oci::spec::devices_group(&want.rel).map_err(refuse)? {
             Some(d) => {
                 group.extra.push(d.clone());
                 group.devices = Some((DeviceRules::V1(d), want.devices.clone()));
@@ -907,8 +909,8 @@ fn kill(g: &Global, id: &str, sig: Option<Signal>, all: bool) -> Result<(), OciE
         })?;
     }
     // A frozen task acts on SIGKILL only once thawed.
-    if sig == Some(Signal::SIGKILL) && crate::oci::cgroup::frozen(&s.cgroup_paths) {
-        crate::oci::cgroup::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
+    if sig == Some(Signal::SIGKILL) && crate::cgroup::oci::spec::frozen(&s.cgroup_paths) {
+        crate::cgroup::oci::spec::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
     }
     Ok(())
 }
@@ -970,7 +972,7 @@ fn pause(g: &Global, id: &str, freeze: bool) -> Result<(), OciError> {
             "cannot {verb} container {id}: it is {status}, not {from}"
         )));
     }
-    crate::oci::cgroup::set_frozen(&s.cgroup_paths, freeze)
+    crate::cgroup::oci::spec::set_frozen(&s.cgroup_paths, freeze)
         .map_err(|e| OciError::Refused(format!("{verb} container {id}: {e}")))
 }
 
@@ -1005,8 +1007,8 @@ fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
             for p in container_pids(&s) {
                 let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
             }
-            if crate::oci::cgroup::frozen(&s.cgroup_paths) {
-                let _ = crate::oci::cgroup::set_frozen(&s.cgroup_paths, false);
+            if crate::cgroup::oci::spec::frozen(&s.cgroup_paths) {
+                let _ = crate::cgroup::oci::spec::set_frozen(&s.cgroup_paths, false);
             }
             if !wait_gone(&s, Duration::from_secs(5)) {
                 return Err(OciError::Refused(format!(

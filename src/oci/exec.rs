@@ -169,7 +169,7 @@ fn parse_user(u: &str) -> Result<(u32, u32), OciError> {
 pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     // Before this command opens anything of its own.
     let preserved = super::fds::inherited(a.preserve_fds);
-    let subs = super::subcgroup::parse(&a.cgroup).map_err(refused)?;
+    let subs = crate::cgroup::oci::subgroup::parse(&a.cgroup).map_err(refused)?;
     state::check_id(&a.id)?;
     let c = Container::open(&g.root, &a.id, false)?;
     let s = c.load()?;
@@ -233,7 +233,7 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
             a.id
         )));
     }
-    let cgroups = super::subcgroup::targets(&s.cgroup_paths, &subs).map_err(refused)?;
+    let cgroups = crate::cgroup::oci::subgroup::targets(&s.cgroup_paths, &subs).map_err(refused)?;
     let (namespaces, userns) = open_namespaces(s.pid)?;
     // The fds above must belong to the container's init, not to a recycled pid.
     if !state::alive(s.pid, s.start_time) {

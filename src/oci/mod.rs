@@ -6,18 +6,13 @@
 
 pub mod agent;
 pub mod bindsrc;
-pub mod blkio;
 pub mod bundle;
-pub mod cgroup;
 pub mod cli;
-pub mod devfilter;
 pub mod events;
 pub mod exec;
 pub mod fds;
 pub mod hooks;
 pub mod list;
 pub mod state;
-pub mod stats;
-pub mod subcgroup;
 pub mod update;
 pub mod view;

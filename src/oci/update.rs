@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::blkio::BlockIo;
 use super::cli::{Global, OciError};
 use super::state::{Container, Status};
+use crate::cgroup::resources::blkio::BlockIo;
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
@@ -186,7 +186,7 @@ pub fn changes_from(r: &oci_spec::runtime::LinuxResources) -> Result<Changes, Oc
     rest.set_memory(None);
     rest.set_cpu(None);
     rest.set_pids(None);
-    super::cgroup::limits(&rest)?;
+    crate::cgroup::oci::spec::limits(&rest)?;
     let mut c = Changes::default();
     if let Some(m) = r.memory() {
         if m.kernel().is_some_and(|v| v != 0) || m.kernel_tcp().is_some_and(|v| v != 0) {
@@ -209,7 +209,8 @@ pub fn changes_from(r: &oci_spec::runtime::LinuxResources) -> Result<Changes, Oc
     }
     c.pids = r.pids().as_ref().and_then(|p| nonzero_i(Some(p.limit())));
     if let Some(b) = r.block_io() {
-        let b = super::blkio::from_spec(b).map_err(|e| refused(format!("blockIO: {e}")))?;
+        let b = crate::cgroup::resources::blkio::from_spec(b)
+            .map_err(|e| refused(format!("blockIO: {e}")))?;
         c.blkio = (!b.is_empty()).then_some(b);
     }
     Ok(c)
@@ -340,7 +341,7 @@ pub fn apply(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
     cpuset(dirs, c)?;
     pids(dirs, c)?;
     match &c.blkio {
-        Some(b) => super::blkio::apply(dirs, b),
+        Some(b) => crate::cgroup::resources::blkio::apply(dirs, b),
         None => Ok(()),
     }
 }
@@ -421,7 +422,7 @@ fn cpu(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
     if let Some(s) = c.shares {
         let (f, v) = (
             d.join("cpu.weight"),
-            super::cgroup::shares_to_weight(s).to_string(),
+            crate::cgroup::oci::spec::shares_to_weight(s).to_string(),
         );
         write(&f, &v).map_err(described(&f, &v))?;
     }
@@ -451,7 +452,7 @@ fn cpuset(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
     };
     for (file, v) in [("cpuset.cpus", &c.cpus), ("cpuset.mems", &c.mems)] {
         if let Some(v) = v {
-            super::cgroup::check_cpu_list(file, v)?;
+            crate::cgroup::oci::spec::check_cpu_list(file, v)?;
             let f = d.join(file);
             write(&f, v).map_err(described(&f, v))?;
         }
@@ -469,7 +470,7 @@ fn v2_cpuset(dirs: &[PathBuf]) -> Result<PathBuf, String> {
         .iter()
         .find(|d| d.join("cgroup.controllers").exists())
         .ok_or_else(no_cpuset)?;
-    super::cgroup::enable_v2_controller(leaf, "cpuset")
+    crate::cgroup::oci::spec::enable_v2_controller(leaf, "cpuset")
         .map_err(|e| format!("{}: {e}", no_cpuset()))?;
     if !leaf.join("cpuset.cpus").exists() {
         return Err(no_cpuset());

@@ -10,9 +10,9 @@ use std::path::{Component, Path, PathBuf};
 
 use oci_spec::runtime::{Linux, LinuxDeviceCgroup, LinuxResources};
 
-use super::bundle::BundleError;
 use crate::cgroup::{Layout, Limits};
 use crate::error::SpecError;
+use crate::oci::bundle::BundleError;
 
 /// What the container's cgroup must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,7 +25,7 @@ pub struct OciCgroup {
     /// `cpu.cpus` and `cpu.mems` (an empty one is inherited).
     pub cpuset: Option<(String, String)>,
     /// `blockIO`, for the blkio (v1) or io (v2) controller.
-    pub blkio: super::blkio::BlockIo,
+    pub blkio: crate::cgroup::resources::blkio::BlockIo,
 }
 
 fn err(field: &str, message: impl Into<String>) -> BundleError {
@@ -150,7 +150,8 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, BundleError> {
         }
     }
     if let Some(b) = r.block_io() {
-        super::blkio::from_spec(b).map_err(|hint| unenforced("blockIO", &hint))?;
+        crate::cgroup::resources::blkio::from_spec(b)
+            .map_err(|hint| unenforced("blockIO", &hint))?;
     }
     if r.hugepage_limits().as_ref().is_some_and(|v| !v.is_empty()) {
         return Err(unenforced(
@@ -197,8 +198,9 @@ pub fn from_spec(linux: &Linux, id: &str) -> Result<Option<OciCgroup>, BundleErr
     }
     let limits = limits(&resources)?;
     let blkio = match resources.block_io() {
-        Some(b) => super::blkio::from_spec(b).map_err(|hint| unenforced("blockIO", &hint))?,
-        None => super::blkio::BlockIo::default(),
+        Some(b) => crate::cgroup::resources::blkio::from_spec(b)
+            .map_err(|hint| unenforced("blockIO", &hint))?,
+        None => crate::cgroup::resources::blkio::BlockIo::default(),
     };
     let mut devices: Vec<(bool, String)> = resources
         .devices()
@@ -357,7 +359,7 @@ pub fn create_side_groups(rel: &Path, layout: &Layout) -> Result<Vec<PathBuf>, S
 /// own period (maibox's limits keep only their ratio), CPU shares, the
 /// realtime budget (v1) and the memory reservation (a soft limit).
 pub fn apply_exact(dirs: &[PathBuf], r: &LinuxResources) -> Result<(), String> {
-    let mut c = super::update::Changes::default();
+    let mut c = crate::oci::update::Changes::default();
     if let Some(cpu) = r.cpu() {
         c.shares = cpu.shares().filter(|s| *s > 0);
         c.quota = cpu.quota().filter(|q| *q > 0);
@@ -370,7 +372,7 @@ pub fn apply_exact(dirs: &[PathBuf], r: &LinuxResources) -> Result<(), String> {
         .as_ref()
         .and_then(|m| m.reservation())
         .filter(|v| *v > 0);
-    super::update::apply(dirs, &c)
+    crate::oci::update::apply(dirs, &c)
 }
 
 /// The container's cpuset: on v1 its own group in the cpuset hierarchy (every
@@ -524,7 +526,7 @@ mod tests {
 
     #[test]
     fn dockers_resources_map_to_limits_and_device_rules() {
-        let text = include_str!("../../tests/data/docker-config.json");
+        let text = include_str!("../../../tests/data/docker-config.json");
         let spec: oci_spec::runtime::Spec = serde_json::from_str(text).unwrap();
         let cg = from_spec(spec.linux().as_ref().unwrap(), "x")
             .unwrap()
