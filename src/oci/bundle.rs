@@ -144,7 +144,7 @@ pub fn policy_for(
     }
     // Limits and the cgroup path are applied by `create` (super::cgroup); checked
     // here so that one maibox cannot apply fails before anything exists.
-    crate::cgroup::oci::spec::from_spec(&linux, "check")?;
+    crate::cgroup::oci::from_spec(&linux, "check")?;
 
     let oci_process = oci_process(process)?;
     let args = oci_process.args.clone();

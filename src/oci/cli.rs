@@ -5,6 +5,7 @@
 use super::bundle::{self, BundleError, Waivable};
 use super::hooks::{self, HookError};
 use super::state::{self, Container, Saved, StateError, Status};
+use crate::cgroup::oci::ContainerCgroup;
 use crate::engine::{spawn, SetupError};
 use crate::policy::View;
 use clap::{Args, Subcommand, ValueEnum};
@@ -642,168 +643,18 @@ fn forward_listener(
     super::agent::hand_over(n, &owner, &fd)
 }
 
-/// The container's cgroup: maibox's limits group plus, for device rules, the v1
-/// devices group. Removed on drop unless [`ContainerCgroup::persist`]ed.
-struct ContainerCgroup {
-    limits: Option<crate::cgroup::RunCgroup>,
-    /// v1 groups outside maibox's own hierarchies: devices, freezer, cpuacct,
-    /// cpuset, and the unified group of a hybrid host.
-    extra: Vec<PathBuf>,
-    /// Groups that existed before this create: never removed by its failure.
-    preexisting: Vec<PathBuf>,
-    /// Device rules, applied by [`ContainerCgroup::apply_devices`].
-    devices: Option<(DeviceRules, Vec<(bool, String)>)>,
-}
-
-enum DeviceRules {
-    /// A v1 devices group.
-    V1(PathBuf),
-    /// A v2 group, for a device program.
-    V2(PathBuf),
-}
-
-impl ContainerCgroup {
-    fn attach(&self, pid: i32) -> Result<(), crate::cgroup::CgroupError> {
-        if let Some(l) = &self.limits {
-            l.attach(pid)?;
-        }
-        for d in &self.extra {
-            let f = d.join("cgroup.procs");
-            std::fs::write(&f, pid.to_string()).map_err(|e| crate::cgroup::CgroupError::Io {
-                step: "attach the container to its devices/freezer cgroup",
-                path: f,
-                source: e,
-            })?;
-        }
-        Ok(())
-    }
-
-    fn apply_devices(&self) -> Result<(), String> {
-        match &self.devices {
-            Some((DeviceRules::V1(dir), rules)) => {
-                crate::cgroup::oci::spec::write_device_rules(dir, rules)
-            }
-            Some((DeviceRules::V2(dir), rules)) => {
-                crate::cgroup::resources::devfilter::attach(dir, rules)
-            }
-            None => Ok(()),
-        }
-    }
-
-    fn paths(&self) -> Vec<PathBuf> {
-        let mut v = self.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
-        v.extend(self.extra.iter().cloned());
-        v
-    }
-
-    fn persist(mut self) {
-        self.extra.clear();
-        if let Some(l) = self.limits.take() {
-            l.persist();
-        }
-    }
-}
-
-impl Drop for ContainerCgroup {
-    fn drop(&mut self) {
-        let ours: Vec<PathBuf> = std::mem::take(&mut self.extra)
-            .into_iter()
-            .filter(|d| !self.preexisting.contains(d))
-            .collect();
-        let _ = crate::cgroup::remove_dirs(&ours);
-    }
-}
-
+/// The container's cgroup as its spec asks (none when it asks for none).
 fn container_cgroup(
     spec: &oci_spec::runtime::Spec,
     id: &str,
 ) -> Result<Option<ContainerCgroup>, OciError> {
     let linux = spec.linux().clone().unwrap_or_default();
-    let Some(want) = crate::cgroup::oci::spec::from_spec(&linux, id)? else {
+    let Some(want) = crate::cgroup::oci::from_spec(&linux, id).map_err(BundleError::from)? else {
         return Ok(None);
     };
-    let refuse =
-        |e: String| OciError::Refused(format!("container cgroup {}: {e}", want.rel.display()));
-    let layout = crate::cgroup::detect();
-    let preexisting = crate::cgroup::oci::spec::existing_groups(&want.rel);
-    let limits = crate::cgroup::RunCgroup::create_at(&layout, &want.rel, want.limits)
-        .map_err(|e| refuse(e.to_string()))?;
-    if let Some(r) = linux.resources() {
-        crate::cgroup::oci::spec::apply_exact(&limits.paths(), r).map_err(refuse)?;
-    }
-    let mut group = ContainerCgroup {
-        limits: Some(limits),
-        extra: Vec::new(),
-        preexisting,
-        devices: None,
-    };
-    group
-        .extra
-        .extend(crate::cgroup::oci::spec::create_side_groups(&want.rel, &layout).map_err(refuse)?);
-    // A group someone froze beforehand would freeze the init mid-setup (and the
-    // runtime with it, waiting): refused, as runc does.
-    if crate::cgroup::oci::spec::frozen(&group.paths()) {
-        return Err(refuse(
-            "the container's cgroup unexpectedly frozen (thaw it or choose another cgroupsPath)"
-                .into(),
-        ));
-    }
-    // On v1 the cpuset group is made in any case (inheriting its parent's CPUs
-    // and memory nodes), so that `update --cpuset-cpus` has it; on v2 the
-    // container's group takes cpuset files once the controller is enabled.
-    let v1_cpuset = matches!(layout, crate::cgroup::Layout::V1 { .. })
-        && crate::cgroup::oci::spec::has_v1("cpuset");
-    let cpuset = want
-        .cpuset
-        .clone()
-        .or_else(|| v1_cpuset.then(|| (String::new(), String::new())));
-    if let Some((cpus, mems)) = &cpuset {
-        let v2_dir = match layout {
-            crate::cgroup::Layout::V2 { .. } => group
-                .limits
-                .as_ref()
-                .and_then(|l| l.paths().into_iter().next()),
-            _ => None,
-        };
-        group.extra.extend(
-            crate::cgroup::oci::spec::apply_cpuset(&want.rel, cpus, mems, v2_dir.as_deref())
-                .map_err(|e| refuse(format!("cpuset: {e}")))?,
-        );
-    }
-    if !want.blkio.is_empty() {
-        if let (crate::cgroup::Layout::V2 { .. }, Some(dir)) =
-            (&layout, group.paths().first().cloned())
-        {
-            crate::cgroup::oci::spec::enable_v2_controller(&dir, "io")
-                .map_err(|e| refuse(format!("blockIO: {e}")))?;
-        }
-        crate::cgroup::resources::blkio::apply(&group.paths(), &want.blkio)
-            .map_err(|e| refuse(format!("blockIO: {e}")))?;
-    }
-    if !want.devices.is_empty() {
-        // The rules are written once the init has made the container's device
-        // nodes (as runc does): a "deny all" would stop its mknod.
-        match crate::cgroup::oci::spec::devices_group(&want.rel).map_err(refuse)? {
-            Some(d) => {
-                group.extra.push(d.clone());
-                group.devices = Some((DeviceRules::V1(d), want.devices.clone()));
-            }
-            // cgroup v2: the rules become a device program on the container's group.
-            None if matches!(layout, crate::cgroup::Layout::V2 { .. }) => {
-                let dirs = group.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
-                let dir = dirs
-                    .first()
-                    .ok_or_else(|| refuse("no cgroup v2 directory for the device rules".into()))?;
-                group.devices = Some((DeviceRules::V2(dir.clone()), want.devices.clone()));
-            }
-            None => {
-                return Err(refuse(
-                    "the spec gives device rules but this host has neither a v1 devices controller nor cgroup v2 to enforce them".into(),
-                ))
-            }
-        }
-    }
-    Ok(Some(group))
+    ContainerCgroup::create(&want, linux.resources().as_ref())
+        .map(Some)
+        .map_err(OciError::Refused)
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.
@@ -909,8 +760,8 @@ fn kill(g: &Global, id: &str, sig: Option<Signal>, all: bool) -> Result<(), OciE
         })?;
     }
     // A frozen task acts on SIGKILL only once thawed.
-    if sig == Some(Signal::SIGKILL) && crate::cgroup::oci::spec::frozen(&s.cgroup_paths) {
-        crate::cgroup::oci::spec::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
+    if sig == Some(Signal::SIGKILL) && crate::cgroup::freezer::frozen(&s.cgroup_paths) {
+        crate::cgroup::freezer::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
     }
     Ok(())
 }
@@ -972,7 +823,7 @@ fn pause(g: &Global, id: &str, freeze: bool) -> Result<(), OciError> {
             "cannot {verb} container {id}: it is {status}, not {from}"
         )));
     }
-    crate::cgroup::oci::spec::set_frozen(&s.cgroup_paths, freeze)
+    crate::cgroup::freezer::set_frozen(&s.cgroup_paths, freeze)
         .map_err(|e| OciError::Refused(format!("{verb} container {id}: {e}")))
 }
 
@@ -1007,8 +858,8 @@ fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
             for p in container_pids(&s) {
                 let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
             }
-            if crate::cgroup::oci::spec::frozen(&s.cgroup_paths) {
-                let _ = crate::cgroup::oci::spec::set_frozen(&s.cgroup_paths, false);
+            if crate::cgroup::freezer::frozen(&s.cgroup_paths) {
+                let _ = crate::cgroup::freezer::set_frozen(&s.cgroup_paths, false);
             }
             if !wait_gone(&s, Duration::from_secs(5)) {
                 return Err(OciError::Refused(format!(

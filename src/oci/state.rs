@@ -198,7 +198,7 @@ impl Container {
             Status::Stopped
         } else if self.fifo().exists() {
             Status::Created
-        } else if crate::cgroup::oci::spec::frozen(&s.cgroup_paths) {
+        } else if crate::cgroup::freezer::frozen(&s.cgroup_paths) {
             Status::Paused
         } else {
             Status::Running
