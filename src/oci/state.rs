@@ -270,6 +270,30 @@ pub fn now_rfc3339() -> String {
     )
 }
 
+/// The runtime-spec version of the states maibox reports.
+pub const OCI_VERSION: &str = "1.0.2";
+
+/// The state as the runtime spec defines it (`ociVersion`, `id`, `status`, `pid`,
+/// `bundle`, `annotations`). A stopped container has no pid.
+pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "ociVersion": OCI_VERSION,
+        "id": s.id,
+        "status": status,
+        "bundle": s.bundle,
+        "rootfs": s.bundle.join("rootfs"),
+        "created": s.created,
+        "owner": "",
+        "annotations": s.annotations,
+    });
+    if status != Status::Stopped {
+        v["pid"] = s.pid.into();
+    } else {
+        v["pid"] = 0.into();
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

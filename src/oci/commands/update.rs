@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::cli::{Global, OciError};
-use super::state::{Container, Status};
 use crate::cgroup::resources::blkio::{self, BlockIo};
 use crate::cgroup::resources::{apply, Changes};
+use crate::oci::cli::Global;
+use crate::oci::error::OciError;
+use crate::oci::state::{Container, Status};
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
@@ -170,7 +171,7 @@ pub fn changes_from(r: &oci_spec::runtime::LinuxResources) -> Result<Changes, Oc
     rest.set_memory(None);
     rest.set_cpu(None);
     rest.set_pids(None);
-    crate::cgroup::oci::limits(&rest).map_err(super::bundle::BundleError::from)?;
+    crate::cgroup::oci::limits(&rest).map_err(crate::oci::bundle::BundleError::from)?;
     let mut c = Changes::default();
     if let Some(m) = r.memory() {
         if m.kernel().is_some_and(|v| v != 0) || m.kernel_tcp().is_some_and(|v| v != 0) {

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use super::cli::{Global, OciError};
-use super::state::{self, Container, Status};
 use crate::cgroup::stats::{read_stats, Stats};
+use crate::oci::cli::Global;
+use crate::oci::error::OciError;
+use crate::oci::state::{self, Container, Status};
 
 #[derive(Args, Debug)]
 pub struct EventsArgs {

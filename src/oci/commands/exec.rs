@@ -17,11 +17,12 @@ use clap::Args;
 use nix::sched::CloneFlags;
 use nix::unistd::{fork, ForkResult, Pid};
 
-use super::bundle::{self, BundleError};
-use super::cli::{Global, OciError};
-use super::state::{self, Container, Status};
-use super::view::OciProcess;
 use crate::engine::oci as engine;
+use crate::oci::bundle::{self, BundleError};
+use crate::oci::cli::Global;
+use crate::oci::error::OciError;
+use crate::oci::state::{self, Container, Status};
+use crate::oci::view::OciProcess;
 
 #[derive(Args, Debug)]
 pub struct ExecArgs {
@@ -168,7 +169,7 @@ fn parse_user(u: &str) -> Result<(u32, u32), OciError> {
 /// Runs `exec`. Returns the exit code of the runtime command.
 pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     // Before this command opens anything of its own.
-    let preserved = super::fds::inherited(a.preserve_fds);
+    let preserved = crate::oci::fds::inherited(a.preserve_fds);
     let subs = crate::cgroup::oci::subgroup::parse(&a.cgroup).map_err(refused)?;
     state::check_id(&a.id)?;
     let c = Container::open(&g.root, &a.id, false)?;
@@ -286,15 +287,15 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     if let (Some(n), Some((ours, theirs)), Some(pid)) = (&notify, listener_pair, pid) {
         // Only the process keeps the other end: end-of-file once it is gone.
         drop(theirs);
-        if let Some(listener) = super::agent::receive_listener(&ours)? {
-            let owner = super::agent::Owner {
+        if let Some(listener) = crate::oci::agent::receive_listener(&ours)? {
+            let owner = crate::oci::agent::Owner {
                 id: &a.id,
                 pid,
                 status: "running",
                 bundle: &s.bundle,
                 annotations: serde_json::json!(s.annotations),
             };
-            if let Err(e) = super::agent::hand_over(n, &owner, &listener) {
+            if let Err(e) = crate::oci::agent::hand_over(n, &owner, &listener) {
                 let _ =
                     nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                 return Err(e);
@@ -457,7 +458,7 @@ fn pass_listener(job: &Job, listener: Option<OwnedFd>) -> Result<(), crate::erro
     let (Some(l), Some(sock)) = (listener, job.listener_sock) else {
         return Ok(());
     };
-    super::agent::send_listener(sock, &l)
+    crate::oci::agent::send_listener(sock, &l)
         .map_err(|e| crate::error::SetupError::new(crate::error::Step::Seccomp, e))
 }
 
