@@ -821,7 +821,7 @@ mod tests {
     fn docker_reference_config_maps_to_a_policy() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("rootfs")).unwrap();
-        let text = include_str!("../../tests/data/docker-config.json");
+        let text = include_str!("../../../tests/data/docker-config.json");
         let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
         v["root"]["path"] = "rootfs".into();
         let spec: Spec = serde_json::from_value(v).unwrap();
