@@ -4,17 +4,21 @@
 //! A field maibox cannot enforce yet is refused (never silently dropped), unless
 //! the caller waived it explicitly with `--unsafe-allow-unenforced`.
 
-use super::view::{
-    CapabilitySets, IdMaps, Namespaces, NsJoin, OciDevice, OciMount, OciProcess, OciView,
-};
+use super::view::OciView;
 use crate::config::{NetworkMode, TrustLevel};
 use crate::error::SpecError;
 use crate::interpreter::Interpreter;
 use crate::policy::{FsPolicy, IdMapping, Identity, Limits, Policy, View};
-use oci_spec::runtime::{LinuxNamespaceType, Spec};
+use oci_spec::runtime::Spec;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod linux;
+mod mounts;
+mod process;
+
+pub use process::{oci_process, rlimit_number};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -105,6 +109,8 @@ pub fn check_version(v: &str) -> Result<(), BundleError> {
     Ok(())
 }
 
+/// The policy for `spec` in `bundle`: every field checked, refused when
+/// maibox cannot enforce it (unless `waived`).
 pub fn policy_for(
     spec: &Spec,
     bundle: &Path,
@@ -122,145 +128,24 @@ pub fn policy_for(
     let root_path = resolve_root(bundle, root.path())?;
     let linux = spec.linux().clone().unwrap_or_default();
 
-    refuse_unapplied(process, &linux)?;
-    let waive = |w: Waivable, field: &str, hint: &str| -> Result<(), BundleError> {
-        if waived.contains(&w) {
-            Ok(())
-        } else {
-            Err(unenforced(field, hint))
-        }
-    };
+    process::refuse_unapplied(process, &linux)?;
     let seccomp = linux
         .seccomp()
         .as_ref()
         .map(crate::confine::seccomp::oci::compile)
         .transpose()?;
-    if process.apparmor_profile().is_some() {
-        waive(
-            Waivable::Apparmor,
-            "process.apparmorProfile",
-            "no AppArmor support",
-        )?;
+    if process.apparmor_profile().is_some() && !waived.contains(&Waivable::Apparmor) {
+        return Err(unenforced("process.apparmorProfile", "no AppArmor support"));
     }
-    // Limits and the cgroup path are applied by `create` (super::cgroup); checked
-    // here so that one maibox cannot apply fails before anything exists.
+    // Limits and the cgroup path are applied by `create` (crate::cgroup::oci);
+    // checked here so that one maibox cannot apply fails before anything exists.
     crate::cgroup::oci::from_spec(&linux, "check")?;
 
-    let oci_process = oci_process(process)?;
-    let args = oci_process.args.clone();
-    let user = process.user();
-
-    let mut ns = Namespaces::default();
-    for n in linux.namespaces().iter().flatten() {
-        if let Some(path) = n.path() {
-            let (kind, flag) = match n.typ() {
-                LinuxNamespaceType::Network => ("network", libc::CLONE_NEWNET),
-                LinuxNamespaceType::Ipc => ("ipc", libc::CLONE_NEWIPC),
-                LinuxNamespaceType::Uts => ("uts", libc::CLONE_NEWUTS),
-                LinuxNamespaceType::Cgroup => ("cgroup", libc::CLONE_NEWCGROUP),
-                other => {
-                    return Err(unenforced(
-                        format!("linux.namespaces[{other:?}].path"),
-                        "maibox joins existing network, ipc, uts and cgroup \
-                         namespaces; joining other types is not supported yet",
-                    ))
-                }
-            };
-            ns.join.push(NsJoin {
-                kind: kind.into(),
-                path: path.clone(),
-                flag,
-                fd: None,
-            });
-            continue;
-        }
-        match n.typ() {
-            LinuxNamespaceType::Mount => ns.mount = true,
-            LinuxNamespaceType::Pid => ns.pid = true,
-            LinuxNamespaceType::Network => ns.network = true,
-            LinuxNamespaceType::Ipc => ns.ipc = true,
-            LinuxNamespaceType::Uts => ns.uts = true,
-            LinuxNamespaceType::Cgroup => ns.cgroup = true,
-            LinuxNamespaceType::User => ns.user = Some(IdMaps::default()),
-            other => {
-                return Err(invalid(
-                    "linux.namespaces",
-                    format!("namespace type {other:?} is not supported"),
-                ))
-            }
-        }
-    }
-    if ns.user.is_some() && !ns.join.is_empty() {
-        return Err(unenforced(
-            "linux.namespaces[].path",
-            "joining existing namespaces together with a new user namespace is \
-             not supported yet",
-        ));
-    }
-    if !ns.mount {
-        // The view is built by mounting: without its own mount namespace the
-        // container would mount on the host.
-        return Err(invalid(
-            "linux.namespaces",
-            "a mount namespace is required (maibox builds the root with mounts)",
-        ));
-    }
-    let map = |m: &Option<Vec<oci_spec::runtime::LinuxIdMapping>>| -> Vec<(u32, u32, u32)> {
-        m.iter()
-            .flatten()
-            .map(|e| (e.container_id(), e.host_id(), e.size()))
-            .collect()
-    };
-    if let Some(maps) = ns.user.as_mut() {
-        maps.uid = map(linux.uid_mappings());
-        maps.gid = map(linux.gid_mappings());
-        if maps.uid.is_empty() || maps.gid.is_empty() {
-            return Err(invalid(
-                "linux.uidMappings/gidMappings",
-                "a user namespace needs both uid and gid mappings",
-            ));
-        }
-    } else if linux.uid_mappings().is_some() || linux.gid_mappings().is_some() {
-        return Err(invalid(
-            "linux.uidMappings",
-            "mappings given without a user namespace in linux.namespaces",
-        ));
-    }
-
-    let hostname = spec.hostname().clone().filter(|h| !h.is_empty());
-    // A joined uts namespace (a pod's) takes the hostname too, as with runc.
-    let uts = ns.uts || ns.join.iter().any(|j| j.kind == "uts");
-    if hostname.is_some() && !uts {
-        return Err(invalid(
-            "hostname",
-            "setting the hostname needs a new uts namespace",
-        ));
-    }
-    let domainname = spec.domainname().clone().filter(|h| !h.is_empty());
-    if domainname.is_some() && !uts {
-        return Err(invalid(
-            "domainname",
-            "setting the domain name needs a new uts namespace",
-        ));
-    }
-    let mut sysctls: Vec<(String, String)> = linux
-        .sysctl()
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    sysctls.sort();
-    for (k, _) in &sysctls {
-        check_sysctl(k, &ns)?;
-    }
-
-    let mut mounts = Vec::new();
-    for m in spec.mounts().iter().flatten() {
-        if let Some(mm) = mount_for(m, bundle)? {
-            mounts.push(mm);
-        }
-    }
-
+    let oci_process = process::oci_process(process)?;
+    let ns = linux::namespaces(&linux)?;
+    let (hostname, domainname) = linux::uts_names(spec, &ns)?;
+    let sysctls = linux::sysctls(&linux, &ns)?;
+    let mounts = mounts::mounts(spec, bundle)?;
     let view = OciView {
         root: root_path.clone(),
         root_readonly: root.readonly().unwrap_or(false),
@@ -278,10 +163,22 @@ pub fn policy_for(
         preserve_fds: Vec::new(),
         seccomp,
         hooks: None,
-        root_propagation: root_propagation(linux.rootfs_propagation().as_deref())?,
-        devices: devices(&linux)?,
+        root_propagation: linux::root_propagation(linux.rootfs_propagation().as_deref())?,
+        devices: linux::devices(&linux)?,
         hooks_sync: false,
     };
+    Ok(policy(view, process.user(), root_path, hostname))
+}
+
+/// The policy around an OCI view. The Python-view fields describe maibox's own
+/// runs; the OCI view does not read them. They carry the spec's values where
+/// one exists.
+fn policy(
+    view: OciView,
+    user: &oci_spec::runtime::User,
+    root_path: PathBuf,
+    hostname: Option<String>,
+) -> Policy {
     let env: Vec<(String, String)> = view
         .process
         .env
@@ -291,9 +188,7 @@ pub fn policy_for(
             None => (e.clone(), String::new()),
         })
         .collect();
-    // The Python-view fields below describe maibox's own runs; the OCI view does
-    // not read them. They carry the spec's values where one exists.
-    Ok(Policy {
+    Policy {
         trust: TrustLevel::Untrusted,
         disabled: Default::default(),
         // The OCI view takes seccomp from the spec (`OciView::seccomp`) and applies
@@ -314,7 +209,7 @@ pub fn policy_for(
             },
         },
         interpreter: Interpreter {
-            path: PathBuf::from(&args[0]),
+            path: PathBuf::from(&view.process.args[0]),
             prefix: PathBuf::from("/"),
             extra_bind: None,
         },
@@ -339,79 +234,7 @@ pub fn policy_for(
         env,
         hostname: hostname.unwrap_or_default(),
         view: View::Oci(Box::new(view)),
-    })
-}
-
-/// A spec's (or `exec --process` file's) process as the engine's plain data.
-pub fn oci_process(process: &oci_spec::runtime::Process) -> Result<OciProcess, BundleError> {
-    let args = process.args().clone().unwrap_or_default();
-    if args.is_empty() {
-        return Err(invalid("process.args", "empty (nothing to run)"));
     }
-    let cwd = process.cwd().display().to_string();
-    if !cwd.starts_with('/') {
-        return Err(invalid("process.cwd", format!("{cwd:?} is not absolute")));
-    }
-    let user = process.user();
-    let caps = process.capabilities().clone().unwrap_or_default();
-    let names = |s: &Option<oci_spec::runtime::Capabilities>| -> Vec<String> {
-        let mut v: Vec<String> = s
-            .iter()
-            .flatten()
-            .filter_map(|c| serde_json::to_value(c).ok())
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
-        v.sort();
-        v
-    };
-    let capabilities = CapabilitySets {
-        bounding: names(caps.bounding()),
-        effective: names(caps.effective()),
-        inheritable: names(caps.inheritable()),
-        permitted: names(caps.permitted()),
-        ambient: names(caps.ambient()),
-    };
-    let mut rlimits = Vec::new();
-    for r in process.rlimits().iter().flatten() {
-        let name = serde_json::to_value(r.typ())
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let res = rlimit_number(&name)
-            .ok_or_else(|| invalid("process.rlimits", format!("unknown limit {name:?}")))?;
-        if r.soft() > r.hard() {
-            return Err(invalid(
-                "process.rlimits",
-                format!("{name}: soft limit above the hard limit"),
-            ));
-        }
-        rlimits.push((res, r.soft(), r.hard()));
-    }
-    let console_size = match process.console_size() {
-        Some(b) => Some((
-            u16::try_from(b.height())
-                .map_err(|_| invalid("process.consoleSize.height", "more than 65535 rows"))?,
-            u16::try_from(b.width())
-                .map_err(|_| invalid("process.consoleSize.width", "more than 65535 columns"))?,
-        )),
-        None => None,
-    };
-    let oci_process = OciProcess {
-        args: args.clone(),
-        env: process.env().clone().unwrap_or_default(),
-        cwd,
-        uid: user.uid(),
-        gid: user.gid(),
-        additional_gids: additional_gids(user.additional_gids().as_deref())?,
-        rlimits,
-        no_new_privileges: process.no_new_privileges().unwrap_or(false),
-        oom_score_adj: process.oom_score_adj(),
-        capabilities,
-        terminal: process.terminal().unwrap_or(false),
-        console_size,
-        umask: user.umask(),
-    };
-    Ok(oci_process)
 }
 
 /// `root.path` relative to the bundle, resolved on the host. A root that leaves the
@@ -450,362 +273,10 @@ fn resolve_root(bundle: &Path, p: &Path) -> Result<PathBuf, BundleError> {
     Ok(real)
 }
 
-/// Only sysctls that belong to a namespace the container owns may be set: anything
-/// else would change the host.
-fn check_sysctl(k: &str, ns: &Namespaces) -> Result<(), BundleError> {
-    let ipc = matches!(
-        k,
-        "kernel.msgmax"
-            | "kernel.msgmnb"
-            | "kernel.msgmni"
-            | "kernel.sem"
-            | "kernel.shmall"
-            | "kernel.shmmax"
-            | "kernel.shmmni"
-            | "kernel.shm_rmid_forced"
-    ) || k.starts_with("fs.mqueue.");
-    let ok = (ipc && ns.ipc)
-        || (k.starts_with("net.") && ns.network)
-        || (matches!(k, "kernel.hostname" | "kernel.domainname") && ns.uts);
-    if ok && !k.contains("..") && !k.contains('/') {
-        Ok(())
-    } else {
-        Err(invalid(
-            "linux.sysctl",
-            format!("{k} is not namespaced by the container's namespaces"),
-        ))
-    }
-}
-
-/// Fields maibox does not apply: refused by name, never dropped silently.
-fn refuse_unapplied(
-    process: &oci_spec::runtime::Process,
-    linux: &oci_spec::runtime::Linux,
-) -> Result<(), BundleError> {
-    let unapplied = |field: &str, hint: &str| unenforced(field, hint);
-    let present = [
-        (
-            process.selinux_label().is_some(),
-            "process.selinuxLabel",
-            "no SELinux support",
-        ),
-        (
-            linux.mount_label().is_some(),
-            "linux.mountLabel",
-            "no SELinux support",
-        ),
-        (
-            process.scheduler().is_some(),
-            "process.scheduler",
-            "scheduling policies are not applied",
-        ),
-        (
-            process.io_priority().is_some(),
-            "process.ioPriority",
-            "I/O priorities are not applied",
-        ),
-        (
-            process.exec_cpu_affinity().is_some(),
-            "process.execCPUAffinity",
-            "CPU affinity is not applied",
-        ),
-        (
-            linux.intel_rdt().is_some(),
-            "linux.intelRdt",
-            "no Intel RDT support",
-        ),
-        (
-            linux.memory_policy().is_some(),
-            "linux.memoryPolicy",
-            "NUMA memory policies are not applied",
-        ),
-        (
-            linux.personality().is_some(),
-            "linux.personality",
-            "execution domains are not applied",
-        ),
-        (
-            linux.net_devices().is_some(),
-            "linux.netDevices",
-            "moving host network devices is not supported",
-        ),
-        (
-            linux.time_offsets().is_some(),
-            "linux.timeOffsets",
-            "time namespaces are not supported",
-        ),
-    ];
-    if let Some((_, field, hint)) = present.iter().find(|(on, _, _)| *on) {
-        return Err(unapplied(field, hint));
-    }
-    Ok(())
-}
-
-/// `process.user.additionalGids`, each at most once (runc refuses duplicates too).
-fn additional_gids(gids: Option<&[u32]>) -> Result<Vec<u32>, BundleError> {
-    let gids = gids.unwrap_or_default().to_vec();
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(d) = gids.iter().find(|g| !seen.insert(**g)) {
-        return Err(invalid(
-            "process.user.additionalGids",
-            format!("gid {d} is listed twice"),
-        ));
-    }
-    Ok(gids)
-}
-
-/// `linux.rootfsPropagation` as mount flags. maibox first makes every mount of
-/// the container private, so no setting can reach the host's mounts: "shared"
-/// makes a peer group inside the container only, "slave" has no master left.
-fn root_propagation(p: Option<&str>) -> Result<Option<libc::c_ulong>, BundleError> {
-    use nix::mount::MsFlags as F;
-    let f = match p.unwrap_or("") {
-        "" => return Ok(None),
-        "private" => F::MS_PRIVATE,
-        "rprivate" => F::MS_PRIVATE | F::MS_REC,
-        "shared" => F::MS_SHARED,
-        "rshared" => F::MS_SHARED | F::MS_REC,
-        "slave" => F::MS_SLAVE,
-        "rslave" => F::MS_SLAVE | F::MS_REC,
-        "unbindable" => F::MS_UNBINDABLE,
-        "runbindable" => F::MS_UNBINDABLE | F::MS_REC,
-        other => {
-            return Err(invalid(
-                "linux.rootfsPropagation",
-                format!("{other:?} is not a propagation type"),
-            ))
-        }
-    };
-    Ok(Some(f.bits()))
-}
-
-/// `linux.devices`, checked: absolute paths, known types, numbers for
-/// character and block devices.
-fn devices(linux: &oci_spec::runtime::Linux) -> Result<Vec<OciDevice>, BundleError> {
-    use oci_spec::runtime::LinuxDeviceType as T;
-    let mut out = Vec::new();
-    for d in linux.devices().iter().flatten() {
-        let path = d.path().display().to_string();
-        if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
-            return Err(invalid(
-                "linux.devices[].path",
-                format!("{path:?} is not an absolute path inside the container"),
-            ));
-        }
-        let kind = match d.typ() {
-            T::C | T::U => libc::S_IFCHR,
-            T::B => libc::S_IFBLK,
-            T::P => libc::S_IFIFO,
-            other => {
-                return Err(invalid(
-                    "linux.devices[].type",
-                    format!("{path}: type {other:?} cannot be created"),
-                ))
-            }
-        };
-        out.push(OciDevice {
-            path,
-            kind,
-            major: u64::try_from(d.major()).unwrap_or(0),
-            minor: u64::try_from(d.minor()).unwrap_or(0),
-            mode: d.file_mode().unwrap_or(0o666) & 0o7777,
-            uid: d.uid().unwrap_or(0),
-            gid: d.gid().unwrap_or(0),
-        });
-    }
-    Ok(out)
-}
-
-/// The recursive mount options (runc's `r`-prefixed set, applied with
-/// mount_setattr(AT_RECURSIVE)): (attributes to set, attributes to clear).
-fn recursive_attr(o: &str) -> Option<(u64, u64)> {
-    use crate::engine::mounts::*;
-    Some(match o {
-        "rro" => (MOUNT_ATTR_RDONLY, 0),
-        "rrw" => (0, MOUNT_ATTR_RDONLY),
-        "rnosuid" => (MOUNT_ATTR_NOSUID, 0),
-        "rsuid" => (0, MOUNT_ATTR_NOSUID),
-        "rnodev" => (MOUNT_ATTR_NODEV, 0),
-        "rdev" => (0, MOUNT_ATTR_NODEV),
-        "rnoexec" => (MOUNT_ATTR_NOEXEC, 0),
-        "rexec" => (0, MOUNT_ATTR_NOEXEC),
-        "rnodiratime" => (MOUNT_ATTR_NODIRATIME, 0),
-        "rnosymfollow" => (MOUNT_ATTR_NOSYMFOLLOW, 0),
-        "rsymfollow" => (0, MOUNT_ATTR_NOSYMFOLLOW),
-        "rdiratime" => (0, MOUNT_ATTR_NODIRATIME),
-        "rnoatime" => (MOUNT_ATTR_NOATIME, MOUNT_ATTR_ATIME_MASK),
-        "rstrictatime" => (MOUNT_ATTR_STRICTATIME, MOUNT_ATTR_ATIME_MASK),
-        // relatime is the atime field's zero value; "no relatime" names no
-        // other mode, so (as in runc) it changes nothing.
-        "rrelatime" | "ratime" | "rnostrictatime" => (0, MOUNT_ATTR_ATIME_MASK),
-        "rnorelatime" => (0, 0),
-        _ => return None,
-    })
-}
-
-pub fn rlimit_number(name: &str) -> Option<u32> {
-    Some(match name {
-        "RLIMIT_CPU" => libc::RLIMIT_CPU,
-        "RLIMIT_FSIZE" => libc::RLIMIT_FSIZE,
-        "RLIMIT_DATA" => libc::RLIMIT_DATA,
-        "RLIMIT_STACK" => libc::RLIMIT_STACK,
-        "RLIMIT_CORE" => libc::RLIMIT_CORE,
-        "RLIMIT_RSS" => libc::RLIMIT_RSS,
-        "RLIMIT_NPROC" => libc::RLIMIT_NPROC,
-        "RLIMIT_NOFILE" => libc::RLIMIT_NOFILE,
-        "RLIMIT_MEMLOCK" => libc::RLIMIT_MEMLOCK,
-        "RLIMIT_AS" => libc::RLIMIT_AS,
-        "RLIMIT_LOCKS" => libc::RLIMIT_LOCKS,
-        "RLIMIT_SIGPENDING" => libc::RLIMIT_SIGPENDING,
-        "RLIMIT_MSGQUEUE" => libc::RLIMIT_MSGQUEUE,
-        "RLIMIT_NICE" => libc::RLIMIT_NICE,
-        "RLIMIT_RTPRIO" => libc::RLIMIT_RTPRIO,
-        "RLIMIT_RTTIME" => libc::RLIMIT_RTTIME,
-        _ => return None,
-    })
-}
-
-fn mount_for(m: &oci_spec::runtime::Mount, bundle: &Path) -> Result<Option<OciMount>, BundleError> {
-    use nix::mount::MsFlags as F;
-    let dest = m.destination().display().to_string();
-    if !dest.starts_with('/') {
-        return Err(invalid(
-            "mounts[].destination",
-            format!("{dest:?} is not absolute"),
-        ));
-    }
-    let kind = m.typ().clone().unwrap_or_default();
-    let options = m.options().clone().unwrap_or_default();
-    let mut bind = kind == "bind";
-    let mut recursive = false;
-    let mut flags = F::empty();
-    let mut propagation = F::empty();
-    let mut data = Vec::new();
-    let (mut rec_set, mut rec_clear) = (0u64, 0u64);
-    for o in &options {
-        if let Some((set, clear)) = recursive_attr(o) {
-            rec_set = (rec_set & !clear) | set;
-            rec_clear = (rec_clear & !set) | clear;
-            continue;
-        }
-        let (set, clear) = match o.as_str() {
-            "bind" => {
-                bind = true;
-                (F::empty(), F::empty())
-            }
-            "rbind" => {
-                bind = true;
-                recursive = true;
-                (F::empty(), F::empty())
-            }
-            "ro" => (F::MS_RDONLY, F::empty()),
-            "rw" => (F::empty(), F::MS_RDONLY),
-            "nosuid" => (F::MS_NOSUID, F::empty()),
-            "suid" => (F::empty(), F::MS_NOSUID),
-            "nodev" => (F::MS_NODEV, F::empty()),
-            "dev" => (F::empty(), F::MS_NODEV),
-            "noexec" => (F::MS_NOEXEC, F::empty()),
-            "exec" => (F::empty(), F::MS_NOEXEC),
-            "sync" => (F::MS_SYNCHRONOUS, F::empty()),
-            "async" => (F::empty(), F::MS_SYNCHRONOUS),
-            "dirsync" => (F::MS_DIRSYNC, F::empty()),
-            "noatime" => (F::MS_NOATIME, F::empty()),
-            "atime" => (F::empty(), F::MS_NOATIME),
-            "nodiratime" => (F::MS_NODIRATIME, F::empty()),
-            "diratime" => (F::empty(), F::MS_NODIRATIME),
-            "relatime" => (F::MS_RELATIME, F::empty()),
-            "norelatime" => (F::empty(), F::MS_RELATIME),
-            "strictatime" => (F::MS_STRICTATIME, F::empty()),
-            "nosymfollow" => (crate::engine::mounts::MS_NOSYMFOLLOW, F::empty()),
-            "symfollow" => (F::empty(), crate::engine::mounts::MS_NOSYMFOLLOW),
-            "nostrictatime" => (F::empty(), F::MS_STRICTATIME),
-            "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
-            | "runbindable" => {
-                let rec = o.starts_with('r');
-                let p = match o.trim_start_matches('r') {
-                    "private" => F::MS_PRIVATE,
-                    "shared" => F::MS_SHARED,
-                    "slave" => F::MS_SLAVE,
-                    _ => F::MS_UNBINDABLE,
-                };
-                propagation = p | if rec { F::MS_REC } else { F::empty() };
-                (F::empty(), F::empty())
-            }
-            // Copying the image's content up into a tmpfs is not implemented; the
-            // tmpfs starts empty, which is what runc does without it.
-            "tmpcopyup" => (F::empty(), F::empty()),
-            other => {
-                data.push(other.to_string());
-                (F::empty(), F::empty())
-            }
-        };
-        flags |= set;
-        flags &= !clear;
-    }
-    // A bind mount has no filesystem to take options: a flag maibox does not
-    // know would otherwise be dropped silently. Filesystem data (`key=value`,
-    // which runc passes on and the kernel ignores for a bind) is left alone.
-    let unknown: Vec<&String> = data.iter().filter(|o| !o.contains('=')).collect();
-    if bind && !unknown.is_empty() {
-        return Err(invalid(
-            "mounts[].options",
-            format!(
-                "{dest}: unknown option(s) {} for a bind mount",
-                unknown
-                    .iter()
-                    .map(|o| o.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-        ));
-    }
-    let src = m
-        .source()
-        .as_ref()
-        .map(|s| s.display().to_string())
-        .unwrap_or_default();
-    let source = if bind {
-        if src.is_empty() {
-            return Err(invalid(
-                "mounts[].source",
-                format!("bind mount on {dest} has no source"),
-            ));
-        }
-        let p = Path::new(&src);
-        if p.is_absolute() {
-            src
-        } else {
-            bundle.join(p).display().to_string()
-        }
-    } else {
-        if !matches!(
-            kind.as_str(),
-            "proc" | "tmpfs" | "devpts" | "mqueue" | "sysfs" | "cgroup"
-        ) {
-            return Err(invalid(
-                "mounts[].type",
-                format!("{kind:?} on {dest} is not supported"),
-            ));
-        }
-        src
-    };
-    Ok(Some(OciMount {
-        destination: dest,
-        kind,
-        source,
-        bind,
-        recursive,
-        flags: flags.bits(),
-        propagation: propagation.bits(),
-        data: data.join(","),
-        rec_set,
-        rec_clear,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oci::view::CapabilitySets;
 
     #[test]
     fn versions() {
@@ -862,16 +333,5 @@ mod tests {
         let bundle = std::fs::canonicalize(dir.path()).unwrap();
         let e = resolve_root(&bundle, Path::new("rootfs")).unwrap_err();
         assert!(e.to_string().contains("outside the bundle"), "{e}");
-    }
-
-    #[test]
-    fn host_sysctls_are_refused() {
-        let ns = Namespaces {
-            network: true,
-            ..Default::default()
-        };
-        assert!(check_sysctl("net.ipv4.ping_group_range", &ns).is_ok());
-        assert!(check_sysctl("kernel.core_pattern", &ns).is_err());
-        assert!(check_sysctl("kernel.shmmax", &ns).is_err());
     }
 }
