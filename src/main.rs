@@ -363,6 +363,13 @@ fn route_oci_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
     args
 }
 
+/// clap's parse, with runc's global options shown only in the OCI verbs' help.
+fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut m = maibox::oci::cli::scope_global_flags(Cli::command()).try_get_matches_from(args)?;
+    Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
+}
+
 /// `-v` alone, after any of runc's global options (`--root DIR -v`).
 fn is_runc_version(args: &[String]) -> bool {
     let mut rest = args.iter();
@@ -391,7 +398,7 @@ fn main() {
         println!("spec: {}", maibox::oci::cli::OCI_VERSION);
         return;
     }
-    let cli = match Cli::try_parse_from(route_oci_exec(std::env::args_os().collect())) {
+    let cli = match parse(route_oci_exec(std::env::args_os().collect())) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

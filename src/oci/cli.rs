@@ -15,7 +15,11 @@ use std::path::{Path, PathBuf};
 pub use super::state::OCI_VERSION;
 
 /// runc's global flags; accepted before the verb (where Docker puts them).
+/// They are global to the whole command line, so that `maibox --root R exec
+/// ID ...` still parses as runc's exec, but only the OCI verbs' help shows them
+/// (see [`scope_global_flags`]).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "OCI runtime options (runc's, before the verb)")]
 pub struct Global {
     /// Directory for container state.
     #[arg(long, global = true, default_value = state::DEFAULT_ROOT)]
@@ -23,8 +27,10 @@ pub struct Global {
     /// Where errors are logged (default: stderr only).
     #[arg(long, global = true)]
     pub log: Option<PathBuf>,
+    /// Format of the --log lines.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Debug lines to --log (or stderr).
     #[arg(long, global = true)]
     pub debug: bool,
     /// Refused: maibox manages cgroupfs paths only.
@@ -40,6 +46,26 @@ pub struct Global {
         hide = true
     )]
     pub unenforced: Vec<Waivable>,
+}
+
+/// Hides [`Global`]'s flags from the help of every subcommand that is not an
+/// OCI verb (`exec`, `audit show`, ...), where they do nothing. They stay
+/// global, so they still parse anywhere: each such subcommand gets a hidden
+/// copy of them, which clap then passes on to its own subcommands instead of
+/// the shown one.
+pub fn scope_global_flags(cmd: clap::Command) -> clap::Command {
+    let hidden: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    cmd.mut_subcommands(|sc| {
+        if <Verb as Subcommand>::has_subcommand(sc.get_name()) {
+            sc
+        } else {
+            hidden.iter().fold(sc, |sc, a| sc.arg(a.clone()))
+        }
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -247,5 +273,106 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
             id,
             ps_args,
         } => commands::ps::ps(g, format, &id, &ps_args).map(|_| 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches, Parser};
+
+    /// maibox's shape: runc's flags flattened at the top, the OCI verbs beside
+    /// other subcommands, one with subcommands of its own.
+    #[derive(Parser)]
+    struct Top {
+        #[command(flatten)]
+        oci: Global,
+        #[command(subcommand)]
+        cmd: Cmd,
+    }
+
+    #[derive(clap::Subcommand)]
+    #[allow(clippy::large_enum_variant)]
+    enum Cmd {
+        Other {
+            #[command(subcommand)]
+            sub: Option<Sub>,
+        },
+        #[command(flatten)]
+        Oci(Verb),
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Sub {
+        Show,
+    }
+
+    fn help(args: &[&str]) -> String {
+        let e = scope_global_flags(Top::command())
+            .try_get_matches_from(args)
+            .expect_err("--help ends the parse");
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
+        e.to_string()
+    }
+
+    fn parse(args: &[&str]) -> Top {
+        let mut m = scope_global_flags(Top::command())
+            .try_get_matches_from(args)
+            .unwrap();
+        Top::from_arg_matches_mut(&mut m).unwrap()
+    }
+
+    #[test]
+    fn runc_flags_show_only_in_the_oci_verbs_help_and_parse_everywhere() {
+        let flags = [
+            "--root ",
+            "--log ",
+            "--log-format ",
+            "--debug",
+            "--systemd-cgroup",
+        ];
+        for args in [
+            &["t", "create", "--help"][..],
+            &["t", "--help"],
+            &["t", "kill", "--help"],
+        ] {
+            let h = help(args);
+            for f in flags {
+                assert!(h.contains(f), "{args:?} lacks {f}: {h}");
+            }
+        }
+        for args in [
+            &["t", "other", "--help"][..],
+            &["t", "other", "show", "--help"],
+        ] {
+            let h = help(args);
+            for f in flags {
+                assert!(!h.contains(f), "{args:?} shows {f}: {h}");
+            }
+        }
+        // Control: without the scoping, the other subcommands show them too.
+        let e = Top::command()
+            .try_get_matches_from(["t", "other", "--help"])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--root "), "{e}");
+        // Still accepted before any verb, and after one (as before).
+        let t = parse(&["t", "--root", "/r", "--log-format", "json", "other", "show"]);
+        assert_eq!(t.oci.root, Path::new("/r"));
+        assert_eq!(t.oci.log_format, LogFormat::Json);
+        assert!(matches!(
+            t.cmd,
+            Cmd::Other {
+                sub: Some(Sub::Show)
+            }
+        ));
+        let t = parse(&["t", "other", "show", "--debug", "--root", "/s"]);
+        assert!(t.oci.debug);
+        assert_eq!(t.oci.root, Path::new("/s"));
+        let t = parse(&[
+            "t", "--root", "/r", "--log", "/l", "create", "--bundle", "/b", "c1",
+        ]);
+        assert_eq!(t.oci.log.as_deref(), Some(Path::new("/l")));
+        assert!(matches!(t.cmd, Cmd::Oci(Verb::Create(ref a)) if a.id == "c1"));
     }
 }
