@@ -13,7 +13,7 @@
 //!
 //! Every line of a segment is one [`record::Record`]; the records form one hash
 //! chain across all segments (see [`record`] for the canonical serialization and
-//! [`verify`] for what is checked).
+//! [`verify`](mod@verify) for what is checked).
 
 pub mod config;
 pub mod diff;

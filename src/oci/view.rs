@@ -39,7 +39,7 @@ pub struct OciView {
     /// `--preserve-fds`: the caller's descriptors the container's process keeps.
     #[serde(skip)]
     pub preserve_fds: Vec<i32>,
-    /// `linux.seccomp`, compiled ([`crate::oci::seccomp`]).
+    /// `linux.seccomp`, compiled ([`crate::confine::seccomp::oci`]).
     #[serde(skip)]
     pub seccomp: Option<crate::confine::seccomp::oci::Compiled>,
     /// The spec's `hooks` object. The init runs `createContainer` (mounted, before
