@@ -1,7 +1,8 @@
 //! maibox: a native Linux sandbox for running untrusted Python code.
 //!
-//! One engine ([`sandbox`]) takes one input ([`policy::Policy`]); the CLI, and later
-//! the OCI runtime verbs, are front doors that build that policy.
+//! One engine ([`engine`]) takes one input ([`policy::Policy`]); the CLI, the OCI
+//! runtime verbs and embedding programs are front doors that build that policy. The
+//! entry point for a program is [`Sandbox`].
 
 pub mod assess;
 pub mod audit;
@@ -15,15 +16,24 @@ pub mod error;
 pub mod gate;
 pub mod image;
 pub mod interpreter;
-pub mod monitor;
+pub mod io;
 pub mod net;
 pub mod oci;
+pub mod outcome;
 pub mod output;
 pub mod policy;
 pub mod report;
 pub mod rootpath;
-pub mod run;
-pub mod run_audit;
+pub mod session;
+pub mod supervise;
 pub mod teardown;
 pub mod timeline;
 pub mod units;
+pub mod warm;
+
+pub use config::{Config, NetworkMode, TrustLevel};
+pub use io::{Io, Notice, Sample, Sink, Stdin};
+pub use outcome::{Ending, Usage, Violation};
+pub use report::Report;
+pub use session::{Code, Error, Run, Sandbox};
+pub use timeline::Timeline;

@@ -110,7 +110,7 @@ pub struct FsPolicy {
     pub root_size: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Limits {
     #[serde(serialize_with = "secs")]
     pub timeout: Duration,

@@ -33,7 +33,7 @@ pub use diff::unified_diff;
 pub use error::AuditError;
 pub use keys::key_fingerprint;
 pub use record::{Assessment, Caller, CodeInfo, Event, Kind, Record, RunEnd, RunStart};
-pub use render::{show, tail, tail_with, TailOptions};
+pub use render::{show, tail, tail_with, ShowFilter, TailOptions};
 pub use sources::PreviousSource;
 pub use verify::{verify, verify_pinned, Problem, ProblemKind, VerifyReport};
 pub use writer::{AppendedRecord, AuditLog, Opened};

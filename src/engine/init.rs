@@ -3,6 +3,7 @@
 
 use super::sync::{Channel, ChildUsage, Msg};
 use crate::error::{SetupError, Step, StepContext};
+use crate::outcome::Confined;
 use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
@@ -39,17 +40,8 @@ pub struct Payload {
     /// Allowlist mode: a bridge from 127.0.0.1:PORT to the proxy's socket, forked
     /// by init before the payload and confined like it.
     pub bridge: Option<(u16, std::path::PathBuf)>,
-}
-
-/// What the confinement step enforced, reported to the supervisor.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Confined {
-    pub landlock: Option<crate::confine::LandlockOutcome>,
-    pub seccomp: bool,
-    /// The seccomp filter's notification listener, which the payload hands to the
-    /// supervisor (never across exec: see `install_filter_listening`).
-    #[serde(skip)]
-    pub listener: Option<std::sync::Arc<OwnedFd>>,
+    /// Descriptors 3, 4, ... that the payload inherits (a warm sandbox's pipes).
+    pub extra_fds: i32,
 }
 
 /// Messages from the payload to init over a close-on-exec pipe, one JSON line each.
@@ -126,7 +118,7 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     // Init never writes to the run's output: without its copies, the supervisor sees
     // end-of-file once the payload and whatever it started are gone, and need not
     // wait for init's own exit (the namespaces' teardown) to finish the run.
-    for fd in 0..=2 {
+    for fd in 0..3 + payload.extra_fds {
         let _ = nix::unistd::close(fd);
     }
     supervise(chan, child)

@@ -2,9 +2,11 @@
 //!
 //! Split like an OCI runtime: [`prepare`] builds the whole sandbox and leaves its
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
-//! [`crate::monitor`] supervises it to the end.
+//! [`crate::supervise`] supervises it to the end.
 
 pub mod cgroupfs;
+mod chain;
+pub(crate) mod clone;
 pub mod console;
 pub mod dev;
 
@@ -28,7 +30,6 @@ use crate::error::StepContext;
 use crate::policy::{Layer, Policy};
 use init::Payload;
 use nix::fcntl::OFlag;
-use nix::sys::signal::SigSet;
 use nix::unistd::Pid;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -50,6 +51,8 @@ pub struct Job<'a> {
     pub script: &'a [u8],
     pub args: &'a [String],
     pub stdin: StdinMode,
+    /// Descriptors the payload gets as 3, 4, ... (a warm sandbox's pipes).
+    pub extra_fds: Vec<std::os::fd::BorrowedFd<'a>>,
 }
 
 /// A sandbox whose init is set up and waits for `start`.
@@ -62,8 +65,6 @@ pub struct Prepared {
     pub created_at: Instant,
     pub setup_time: Duration,
     pub timings_us: Vec<(String, u64)>,
-    /// The caller's signal mask, restored when the run is over.
-    pub old_sigmask: SigSet,
 }
 
 /// How long the child may take to build its view before we give up on it.
@@ -80,21 +81,6 @@ pub fn prepare(
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
-    let old_sigmask = init::block_handled()?;
-    let r = prepare_inner(job, cgroup, meanwhile, created_at, old_sigmask);
-    if r.is_err() {
-        let _ = old_sigmask.thread_set_mask();
-    }
-    r
-}
-
-fn prepare_inner(
-    job: &Job,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
-    meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
-    created_at: Instant,
-    old_sigmask: SigSet,
-) -> Result<Prepared, SetupError> {
     let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -111,6 +97,11 @@ fn prepare_inner(
         ),
     };
     let payload = build_payload(job)?;
+    let extra = job
+        .extra_fds
+        .iter()
+        .map(|fd| sync::high_copy(*fd))
+        .collect::<Result<Vec<_>, _>>()?;
     let spawned = spawn::spawn(
         job.policy,
         job.script,
@@ -119,6 +110,7 @@ fn prepare_inner(
             stdin: in_r,
             stdout: out_w,
             stderr: err_w,
+            extra,
         },
         &mut |_| Ok(()),
     )?;
@@ -140,7 +132,6 @@ fn prepare_inner(
         created_at,
         setup_time: created_at.elapsed(),
         timings_us,
-        old_sigmask,
     })
 }
 
@@ -265,6 +256,7 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
         program,
         argv,
         envp,
+        extra_fds: job.extra_fds.len() as i32,
         bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
             (
                 crate::net::DEFAULT_BRIDGE_PORT,
@@ -291,7 +283,7 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
                     confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
                 }
             }
-            Ok(init::Confined {
+            Ok(crate::outcome::Confined {
                 landlock,
                 seccomp: filter.is_some(),
                 listener,

@@ -24,3 +24,23 @@ pub fn apply(policy: &Policy) -> Result<(), SetupError> {
     }
     Ok(())
 }
+
+/// One rlimit by its kernel number, as an OCI spec gives it (checked at parse time;
+/// nix's `Resource` cannot be built from a number).
+pub fn set_raw(resource: u32, soft: u64, hard: u64) -> Result<(), SetupError> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: a valid rlimit struct; the resource number was checked at parse time.
+    if unsafe { libc::setrlimit(resource as _, &lim) } != 0 {
+        return Err(SetupError::new(
+            Step::Rlimits,
+            format!(
+                "setrlimit({resource}, {soft}, {hard}): {}",
+                std::io::Error::last_os_error()
+            ),
+        ));
+    }
+    Ok(())
+}

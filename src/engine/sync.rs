@@ -28,7 +28,7 @@ pub enum Msg {
     /// Init → supervisor: a setup step failed; nothing of the payload ran.
     Failed(SetupError),
     /// Init → supervisor: the payload runs, confined as described.
-    Started(super::init::Confined),
+    Started(crate::outcome::Confined),
     /// Init → supervisor: the payload could not be executed.
     ExecFailed { errno: i32, message: String },
     /// Payload → supervisor, with the fd attached: the seccomp filter's listener.
@@ -148,6 +148,22 @@ impl Channel {
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }
+
+    /// The same channel on a descriptor above the low numbers a child places its
+    /// inherited pipes at.
+    pub fn raised(self) -> Result<Channel, SetupError> {
+        Ok(Channel {
+            fd: high_copy(self.fd.as_fd())?,
+        })
+    }
+}
+
+/// A close-on-exec copy of `fd` numbered 100 or above.
+pub fn high_copy(fd: BorrowedFd) -> Result<OwnedFd, SetupError> {
+    nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(100))
+        // SAFETY: a fresh descriptor owned by nothing else.
+        .map(|n| unsafe { OwnedFd::from_raw_fd(n) })
+        .step(Step::Pipes, "move a descriptor above 100")
 }
 
 impl AsFd for Channel {

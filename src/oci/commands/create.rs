@@ -241,6 +241,7 @@ fn dup_stdio() -> Result<spawn::ChildStdio, OciError> {
         stdin: dup(std::io::stdin().as_fd())?,
         stdout: dup(std::io::stdout().as_fd())?,
         stderr: dup(std::io::stderr().as_fd())?,
+        extra: Vec::new(),
     })
 }
 
@@ -259,6 +260,7 @@ fn spawn_init(
         envp: Vec::new(),
         confine: Box::new(|| Ok(Default::default())),
         bridge: None,
+        extra_fds: 0,
     };
     let mut attach = |pid: Pid| -> Result<(), SetupError> {
         if let Some(g) = group {

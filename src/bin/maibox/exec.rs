@@ -1,0 +1,279 @@
+//! `maibox exec`: the flags become a [`Sandbox`]; the run goes to this process's stdio;
+//! what maibox has to say (notices, errors, violations, timings, the JSON report) is
+//! printed here.
+
+use crate::args::*;
+use anyhow::Context;
+use clap::Args;
+use maibox::config::{Backend, Config, NetworkMode, TrustLevel};
+use maibox::session::{read_code, Error, Source};
+use maibox::units::{ByteSize, Seconds};
+use maibox::{Io, Notice, Run, Sample, Sandbox, Sink, Stdin, Timeline};
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ExecArgs {
+    /// Trust level: untrusted, unknown or trusted.
+    #[arg(long, value_parser = parse_trust)]
+    trust: Option<TrustLevel>,
+    /// Configuration file (default: $MAIBOX_CONFIG, /etc/maibox/sandbox.yaml, built-in).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print a JSON report on stdout after the run.
+    #[arg(long)]
+    json: bool,
+    /// Wall-clock limit, e.g. 10s or 2m (at most the trust level's limit unless raised in the config).
+    #[arg(long, value_parser = parse_timeout, allow_hyphen_values = true)]
+    timeout: Option<Seconds>,
+    /// CPU cores, e.g. 0.5 (at most the trust level's, unless --allow-raise).
+    #[arg(long, value_parser = parse_cpus, allow_hyphen_values = true)]
+    cpus: Option<f64>,
+    /// Memory, e.g. 128MiB (at most the trust level's, unless --allow-raise).
+    #[arg(long, value_parser = parse_size)]
+    memory: Option<ByteSize>,
+    /// Processes and threads (at most the trust level's, unless --allow-raise).
+    #[arg(long, value_parser = parse_pids, allow_hyphen_values = true)]
+    pids: Option<u64>,
+    /// Network: none (only lo) or allowlist (only the filtering proxy; see `network:` in the config).
+    #[arg(long, value_parser = parse_network)]
+    network: Option<NetworkMode>,
+    /// Who isolates the code: native (maibox's own engine) or docker (a Docker engine
+    /// at $DOCKER_HOST; see `docker:` in the config).
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
+    /// Docker backend: the image to run in (default from the config).
+    #[arg(long, value_parser = parse_image)]
+    image: Option<String>,
+    /// Docker backend: pull the image when the engine does not have it.
+    #[arg(long)]
+    pull: bool,
+    /// Docker backend: the OCI runtime registered with the engine (e.g. maibox).
+    #[arg(long, value_name = "NAME")]
+    docker_runtime: Option<String>,
+    /// Let --timeout/--cpus/--memory/--pids exceed the trust level's quota (recorded).
+    #[arg(long)]
+    allow_raise: bool,
+    /// Stream usage samples as JSON lines to FILE (or - for stderr) while the code runs.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// Root image directory: run on an overlay of it instead of the host's /usr.
+    #[arg(long)]
+    rootfs: Option<PathBuf>,
+    /// Python interpreter to use (an ELF binary; default from the config).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Cap on stdout+stderr, e.g. 1MiB.
+    #[arg(long, value_parser = parse_size)]
+    output_limit: Option<ByteSize>,
+    /// Print where the run's time went (assessment, each sandbox setup step, the code,
+    /// the whole command) to stderr.
+    #[arg(long)]
+    timings: bool,
+    /// Diagnostic: route every syscall the seccomp filter denies through the supervisor,
+    /// which answers EPERM as usual and lists the calls (name and count) in the report
+    /// and on stderr. Shows why code fails under the sandbox; each denial costs a round trip.
+    #[arg(long)]
+    audit_syscalls: bool,
+    /// Switch off one layer (repeatable). For controls in tests and the per-layer
+    /// benchmark only: the run is weaker than its trust level says, and the report shows it.
+    #[arg(long = "unsafe-disable-layer", value_enum, hide = true)]
+    unsafe_disable_layer: Vec<maibox::policy::Layer>,
+    /// Run even if the assessment refuses the code; the reason is printed and recorded.
+    #[arg(long = "override", value_name = "REASON", value_parser = parse_reason)]
+    override_reason: Option<String>,
+    /// Also run an external analyser and merge its findings into the assessment's verdict
+    /// (bandit: $MAIBOX_BANDIT, else `bandit` or `python3 -m bandit` on PATH).
+    #[arg(long = "with", value_enum, value_name = "TOOL")]
+    with: Vec<WithTool>,
+    /// Run CODE instead of a file.
+    #[arg(short = 'c', value_name = "CODE", conflicts_with = "script")]
+    code: Option<String>,
+    /// The script to run, or - to read it from stdin.
+    #[arg(required_unless_present = "code")]
+    script: Option<PathBuf>,
+    /// Arguments for the script (after --).
+    #[arg(last = true)]
+    args: Vec<String>,
+}
+
+impl ExecArgs {
+    /// The sandbox these flags describe.
+    fn sandbox(&self, cfg: Config) -> Sandbox {
+        let mut s = Sandbox::new(cfg)
+            .allow_raise(self.allow_raise)
+            .audit_syscalls(self.audit_syscalls)
+            .with_bandit(self.with.contains(&WithTool::Bandit))
+            .docker(self.image.clone(), self.pull, self.docker_runtime.clone())
+            .defer_teardown(true);
+        if let Some(t) = self.trust {
+            s = s.trust(t);
+        }
+        if let Some(v) = self.timeout {
+            s = s.timeout(v.0);
+        }
+        if let Some(v) = self.cpus {
+            s = s.cpus(v);
+        }
+        if let Some(v) = self.memory {
+            s = s.memory(v.0);
+        }
+        if let Some(v) = self.pids {
+            s = s.pids(v);
+        }
+        if let Some(v) = self.network {
+            s = s.network(v);
+        }
+        if let Some(v) = self.backend {
+            s = s.backend(v);
+        }
+        if let Some(v) = self.output_limit {
+            s = s.output_limit(v.0);
+        }
+        if let Some(v) = &self.rootfs {
+            s = s.rootfs(v);
+        }
+        if let Some(v) = &self.python {
+            s = s.interpreter(v);
+        }
+        if let Some(v) = &self.override_reason {
+            s = s.override_reason(v);
+        }
+        for l in &self.unsafe_disable_layer {
+            s = s.unsafe_disable_layer(*l);
+        }
+        s
+    }
+}
+
+pub fn exec(a: ExecArgs, timeline: &Timeline, started: std::time::Instant) -> anyhow::Result<i32> {
+    let (cfg, _origin) = Config::load(a.config.as_deref())?;
+    timeline.mark("config");
+    let source = match (&a.code, &a.script) {
+        (Some(c), _) => Source::Inline(c),
+        (None, Some(p)) if p.as_os_str() == "-" => Source::Stdin,
+        (None, Some(p)) => Source::File(p),
+        (None, None) => anyhow::bail!("give a script, - for stdin, or -c CODE"),
+    };
+    // The code read from stdin leaves the code's own stdin empty.
+    let from_stdin = matches!(source, Source::Stdin);
+    let code = read_code(source)?;
+    let sandbox = a.sandbox(cfg);
+    let mut stats = match &a.stats {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => {
+            Some(Box::new(std::io::stderr()) as Box<dyn Write + Send>)
+        }
+        Some(p) => Some(Box::new(
+            std::fs::File::create(p).with_context(|| format!("--stats {}", p.display()))?,
+        ) as Box<dyn Write + Send>),
+    };
+    let mut on_sample = |s: &Sample| {
+        if let (Some(w), Ok(line)) = (stats.as_mut(), serde_json::to_string(s)) {
+            let _ = writeln!(w, "{line}");
+        }
+    };
+    let mut on_notice = |n: &Notice| eprintln!("maibox: {n}");
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let io = Io {
+        stdin: if from_stdin {
+            Stdin::Null
+        } else {
+            Stdin::Fd(stdin.as_fd())
+        },
+        stdout: Sink::Fd(stdout.as_fd()),
+        stderr: Sink::Fd(stderr.as_fd()),
+        samples: a.stats.is_some().then_some(&mut on_sample as _),
+        notices: Some(&mut on_notice),
+        forward_signals: true,
+        cancel: None,
+    };
+    let r = match sandbox.run_timed(&code, &a.args, io, timeline) {
+        Ok(r) => r,
+        Err(Error::Refused(r)) => anyhow::bail!(
+            "refused: the assessment of {o} says {} (this level refuses at {}): {}. Review it with `maibox assess {o}`; to run it anyway, add --override \"REASON\"",
+            r.verdict, r.refuse_at, r.worst, o = r.origin
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    report(&a, &r, timeline, started)?;
+    Ok(r.report.exit_code)
+}
+
+/// What maibox says after the run: errors, denials, violations, timings, the report.
+fn report(
+    a: &ExecArgs,
+    r: &Run,
+    timeline: &Timeline,
+    started: std::time::Instant,
+) -> anyhow::Result<()> {
+    use maibox::Ending;
+    match &r.report.ending {
+        Ending::SetupFailed(e) => eprintln!("maibox: error: {e}"),
+        Ending::ExecFailed { message, .. } => eprintln!(
+            "maibox: error: cannot execute {} in the sandbox: {message}",
+            r.report.interpreter
+        ),
+        _ => {}
+    }
+    if r.report.seccomp.audit_denials {
+        let denied: Vec<String> = r
+            .report
+            .seccomp
+            .denied
+            .iter()
+            .map(|d| format!("{} x{}", d.syscall, d.count))
+            .collect();
+        let denied = if denied.is_empty() {
+            "nothing".to_string()
+        } else {
+            denied.join(", ")
+        };
+        eprintln!("maibox: seccomp denied (EPERM): {denied}");
+    }
+    for v in &r.report.violations {
+        eprintln!("maibox: violation: {}", serde_json::to_string(v)?);
+    }
+    if a.timings {
+        eprintln!(
+            "maibox: timings: {}",
+            timings_line(&r.report, timeline, started.elapsed())
+        );
+    }
+    if a.json {
+        let mut out = std::io::stdout().lock();
+        if !r.stdout_ended_with_newline {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}", serde_json::to_string(&r.report)?)?;
+    }
+    Ok(())
+}
+
+/// `--timings`: one line, in the order things happen.
+fn timings_line(r: &maibox::Report, timeline: &Timeline, total: std::time::Duration) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = &r.assessment {
+        parts.push(format!("assessment {:.2} ms", a.elapsed_us as f64 / 1e3));
+    }
+    let steps: Vec<String> = r
+        .setup_steps_us
+        .iter()
+        .map(|(name, us)| format!("{name} {:.2}", *us as f64 / 1e3))
+        .collect();
+    parts.push(format!(
+        "sandbox setup {:.2} ms ({})",
+        r.setup_ms,
+        steps.join(", ")
+    ));
+    parts.push(format!("code {:.2} ms", r.usage.wall_time_s * 1e3));
+    parts.push(format!("whole command {:.2} ms", total.as_secs_f64() * 1e3));
+    let phases: Vec<String> = timeline
+        .phases()
+        .iter()
+        .map(|(name, d)| format!("{name} {:.2}", d.as_secs_f64() * 1e3))
+        .collect();
+    parts.push(format!("supervisor phases ms: {}", phases.join(", ")));
+    parts.join("; ")
+}
