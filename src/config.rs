@@ -151,6 +151,9 @@ pub struct Config {
     /// The Docker backend's image, interpreter and runtime.
     #[serde(default)]
     pub docker: DockerConfig,
+    /// `maibox serve`: socket, warm pools, admission.
+    #[serde(default)]
+    pub server: crate::serve::ServerConfig,
     pub levels: Levels,
 }
 
@@ -210,6 +213,10 @@ pub struct LevelConfig {
     /// Assessment verdict at which the run drops to the `untrusted` level's settings.
     #[serde(default)]
     pub escalate_at: Option<Verdict>,
+    /// Modules a warm sandbox of this level (`maibox serve`) imports before its code
+    /// arrives, e.g. [json, csv, statistics].
+    #[serde(default)]
+    pub preload: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -277,6 +284,21 @@ impl Config {
             message,
         };
         crate::net::validate(&self.network).map_err(|e| bad("network".into(), e.to_string()))?;
+        self.server
+            .validate()
+            .map_err(|m| bad("server".into(), m))?;
+        for (name, level) in [
+            ("untrusted", &self.levels.untrusted),
+            ("unknown", &self.levels.unknown),
+            ("trusted", &self.levels.trusted),
+        ] {
+            if let Some(m) = level.preload.iter().find(|m| !is_module_name(m)) {
+                return Err(bad(
+                    format!("levels.{name}.preload"),
+                    format!("{m:?} is not a module name (e.g. json, xml.etree.ElementTree)"),
+                ));
+            }
+        }
         self.cgroup
             .validate()
             .map_err(|m| bad("cgroup".into(), m))?;
@@ -390,6 +412,17 @@ impl Config {
 }
 
 /// An image reference or runtime name that cannot be right is caught at load, not by the engine.
+/// A dotted Python module name: identifiers joined by dots.
+fn is_module_name(m: &str) -> bool {
+    !m.is_empty()
+        && m.split('.').all(|part| {
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
+}
+
 pub fn validate_docker(d: &DockerConfig) -> Result<(), (&'static str, String)> {
     let ok_ref = |s: &str| {
         !s.is_empty()

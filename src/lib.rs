@@ -24,6 +24,7 @@ pub mod output;
 pub mod policy;
 pub mod report;
 pub mod rootpath;
+pub mod serve;
 pub mod session;
 pub mod supervise;
 pub mod teardown;

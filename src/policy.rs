@@ -186,13 +186,13 @@ fn pick<T: PartialOrd + Copy + std::fmt::Debug>(
     }
 }
 
-fn host_cpus() -> f64 {
+pub(crate) fn host_cpus() -> f64 {
     std::thread::available_parallelism()
         .map(|n| n.get() as f64)
         .unwrap_or(1.0)
 }
 
-fn host_memory_available() -> Option<u64> {
+pub(crate) fn host_memory_available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kb: u64 = info
         .lines()

@@ -360,6 +360,11 @@ impl Warm {
         (outcome, facts)
     }
 
+    /// An unused sandbox's remains, to destroy it off the caller's path.
+    pub fn into_unused(self) -> Remains {
+        self.into_remains()
+    }
+
     fn into_remains(mut self) -> Remains {
         Remains {
             init: self

@@ -21,9 +21,10 @@ def _maibox_read(fd):
 def _maibox_main():
     for name in sys.argv[1:]:
         __import__(name)
+    # Held open while waiting: its hang-up tells the server this runner is gone.
     os.write(4, b"R")
-    os.close(4)
     blob = _maibox_read(3)
+    os.close(4)
     # argc NUL arg NUL ... NUL code: arguments never hold a NUL (they are argv).
     argc, _, rest = blob.partition(b"\0")
     fields = rest.split(b"\0", int(argc))

@@ -8,6 +8,7 @@ use std::process::Command;
 mod bandit;
 mod bench;
 mod docker;
+mod progress;
 mod rootfs;
 mod vm;
 

@@ -168,3 +168,11 @@ pub fn policy(trust: Option<TrustLevel>, config: Option<PathBuf>) -> anyhow::Res
     println!("{}", serde_json::to_string_pretty(&p)?);
     Ok(0)
 }
+
+/// `maibox serve`: until SIGTERM or SIGINT.
+pub fn serve(socket: Option<PathBuf>, config: Option<PathBuf>) -> anyhow::Result<i32> {
+    let (cfg, _) = Config::load(config.as_deref())?;
+    let opts = maibox::serve::ServeOptions { socket };
+    maibox::serve::serve(cfg, opts, &|line| eprintln!("maibox serve: {line}"))?;
+    Ok(0)
+}

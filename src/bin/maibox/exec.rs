@@ -17,28 +17,28 @@ use std::path::PathBuf;
 pub struct ExecArgs {
     /// Trust level: untrusted, unknown or trusted.
     #[arg(long, value_parser = parse_trust)]
-    trust: Option<TrustLevel>,
+    pub trust: Option<TrustLevel>,
     /// Configuration file (default: $MAIBOX_CONFIG, /etc/maibox/sandbox.yaml, built-in).
     #[arg(long)]
     config: Option<PathBuf>,
     /// Print a JSON report on stdout after the run.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// Wall-clock limit, e.g. 10s or 2m (at most the trust level's limit unless raised in the config).
     #[arg(long, value_parser = parse_timeout, allow_hyphen_values = true)]
-    timeout: Option<Seconds>,
+    pub timeout: Option<Seconds>,
     /// CPU cores, e.g. 0.5 (at most the trust level's, unless --allow-raise).
     #[arg(long, value_parser = parse_cpus, allow_hyphen_values = true)]
-    cpus: Option<f64>,
+    pub cpus: Option<f64>,
     /// Memory, e.g. 128MiB (at most the trust level's, unless --allow-raise).
     #[arg(long, value_parser = parse_size)]
-    memory: Option<ByteSize>,
+    pub memory: Option<ByteSize>,
     /// Processes and threads (at most the trust level's, unless --allow-raise).
     #[arg(long, value_parser = parse_pids, allow_hyphen_values = true)]
-    pids: Option<u64>,
+    pub pids: Option<u64>,
     /// Network: none (only lo) or allowlist (only the filtering proxy; see `network:` in the config).
     #[arg(long, value_parser = parse_network)]
-    network: Option<NetworkMode>,
+    pub network: Option<NetworkMode>,
     /// Who isolates the code: native (maibox's own engine) or docker (a Docker engine
     /// at $DOCKER_HOST; see `docker:` in the config).
     #[arg(long, value_enum)]
@@ -54,10 +54,10 @@ pub struct ExecArgs {
     docker_runtime: Option<String>,
     /// Let --timeout/--cpus/--memory/--pids exceed the trust level's quota (recorded).
     #[arg(long)]
-    allow_raise: bool,
+    pub allow_raise: bool,
     /// Stream usage samples as JSON lines to FILE (or - for stderr) while the code runs.
     #[arg(long, value_name = "FILE")]
-    stats: Option<PathBuf>,
+    pub stats: Option<PathBuf>,
     /// Root image directory: run on an overlay of it instead of the host's /usr.
     #[arg(long)]
     rootfs: Option<PathBuf>,
@@ -66,11 +66,11 @@ pub struct ExecArgs {
     python: Option<PathBuf>,
     /// Cap on stdout+stderr, e.g. 1MiB.
     #[arg(long, value_parser = parse_size)]
-    output_limit: Option<ByteSize>,
+    pub output_limit: Option<ByteSize>,
     /// Print where the run's time went (assessment, each sandbox setup step, the code,
     /// the whole command) to stderr.
     #[arg(long)]
-    timings: bool,
+    pub timings: bool,
     /// Diagnostic: route every syscall the seccomp filter denies through the supervisor,
     /// which answers EPERM as usual and lists the calls (name and count) in the report
     /// and on stderr. Shows why code fails under the sandbox; each denial costs a round trip.
@@ -82,11 +82,19 @@ pub struct ExecArgs {
     unsafe_disable_layer: Vec<maibox::policy::Layer>,
     /// Run even if the assessment refuses the code; the reason is printed and recorded.
     #[arg(long = "override", value_name = "REASON", value_parser = parse_reason)]
-    override_reason: Option<String>,
+    pub override_reason: Option<String>,
     /// Also run an external analyser and merge its findings into the assessment's verdict
     /// (bandit: $MAIBOX_BANDIT, else `bandit` or `python3 -m bandit` on PATH).
     #[arg(long = "with", value_enum, value_name = "TOOL")]
     with: Vec<WithTool>,
+    /// Run on a `maibox serve` server (warm sandboxes): `--server` needs one,
+    /// `--server=auto` runs cold when none answers (default: server.client_auto).
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, default_missing_value = "yes", value_parser = ["yes", "auto", "no"])]
+    server: Option<String>,
+    /// The server's socket (default: /run/maibox/maibox.sock as root,
+    /// $XDG_RUNTIME_DIR/maibox.sock otherwise).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
     /// Run CODE instead of a file.
     #[arg(short = 'c', value_name = "CODE", conflicts_with = "script")]
     code: Option<String>,
@@ -95,10 +103,42 @@ pub struct ExecArgs {
     script: Option<PathBuf>,
     /// Arguments for the script (after --).
     #[arg(last = true)]
-    args: Vec<String>,
+    pub args: Vec<String>,
 }
 
 impl ExecArgs {
+    /// A flag that only a cold run can honour, if one is given.
+    pub fn cold_only_flag(&self) -> Option<&'static str> {
+        [
+            (self.backend.is_some(), "--backend"),
+            (self.image.is_some(), "--image"),
+            (self.pull, "--pull"),
+            (self.docker_runtime.is_some(), "--docker-runtime"),
+            (self.rootfs.is_some(), "--rootfs"),
+            (self.python.is_some(), "--python"),
+            (self.audit_syscalls, "--audit-syscalls"),
+            (
+                !self.unsafe_disable_layer.is_empty(),
+                "--unsafe-disable-layer",
+            ),
+            (!self.with.is_empty(), "--with"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
+    /// Whether to go to a server: `--server`, or the configuration's default.
+    fn served(&self, cfg: &Config) -> Option<crate::served::Mode> {
+        use crate::served::Mode;
+        match self.server.as_deref() {
+            Some("yes") => Some(Mode::Required),
+            Some("auto") => Some(Mode::Auto),
+            Some(_) => None,
+            None if cfg.server.client_auto && self.cold_only_flag().is_none() => Some(Mode::Auto),
+            None => None,
+        }
+    }
+
     /// The sandbox these flags describe.
     fn sandbox(&self, cfg: Config) -> Sandbox {
         let mut s = Sandbox::new(cfg)
@@ -159,6 +199,11 @@ pub fn exec(a: ExecArgs, timeline: &Timeline, started: std::time::Instant) -> an
     // The code read from stdin leaves the code's own stdin empty.
     let from_stdin = matches!(source, Source::Stdin);
     let code = read_code(source)?;
+    if let Some(mode) = a.served(&cfg) {
+        if let Some(rc) = crate::served::exec(&a, &cfg, &code, from_stdin, mode, started)? {
+            return Ok(rc);
+        }
+    }
     let sandbox = a.sandbox(cfg);
     let mut stats = match &a.stats {
         None => None,

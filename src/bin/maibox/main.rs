@@ -6,6 +6,7 @@ mod args;
 mod commands;
 mod exec;
 mod runc;
+mod served;
 
 use args::*;
 use clap::{Parser, Subcommand};
@@ -71,6 +72,14 @@ enum Cmd {
         config: Option<PathBuf>,
         #[arg(long)]
         json: bool,
+    },
+    /// Serve warm, single-use sandboxes on a unix socket until SIGTERM (docs/server.md).
+    Serve {
+        /// The socket (default: /run/maibox/maibox.sock as root, $XDG_RUNTIME_DIR/maibox.sock).
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Print the effective policy for a trust level as JSON.
     Policy {
@@ -163,7 +172,7 @@ fn main() {
             std::process::exit(exit::MAIBOX_FAILED);
         }
     };
-    if !matches!(cli.cmd, Cmd::Exec(_) | Cmd::Oci(_)) {
+    if !matches!(cli.cmd, Cmd::Exec(_) | Cmd::Oci(_) | Cmd::Serve { .. }) {
         // Listing commands behave like any Unix filter when the reader goes away
         // (`maibox seccomp | head`). `exec` keeps SIGPIPE ignored: its supervisor
         // must outlive a closed stdout to finish the run and its audit record; so
@@ -205,6 +214,7 @@ fn dispatch(cli: Cli, timeline: &Timeline, started: Instant) -> anyhow::Result<i
             with,
         } => commands::assess(script, json, fail_at, rules, config, &with),
         Cmd::Policy { trust, config } => commands::policy(trust, config),
+        Cmd::Serve { socket, config } => commands::serve(socket, config),
         // Logs its own errors (to --log, as the OCI callers expect).
         Cmd::Oci(verb) => Ok(maibox::oci::cli::main(&cli.oci, verb)),
     }
