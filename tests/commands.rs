@@ -1,4 +1,4 @@
-//! `maibox doctor` and `maibox policy`.
+//! `maibox doctor` and `maibox policy`, and the command line's help.
 
 mod common;
 use common::*;
@@ -93,4 +93,52 @@ fn timings_say_where_the_time_went() {
     }
     let o = run(As::Caller, &["exec", "-c", "pass"]);
     assert!(!stderr(&o).contains("timings"), "{}", stderr(&o));
+}
+
+/// runc's global options are for the OCI verbs: their help and the top level's
+/// show them, the other commands' help does not; they are still accepted before
+/// any verb (where Docker and containerd pass them) and after one, as before.
+#[test]
+fn runc_global_options_show_only_where_they_apply() {
+    let shows = |args: &[&str]| {
+        let o = run(As::Caller, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let h = stdout(&o);
+        [
+            "--root ",
+            "--log ",
+            "--log-format",
+            "--debug",
+            "--systemd-cgroup",
+        ]
+        .iter()
+        .filter(|f| h.contains(**f))
+        .count()
+    };
+    assert_eq!(shows(&["--help"]), 5);
+    assert_eq!(shows(&["create", "--help"]), 5);
+    assert_eq!(shows(&["kill", "--help"]), 5);
+    for args in [
+        &["exec", "--help"][..],
+        &["audit", "show", "--help"],
+        &["doctor", "--help"],
+        &["policy", "--help"],
+        &["help", "exec"],
+    ] {
+        assert_eq!(shows(args), 0, "{args:?}");
+    }
+    let o = run(
+        As::Caller,
+        &[
+            "--debug",
+            "--log-format",
+            "json",
+            "policy",
+            "--trust",
+            "trusted",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(As::Caller, &["policy", "--trust", "trusted", "--debug"]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }

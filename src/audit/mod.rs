@@ -13,12 +13,14 @@
 //!
 //! Every line of a segment is one [`record::Record`]; the records form one hash
 //! chain across all segments (see [`record`] for the canonical serialization and
-//! [`verify`] for what is checked).
+//! [`verify`](mod@verify) for what is checked).
 
 pub mod config;
 pub mod diff;
 pub mod error;
 pub mod keys;
+pub(crate) mod line;
+pub(crate) mod lock;
 pub mod record;
 pub mod render;
 pub mod segments;

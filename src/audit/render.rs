@@ -98,55 +98,7 @@ pub fn render(e: &Entry, with_diff: bool) -> String {
     }
     match r.kind.as_str() {
         "run_start" => {
-            let uid = b
-                .pointer("/caller/uid")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            let name = b
-                .pointer("/caller/name")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            s.push_str(&format!(
-                " user={uid}({name}) trust={} code={} ({} B)",
-                b.get("trust_level").and_then(Value::as_str).unwrap_or("?"),
-                short(
-                    b.pointer("/code/sha256")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                ),
-                b.pointer("/code/size").and_then(Value::as_u64).unwrap_or(0),
-            ));
-            if let Some(p) = b.pointer("/code/path").and_then(Value::as_str) {
-                s.push_str(&format!(" path={p}"));
-            }
-            s.push_str(&format!(
-                " verdict={} findings={}",
-                b.pointer("/assessment/verdict")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?"),
-                compact(b.pointer("/assessment/findings"))
-            ));
-            if let Some(o) = b.get("override_reason").and_then(Value::as_str) {
-                s.push_str(&format!(" override={o:?}"));
-            }
-            s.push_str(&format!(
-                " limits={} layers={}",
-                compact(b.get("limits")),
-                compact(b.get("layers"))
-            ));
-            s.push('\n');
-            if let Some(d) = b.pointer("/code/diff").and_then(Value::as_str) {
-                if with_diff {
-                    for l in d.lines() {
-                        s.push_str(&format!("    | {l}\n"));
-                    }
-                } else {
-                    s.push_str(&format!(
-                        "    changed since previous version: {} diff lines (--run to show)\n",
-                        d.lines().count()
-                    ));
-                }
-            }
+            run_start(b, with_diff, &mut s);
             return s;
         }
         "run_end" => {
@@ -169,6 +121,60 @@ pub fn render(e: &Entry, with_diff: bool) -> String {
     }
     s.push('\n');
     s
+}
+
+/// The rest of a `run_start` line: who ran what code, at which trust, with
+/// what verdict, limits and layers; then the diff (or its size).
+fn run_start(b: &Value, with_diff: bool, s: &mut String) {
+    let uid = b
+        .pointer("/caller/uid")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let name = b
+        .pointer("/caller/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    s.push_str(&format!(
+        " user={uid}({name}) trust={} code={} ({} B)",
+        b.get("trust_level").and_then(Value::as_str).unwrap_or("?"),
+        short(
+            b.pointer("/code/sha256")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        ),
+        b.pointer("/code/size").and_then(Value::as_u64).unwrap_or(0),
+    ));
+    if let Some(p) = b.pointer("/code/path").and_then(Value::as_str) {
+        s.push_str(&format!(" path={p}"));
+    }
+    s.push_str(&format!(
+        " verdict={} findings={}",
+        b.pointer("/assessment/verdict")
+            .and_then(Value::as_str)
+            .unwrap_or("?"),
+        compact(b.pointer("/assessment/findings"))
+    ));
+    if let Some(o) = b.get("override_reason").and_then(Value::as_str) {
+        s.push_str(&format!(" override={o:?}"));
+    }
+    s.push_str(&format!(
+        " limits={} layers={}",
+        compact(b.get("limits")),
+        compact(b.get("layers"))
+    ));
+    s.push('\n');
+    if let Some(d) = b.pointer("/code/diff").and_then(Value::as_str) {
+        if with_diff {
+            for l in d.lines() {
+                s.push_str(&format!("    | {l}\n"));
+            }
+        } else {
+            s.push_str(&format!(
+                "    changed since previous version: {} diff lines (--run to show)\n",
+                d.lines().count()
+            ));
+        }
+    }
 }
 
 fn emit(out: &mut dyn Write, e: &Entry, json: bool, with_diff: bool) -> Result<(), AuditError> {

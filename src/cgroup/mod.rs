@@ -6,6 +6,11 @@
 //! path here is absolute, under a configurable parent (default `/maibox`) at the root
 //! of each hierarchy; nothing relative to maibox's own cgroup is ever touched.
 
+pub mod freezer;
+pub mod hierarchy;
+pub mod oci;
+pub mod resources;
+pub mod stats;
 mod v1;
 mod v2;
 

@@ -15,7 +15,7 @@ use nix::fcntl::OFlag;
 use nix::sched::CloneFlags;
 use nix::unistd::{fork, ForkResult};
 
-use super::cli::OciError;
+use super::error::OciError;
 use super::view::OciMount;
 use crate::engine::spawn::Spawned;
 use crate::engine::sync::Msg;

@@ -198,7 +198,7 @@ impl Container {
             Status::Stopped
         } else if self.fifo().exists() {
             Status::Created
-        } else if super::cgroup::frozen(&s.cgroup_paths) {
+        } else if crate::cgroup::freezer::frozen(&s.cgroup_paths) {
             Status::Paused
         } else {
             Status::Running
@@ -268,6 +268,30 @@ pub fn now_rfc3339() -> String {
         rem % 60,
         d.subsec_nanos()
     )
+}
+
+/// The runtime-spec version of the states maibox reports.
+pub const OCI_VERSION: &str = "1.0.2";
+
+/// The state as the runtime spec defines it (`ociVersion`, `id`, `status`, `pid`,
+/// `bundle`, `annotations`). A stopped container has no pid.
+pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "ociVersion": OCI_VERSION,
+        "id": s.id,
+        "status": status,
+        "bundle": s.bundle,
+        "rootfs": s.bundle.join("rootfs"),
+        "created": s.created,
+        "owner": "",
+        "annotations": s.annotations,
+    });
+    if status != Status::Stopped {
+        v["pid"] = s.pid.into();
+    } else {
+        v["pid"] = 0.into();
+    }
+    v
 }
 
 #[cfg(test)]

@@ -39,9 +39,9 @@ pub struct OciView {
     /// `--preserve-fds`: the caller's descriptors the container's process keeps.
     #[serde(skip)]
     pub preserve_fds: Vec<i32>,
-    /// `linux.seccomp`, compiled ([`crate::oci::seccomp`]).
+    /// `linux.seccomp`, compiled ([`crate::confine::seccomp::oci`]).
     #[serde(skip)]
-    pub seccomp: Option<crate::oci::seccomp::Compiled>,
+    pub seccomp: Option<crate::confine::seccomp::oci::Compiled>,
     /// The spec's `hooks` object. The init runs `createContainer` (mounted, before
     /// pivot_root) and `startContainer` (after `start`, before the program).
     pub hooks: Option<serde_json::Value>,

@@ -139,6 +139,13 @@ pub enum AuditCmd {
     },
 }
 
+/// clap's parse, with runc's global options shown only in the OCI verbs' help.
+fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut m = maibox::oci::cli::scope_global_flags(Cli::command()).try_get_matches_from(args)?;
+    Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
+}
+
 fn main() {
     let started = Instant::now();
     let timeline = Timeline::starting_at(started);
@@ -150,7 +157,7 @@ fn main() {
         println!("spec: {}", maibox::oci::cli::OCI_VERSION);
         return;
     }
-    let cli = match Cli::try_parse_from(runc::route_oci_exec(std::env::args_os().collect())) {
+    let cli = match parse(runc::route_oci_exec(std::env::args_os().collect())) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

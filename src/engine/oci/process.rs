@@ -165,14 +165,14 @@ pub fn payload(v: &OciView, program: CString) -> Result<crate::engine::init::Pay
     })
 }
 
-/// The spec's seccomp programs, in order (see [`crate::oci::seccomp`]).
+/// The spec's seccomp programs, in order (see [`crate::confine::seccomp::oci`]).
 pub(super) fn notifies(v: &OciView) -> bool {
     v.seccomp.as_ref().is_some_and(|c| c.notify.is_some())
 }
 
 /// Returns the listener of the notifying program (SCMP_ACT_NOTIFY), if any.
 pub(crate) fn install_seccomp(
-    c: Option<&crate::oci::seccomp::Compiled>,
+    c: Option<&crate::confine::seccomp::oci::Compiled>,
 ) -> Result<Option<OwnedFd>, SetupError> {
     let Some(c) = c else {
         return Ok(None);

@@ -1,5 +1,5 @@
 //! `events [--stats] [--interval D] ID`: a running container's resource usage as
-//! JSON lines (`{"type":"stats","id":...,"data":{...}}`, see [`super::stats`]),
+//! JSON lines (`{"type":"stats","id":...,"data":{...}}`, see [`crate::cgroup::stats`]),
 //! once with `--stats`, else every interval, together with
 //! `{"type":"oom","id":...}` whenever the kernel's OOM handling hits the
 //! container's memory cgroup. The stream ends when the container's cgroup is
@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use super::cli::{Global, OciError};
-use super::state::{self, Container, Status};
-use super::stats::{read_stats, Stats};
+use crate::cgroup::stats::{read_stats, Stats};
+use crate::oci::cli::Global;
+use crate::oci::error::OciError;
+use crate::oci::state::{self, Container, Status};
 
 #[derive(Args, Debug)]
 pub struct EventsArgs {

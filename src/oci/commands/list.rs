@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::cli::{Global, ListFormat, OCI_VERSION};
-use super::state::{self, Container, Saved, Status};
+use crate::oci::cli::{Global, ListFormat};
+use crate::oci::state::{self, Container, Saved, Status, OCI_VERSION};
 
 /// One container in `list --format json`.
 #[derive(Serialize)]

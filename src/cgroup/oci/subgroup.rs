@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use crate::cgroup::hierarchy::controllers_by_mount;
+
 /// The sub-groups asked for: one for every hierarchy, and per controller.
 #[derive(Debug, Default, PartialEq)]
 pub struct SubCgroups {
@@ -47,33 +49,10 @@ pub fn parse(values: &[String]) -> Result<SubCgroups, String> {
     Ok(s)
 }
 
-/// Each cgroup mount: (mount point, controllers; none for cgroup2).
-fn hierarchies() -> Vec<(PathBuf, Vec<String>)> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
-        .filter_map(|line| {
-            let (pre, post) = line.split_once(" - ")?;
-            let mount = PathBuf::from(pre.split_whitespace().nth(4)?);
-            let mut post = post.split_whitespace();
-            let controllers = match post.next()? {
-                "cgroup2" => Vec::new(),
-                "cgroup" => post
-                    .nth(1)?
-                    .split(',')
-                    .filter(|o| !matches!(*o, "rw" | "ro" | "xattr") && !o.contains('='))
-                    .map(str::to_string)
-                    .collect(),
-                _ => return None,
-            };
-            Some((mount, controllers))
-        })
-        .collect()
-}
-
 /// The directories the exec'd process joins: each of the container's groups
 /// `dirs`, or the sub-group asked for in its hierarchy.
 pub fn targets(dirs: &[PathBuf], subs: &SubCgroups) -> Result<Vec<PathBuf>, String> {
-    let hs = hierarchies();
+    let hs = controllers_by_mount();
     let controllers_of = |d: &Path| -> Vec<String> {
         hs.iter()
             .filter(|(m, _)| d.starts_with(m))

@@ -36,8 +36,12 @@ use seccompiler::{
     SeccompRule,
 };
 
-use super::bundle::BundleError;
-use crate::confine::syscalls;
+use super::raw::{
+    jump, stmt, BPF_JMP_JGT_K, BPF_LD_W_ABS, BPF_MAXINSNS, BPF_RET_K, RET_ERRNO, RET_USER_NOTIF,
+    SECCOMP_DATA_NR,
+};
+use super::syscalls;
+use crate::error::SpecError;
 
 #[cfg(target_arch = "x86_64")]
 const TARGET: seccompiler::TargetArch = seccompiler::TargetArch::x86_64;
@@ -68,10 +72,9 @@ pub struct Notify {
 /// errno and the returns are rewritten afterwards. A profile's own errnoRet of
 /// this value is refused, so the two cannot be confused.
 const NOTIFY_PLACEHOLDER: u32 = 4094;
-const RET_ERRNO: u32 = 0x0005_0000;
 
-fn field_err(field: &str, message: impl Into<String>) -> BundleError {
-    BundleError::Invalid {
+fn field_err(field: &str, message: impl Into<String>) -> SpecError {
+    SpecError::Invalid {
         field: format!("linux.seccomp.{field}"),
         message: message.into(),
     }
@@ -81,7 +84,7 @@ fn action(
     a: LinuxSeccompAction,
     errno: Option<u32>,
     field: &str,
-) -> Result<SeccompAction, BundleError> {
+) -> Result<SeccompAction, SpecError> {
     Ok(match a {
         LinuxSeccompAction::ScmpActAllow => SeccompAction::Allow,
         LinuxSeccompAction::ScmpActErrno => {
@@ -107,7 +110,7 @@ fn action(
     })
 }
 
-fn condition(a: &LinuxSeccompArg, field: &str) -> Result<SeccompCondition, BundleError> {
+fn condition(a: &LinuxSeccompArg, field: &str) -> Result<SeccompCondition, SpecError> {
     let index = u8::try_from(a.index())
         .ok()
         .filter(|i| *i < 6)
@@ -138,7 +141,7 @@ fn condition(a: &LinuxSeccompArg, field: &str) -> Result<SeccompCondition, Bundl
 /// An entry's argument checks as seccompiler rules (ORed). Several checks on one
 /// argument are alternatives (runc's reading, e.g. "personality is 0 or 8"); checks
 /// on different arguments must all hold.
-fn rules(args: &[LinuxSeccompArg], field: &str) -> Result<Vec<SeccompRule>, BundleError> {
+fn rules(args: &[LinuxSeccompArg], field: &str) -> Result<Vec<SeccompRule>, SpecError> {
     if args.is_empty() {
         return Ok(Vec::new());
     }
@@ -177,13 +180,13 @@ fn compile_filter(
     mismatch: SeccompAction,
     matched: SeccompAction,
     field: &str,
-) -> Result<BpfProgram, BundleError> {
+) -> Result<BpfProgram, SpecError> {
     let f = SeccompFilter::new(rules, mismatch, matched, TARGET)
         .map_err(|e| field_err(field, format!("compiling: {e}")))?;
     let prog: BpfProgram = f
         .try_into()
         .map_err(|e: seccompiler::BackendError| field_err(field, format!("compiling: {e}")))?;
-    if prog.len() > 4096 {
+    if prog.len() > BPF_MAXINSNS {
         return Err(field_err(
             field,
             format!(
@@ -195,7 +198,7 @@ fn compile_filter(
     Ok(prog)
 }
 
-fn flags(s: &LinuxSeccomp) -> Result<libc::c_ulong, BundleError> {
+fn flags(s: &LinuxSeccomp) -> Result<libc::c_ulong, SpecError> {
     let mut out = 0;
     for f in s.flags().iter().flatten() {
         out |= match f {
@@ -206,7 +209,7 @@ fn flags(s: &LinuxSeccomp) -> Result<libc::c_ulong, BundleError> {
             // The container's process is single-threaded when the filter goes on.
             LinuxSeccompFilterFlag::SeccompFilterFlagTsync => 0,
             other => {
-                return Err(BundleError::Unenforced {
+                return Err(SpecError::Unenforced {
                     field: format!("linux.seccomp.flags: {other:?}"),
                     hint: "flag not supported".into(),
                 })
@@ -216,25 +219,21 @@ fn flags(s: &LinuxSeccomp) -> Result<libc::c_ulong, BundleError> {
     Ok(out)
 }
 
-/// Compiles `linux.seccomp`.
-pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, BundleError> {
-    let default = action(s.default_action(), s.default_errno_ret(), "defaultAction")?;
+/// The profile's entries sorted out: every named call with its argument
+/// checks, and the calls of each action other than allow.
+#[derive(Default)]
+struct Entries {
+    named: RuleMap,
+    /// Keyed by the action's return value, which orders them.
+    by_action: BTreeMap<u32, (SeccompAction, RuleMap)>,
+    /// Names this kernel's table does not know.
+    unknown: Vec<String>,
+    highest_named: Option<i64>,
+}
+
+fn entries(s: &LinuxSeccomp) -> Result<Entries, SpecError> {
     let notify_action = SeccompAction::Errno(NOTIFY_PLACEHOLDER);
-    // The container's setup goes on after its filter is installed (the listener
-    // reaches the agent through the runtime, then `Ready`, both written by the
-    // init): a notifying default, or notifying write, would hold those calls for
-    // an agent that has no listener yet.
-    if default == notify_action {
-        return Err(field_err(
-            "defaultAction",
-            "SCMP_ACT_NOTIFY cannot be used as the default action: the container's setup \
-             makes calls after the filter is installed, before any agent has the listener",
-        ));
-    }
-    let mut named = RuleMap::new();
-    let mut by_action: BTreeMap<u32, (SeccompAction, RuleMap)> = BTreeMap::new();
-    let mut unknown = Vec::new();
-    let mut highest_named: Option<i64> = None;
+    let mut out = Entries::default();
     for (i, entry) in s.syscalls().iter().flatten().enumerate() {
         let field = format!("syscalls[{i}]");
         let act = action(entry.action(), entry.errno_ret(), &field)?;
@@ -248,50 +247,91 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, BundleError> {
         let rs = rules(entry.args().as_deref().unwrap_or(&[]), &field)?;
         for name in entry.names() {
             let Some(nr) = syscalls::number(name) else {
-                unknown.push(name.clone());
+                out.unknown.push(name.clone());
                 continue;
             };
-            highest_named = highest_named.max(Some(nr));
-            add(&mut named, nr, &rs);
+            out.highest_named = out.highest_named.max(Some(nr));
+            add(&mut out.named, nr, &rs);
             if act != SeccompAction::Allow {
-                let slot = by_action
+                let slot = out
+                    .by_action
                     .entry(u32::from(act.clone()))
                     .or_insert_with(|| (act.clone(), RuleMap::new()));
                 add(&mut slot.1, nr, &rs);
             }
         }
     }
-    let mut programs = vec![crate::confine::seccomp::arch_guard()];
-    if default != SeccompAction::Allow {
-        let mut p = compile_filter(
-            named,
-            default.clone(),
-            SeccompAction::Allow,
-            "defaultAction",
-        )?;
-        if let (SeccompAction::Errno(e), Some(top)) = (&default, highest_named) {
-            if *e != libc::ENOSYS as u32 && *e != NOTIFY_PLACEHOLDER {
-                p.splice(0..0, enosys_above(top));
-                if p.len() > 4096 {
-                    return Err(field_err(
-                        "defaultAction",
-                        format!(
-                            "compiles to {} BPF instructions, over the kernel's 4096",
-                            p.len()
-                        ),
-                    ));
-                }
+    out.unknown.sort();
+    out.unknown.dedup();
+    Ok(out)
+}
+
+/// The filter that gives `default` to every call the profile does not name;
+/// calls above every named one fail with ENOSYS when the default is an errno.
+fn default_program(
+    default: &SeccompAction,
+    named: RuleMap,
+    highest_named: Option<i64>,
+) -> Result<BpfProgram, SpecError> {
+    let mut p = compile_filter(
+        named,
+        default.clone(),
+        SeccompAction::Allow,
+        "defaultAction",
+    )?;
+    if let (SeccompAction::Errno(e), Some(top)) = (default, highest_named) {
+        if *e != libc::ENOSYS as u32 && *e != NOTIFY_PLACEHOLDER {
+            p.splice(0..0, enosys_above(top));
+            if p.len() > BPF_MAXINSNS {
+                return Err(field_err(
+                    "defaultAction",
+                    format!(
+                        "compiles to {} BPF instructions, over the kernel's 4096",
+                        p.len()
+                    ),
+                ));
             }
         }
-        programs.push(p);
+    }
+    Ok(p)
+}
+
+/// Compiles `linux.seccomp`.
+pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, SpecError> {
+    let default = action(s.default_action(), s.default_errno_ret(), "defaultAction")?;
+    // The container's setup goes on after its filter is installed (the listener
+    // reaches the agent through the runtime, then `Ready`, both written by the
+    // init): a notifying default, or notifying write, would hold those calls for
+    // an agent that has no listener yet.
+    if default == SeccompAction::Errno(NOTIFY_PLACEHOLDER) {
+        return Err(field_err(
+            "defaultAction",
+            "SCMP_ACT_NOTIFY cannot be used as the default action: the container's setup \
+             makes calls after the filter is installed, before any agent has the listener",
+        ));
+    }
+    let e = entries(s)?;
+    let mut programs = vec![super::arch_guard()];
+    if default != SeccompAction::Allow {
+        programs.push(default_program(&default, e.named, e.highest_named)?);
     }
     // Also for an action equal to the default: the default filter allows every
     // named call, so the entry's own filter must apply its action.
-    for (_, (act, map)) in by_action {
+    for (_, (act, map)) in e.by_action {
         programs.push(compile_filter(map, SeccompAction::Allow, act, "syscalls")?);
     }
-    unknown.sort();
-    unknown.dedup();
+    let notify = notify_of(s, &mut programs)?;
+    Ok(Compiled {
+        programs,
+        flags: flags(s)?,
+        unknown: e.unknown,
+        notify,
+    })
+}
+
+/// The one program that notifies (its returns rewritten to USER_NOTIF) and
+/// where its listener goes; `None` when no entry says SCMP_ACT_NOTIFY.
+fn notify_of(s: &LinuxSeccomp, programs: &mut [BpfProgram]) -> Result<Option<Notify>, SpecError> {
     let notifying: Vec<usize> = programs
         .iter_mut()
         .enumerate()
@@ -303,58 +343,42 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Compiled, BundleError> {
         .listener_path()
         .as_ref()
         .filter(|p| !p.as_os_str().is_empty());
-    let notify = match (notifying.as_slice(), listener_path) {
-        ([], _) => None,
-        ([program], Some(path)) => Some(Notify {
+    match (notifying.as_slice(), listener_path) {
+        ([], _) => Ok(None),
+        ([program], Some(path)) => Ok(Some(Notify {
             program: *program,
             listener_path: path.clone(),
             listener_metadata: s.listener_metadata().clone().unwrap_or_default(),
+        })),
+        ([_], None) => Err(field_err(
+            "listenerPath",
+            "SCMP_ACT_NOTIFY needs a listenerPath (the seccomp agent's socket)",
+        )),
+        _ => Err(SpecError::Unenforced {
+            field: "linux.seccomp: SCMP_ACT_NOTIFY".into(),
+            hint: "notifications from more than one filter are not supported".into(),
         }),
-        ([_], None) => {
-            return Err(field_err(
-                "listenerPath",
-                "SCMP_ACT_NOTIFY needs a listenerPath (the seccomp agent's socket)",
-            ))
-        }
-        _ => {
-            return Err(BundleError::Unenforced {
-                field: "linux.seccomp: SCMP_ACT_NOTIFY".into(),
-                hint: "notifications from more than one filter are not supported".into(),
-            })
-        }
-    };
-    Ok(Compiled {
-        programs,
-        flags: flags(s)?,
-        unknown,
-        notify,
-    })
+    }
 }
 
 /// BPF that fails every call numbered above `top` with ENOSYS, to go in front
 /// of a program (which loads what it needs itself). Foreign architectures and
 /// x32 numbers never get here: the architecture guard kills them first.
 fn enosys_above(top: i64) -> Vec<seccompiler::sock_filter> {
-    const BPF_LD_W_ABS: u16 = 0x20;
-    const BPF_JMP_JGT_K: u16 = 0x25;
-    const BPF_RET_K: u16 = 0x06;
-    const SECCOMP_DATA_NR: u32 = 0;
-    let ins = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
     vec![
-        ins(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
-        ins(BPF_JMP_JGT_K, 0, 1, u32::try_from(top).unwrap_or(u32::MAX)),
-        ins(BPF_RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
+        stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
+        jump(BPF_JMP_JGT_K, u32::try_from(top).unwrap_or(u32::MAX), 0, 1),
+        stmt(BPF_RET_K, RET_ERRNO | libc::ENOSYS as u32),
     ]
 }
 
 /// Rewrites the placeholder returns of SCMP_ACT_NOTIFY into USER_NOTIF; true if
 /// there were any.
 fn notify_returns(p: &mut BpfProgram) -> bool {
-    const BPF_RET_K: u16 = 0x06;
     let mut any = false;
     for ins in p.iter_mut() {
         if ins.code == BPF_RET_K && ins.k == RET_ERRNO | NOTIFY_PLACEHOLDER {
-            ins.k = crate::confine::notify::RET_USER_NOTIF;
+            ins.k = RET_USER_NOTIF;
             any = true;
         }
     }
@@ -366,7 +390,7 @@ mod tests {
     use super::*;
 
     fn docker_profile() -> LinuxSeccomp {
-        let text = include_str!("../../tests/data/docker-config.json");
+        let text = include_str!("../../../tests/data/docker-config.json");
         let spec: oci_spec::runtime::Spec = serde_json::from_str(text).unwrap();
         spec.linux().as_ref().unwrap().seccomp().clone().unwrap()
     }
@@ -404,10 +428,7 @@ mod tests {
         let notifying = c
             .programs
             .iter()
-            .filter(|p| {
-                p.iter()
-                    .any(|i| i.k == crate::confine::notify::RET_USER_NOTIF)
-            })
+            .filter(|p| p.iter().any(|i| i.k == RET_USER_NOTIF))
             .count();
         assert_eq!(notifying, 1);
         assert!(c.programs[n.program]

@@ -17,11 +17,12 @@ use clap::Args;
 use nix::sched::CloneFlags;
 use nix::unistd::{fork, ForkResult, Pid};
 
-use super::bundle::{self, BundleError};
-use super::cli::{Global, OciError};
-use super::state::{self, Container, Status};
-use super::view::OciProcess;
 use crate::engine::oci as engine;
+use crate::oci::bundle::{self, BundleError};
+use crate::oci::cli::Global;
+use crate::oci::error::OciError;
+use crate::oci::state::{self, Container, Status};
+use crate::oci::view::OciProcess;
 
 #[derive(Args, Debug)]
 pub struct ExecArgs {
@@ -168,71 +169,27 @@ fn parse_user(u: &str) -> Result<(u32, u32), OciError> {
 /// Runs `exec`. Returns the exit code of the runtime command.
 pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     // Before this command opens anything of its own.
-    let preserved = super::fds::inherited(a.preserve_fds);
-    let subs = super::subcgroup::parse(&a.cgroup).map_err(refused)?;
-    state::check_id(&a.id)?;
-    let c = Container::open(&g.root, &a.id, false)?;
-    let s = c.load()?;
-    let status = c.status(&s);
-    match status {
-        Status::Stopped => {
-            return Err(refused(format!(
-                "cannot exec in a stopped container ({})",
-                a.id
-            )))
-        }
-        // Its process would stay frozen until `resume`: only when asked for.
-        Status::Paused if !a.ignore_paused => {
-            return Err(refused(format!(
-                "cannot exec in a paused container ({}): resume it, or pass --ignore-paused",
-                a.id
-            )))
-        }
-        _ => {}
-    }
-    let spec = oci_spec::runtime::Spec::load(s.bundle.join("config.json")).map_err(|e| {
-        OciError::Bundle(BundleError::Parse {
-            bundle: s.bundle.clone(),
-            message: e.to_string(),
-        })
-    })?;
+    let preserved = crate::oci::fds::inherited(a.preserve_fds);
+    let subs = crate::cgroup::oci::subgroup::parse(&a.cgroup).map_err(refused)?;
+    let (c, s, spec) = open_container(g, a)?;
     let mut process = process_for(a, &spec)?;
     process.terminal |= a.tty;
     // Our end of the console socket of a foreground exec, which relays the pty itself.
-    let mut own_console: Option<OwnedFd> = None;
-    let console = match (&a.console_socket, process.terminal) {
-        (Some(p), true) => Some(crate::engine::console::connect(p)?),
-        (None, false) => None,
-        (Some(_), false) => {
-            return Err(refused(
-                "--console-socket given but the process has no terminal",
-            ))
-        }
-        (None, true) if !a.detach => {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-                .map_err(|e| refused(format!("create the console socket pair: {e}")))?;
-            own_console = Some(ours.into());
-            Some(OwnedFd::from(theirs))
-        }
-        (None, true) => {
-            return Err(refused(
-                "a detached terminal needs --console-socket to receive the pty",
-            ))
-        }
-    };
+    let (console, own_console) = console_for(a, process.terminal)?;
     let seccomp = spec
         .linux()
         .as_ref()
         .and_then(|l| l.seccomp().as_ref())
-        .map(super::seccomp::compile)
-        .transpose()?;
+        .map(crate::confine::seccomp::oci::compile)
+        .transpose()
+        .map_err(BundleError::from)?;
     if !a.cgroup.is_empty() && s.cgroup_paths.is_empty() {
         return Err(refused(format!(
             "--cgroup: container {} has no cgroup",
             a.id
         )));
     }
-    let cgroups = super::subcgroup::targets(&s.cgroup_paths, &subs).map_err(refused)?;
+    let cgroups = crate::cgroup::oci::subgroup::targets(&s.cgroup_paths, &subs).map_err(refused)?;
     let (namespaces, userns) = open_namespaces(s.pid)?;
     // The fds above must belong to the container's init, not to a recycled pid.
     if !state::alive(s.pid, s.start_time) {
@@ -247,16 +204,10 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| refused(format!("become a subreaper: {e}")))?;
     }
-    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| refused(format!("pipe: {e}")))?;
     // SCMP_ACT_NOTIFY: the process passes its listener back on this, for the agent.
     let notify = seccomp.as_ref().and_then(|c| c.notify.clone());
     let listener_pair = match notify {
-        Some(_) => {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-                .map_err(|e| refused(format!("socket pair for the seccomp listener: {e}")))?;
-            Some((OwnedFd::from(ours), OwnedFd::from(theirs)))
-        }
+        Some(_) => Some(socket_pair("socket pair for the seccomp listener")?),
         None => None,
     };
     let job = Job {
@@ -269,31 +220,119 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         preserved: &preserved,
         listener_sock: listener_pair.as_ref().map(|(_, theirs)| theirs),
     };
+    let (helper, report) = fork_helper(&job)?;
+    drop(console);
+    let pid = collect_pid(a, &s, helper, report, notify.as_ref(), listener_pair)?;
+    if let Some(f) = &a.pid_file {
+        write_pid(f, pid)?;
+    }
+    if a.detach {
+        return Ok(0);
+    }
+    wait_exit(pid, own_console)
+}
+
+/// A stopped container runs nothing; a paused one only when asked to.
+fn check_status(status: Status, a: &ExecArgs) -> Result<(), OciError> {
+    match status {
+        Status::Stopped => Err(refused(format!(
+            "cannot exec in a stopped container ({})",
+            a.id
+        ))),
+        // Its process would stay frozen until `resume`: only when asked for.
+        Status::Paused if !a.ignore_paused => Err(refused(format!(
+            "cannot exec in a paused container ({}): resume it, or pass --ignore-paused",
+            a.id
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The console socket end the process sends its pty master to, and, for a
+/// foreground exec without `--console-socket`, our end of a fresh pair.
+fn console_for(
+    a: &ExecArgs,
+    terminal: bool,
+) -> Result<(Option<OwnedFd>, Option<OwnedFd>), OciError> {
+    match (&a.console_socket, terminal) {
+        (Some(p), true) => Ok((Some(crate::engine::console::connect(p)?), None)),
+        (None, false) => Ok((None, None)),
+        (Some(_), false) => Err(refused(
+            "--console-socket given but the process has no terminal",
+        )),
+        (None, true) if !a.detach => {
+            let (ours, theirs) = socket_pair("create the console socket pair")?;
+            Ok((Some(theirs), Some(ours)))
+        }
+        (None, true) => Err(refused(
+            "a detached terminal needs --console-socket to receive the pty",
+        )),
+    }
+}
+
+/// The container, its state and its spec; refused when it cannot run a process.
+fn open_container(
+    g: &Global,
+    a: &ExecArgs,
+) -> Result<(Container, state::Saved, oci_spec::runtime::Spec), OciError> {
+    state::check_id(&a.id)?;
+    let c = Container::open(&g.root, &a.id, false)?;
+    let s = c.load()?;
+    check_status(c.status(&s), a)?;
+    let spec = oci_spec::runtime::Spec::load(s.bundle.join("config.json")).map_err(|e| {
+        OciError::Bundle(BundleError::Parse {
+            bundle: s.bundle.clone(),
+            message: e.to_string(),
+        })
+    })?;
+    Ok((c, s, spec))
+}
+
+fn socket_pair(what: &str) -> Result<(OwnedFd, OwnedFd), OciError> {
+    let (ours, theirs) =
+        std::os::unix::net::UnixStream::pair().map_err(|e| refused(format!("{what}: {e}")))?;
+    Ok((OwnedFd::from(ours), OwnedFd::from(theirs)))
+}
+
+/// Forks the helper that joins the container and forks the process; its
+/// report comes back on the returned pipe.
+fn fork_helper(job: &Job) -> Result<(Pid, Report), OciError> {
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| refused(format!("pipe: {e}")))?;
     // SAFETY: the runtime is single-threaded here; the child only sets up and execs.
-    let helper = match unsafe { fork() } {
+    match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             drop(r);
-            helper(&job, w)
+            helper(job, w)
         }
-        Ok(ForkResult::Parent { child }) => child,
-        Err(e) => return Err(refused(format!("fork: {e}"))),
-    };
-    drop(w);
-    drop(console);
-    let mut report = Report::new(r);
+        Ok(ForkResult::Parent { child }) => Ok((child, Report::new(r))),
+        Err(e) => Err(refused(format!("fork: {e}"))),
+    }
+}
+
+/// The process's pid from the helper's report, once it has exec'd; its seccomp
+/// listener goes to the agent meanwhile.
+fn collect_pid(
+    a: &ExecArgs,
+    s: &state::Saved,
+    helper: Pid,
+    mut report: Report,
+    notify: Option<&crate::confine::seccomp::oci::Notify>,
+    listener_pair: Option<(OwnedFd, OwnedFd)>,
+) -> Result<i32, OciError> {
     let pid = report.pid();
-    if let (Some(n), Some((ours, theirs)), Some(pid)) = (&notify, listener_pair, pid) {
+    if let (Some(n), Some((ours, theirs)), Some(pid)) = (notify, listener_pair, pid) {
         // Only the process keeps the other end: end-of-file once it is gone.
         drop(theirs);
-        if let Some(listener) = super::agent::receive_listener(&ours)? {
-            let owner = super::agent::Owner {
+        if let Some(listener) = crate::oci::agent::receive_listener(&ours)? {
+            let owner = crate::oci::agent::Owner {
                 id: &a.id,
                 pid,
                 status: "running",
                 bundle: &s.bundle,
                 annotations: serde_json::json!(s.annotations),
             };
-            if let Err(e) = super::agent::hand_over(n, &owner, &listener) {
+            if let Err(e) = crate::oci::agent::hand_over(n, &owner, &listener) {
                 let _ =
                     nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                 return Err(e);
@@ -305,13 +344,12 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     if let Some(e) = error {
         return Err(refused(format!("exec in container {}: {e}", a.id)));
     }
-    let pid = pid.ok_or_else(|| refused("the exec helper ended without starting the process"))?;
-    if let Some(f) = &a.pid_file {
-        write_pid(f, pid)?;
-    }
-    if a.detach {
-        return Ok(0);
-    }
+    pid.ok_or_else(|| refused("the exec helper ended without starting the process"))
+}
+
+/// Waits for the process (relaying its pty when it has one); its exit code,
+/// or 128 + the signal that killed it.
+fn wait_exit(pid: i32, own_console: Option<OwnedFd>) -> Result<i32, OciError> {
     let relay = match &own_console {
         Some(sock) => {
             let master = crate::engine::console::receive_master(sock.as_fd())?;
@@ -389,7 +427,7 @@ struct Job<'a> {
     userns: bool,
     cgroups: &'a [PathBuf],
     process: &'a OciProcess,
-    seccomp: Option<&'a super::seccomp::Compiled>,
+    seccomp: Option<&'a crate::confine::seccomp::oci::Compiled>,
     console: Option<&'a OwnedFd>,
     /// `--preserve-fds`: the caller's descriptors, kept open through execve.
     preserved: &'a [i32],
@@ -456,8 +494,26 @@ fn pass_listener(job: &Job, listener: Option<OwnedFd>) -> Result<(), crate::erro
     let (Some(l), Some(sock)) = (listener, job.listener_sock) else {
         return Ok(());
     };
-    super::agent::send_listener(sock, &l)
+    crate::oci::agent::send_listener(sock, &l)
         .map_err(|e| crate::error::SetupError::new(crate::error::Step::Seccomp, e))
+}
+
+/// The process's `rlimits`.
+fn set_rlimits(p: &OciProcess) -> Result<(), String> {
+    for (res, soft, hard) in &p.rlimits {
+        let lim = libc::rlimit {
+            rlim_cur: *soft,
+            rlim_max: *hard,
+        };
+        // SAFETY: a valid rlimit; the resource number was checked at parse time.
+        if unsafe { libc::setrlimit(*res as _, &lim) } != 0 {
+            return Err(format!(
+                "setrlimit({res}): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// In the process itself, inside the container: identity, limits, seccomp, execve.
@@ -491,18 +547,8 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
         // SAFETY: closing our inherited copy of the console socket before exec.
         unsafe { libc::close(c.as_raw_fd()) };
     }
-    for (res, soft, hard) in &p.rlimits {
-        let lim = libc::rlimit {
-            rlim_cur: *soft,
-            rlim_max: *hard,
-        };
-        // SAFETY: a valid rlimit; the resource number was checked at parse time.
-        if unsafe { libc::setrlimit(*res as _, &lim) } != 0 {
-            fail(format!(
-                "setrlimit({res}): {}",
-                std::io::Error::last_os_error()
-            ));
-        }
+    if let Err(e) = set_rlimits(p) {
+        fail(e);
     }
     let steps = || -> Result<std::ffi::CString, crate::error::SetupError> {
         if !p.no_new_privileges {

@@ -23,13 +23,10 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 use seccompiler::{sock_filter, BpfProgram};
 
-use super::seccomp::{DenyAction, SeccompProfile};
+use super::profile::{DenyAction, SeccompProfile};
+pub(crate) use super::raw::RET_USER_NOTIF;
+use super::raw::{BPF_RET_K, RET_EPERM, RET_KILL_PROCESS};
 use super::syscalls;
-
-pub(crate) const RET_USER_NOTIF: u32 = 0x7fc0_0000;
-const BPF_RET_K: u16 = 0x06;
-const RET_KILL_PROCESS: u32 = 0x8000_0000;
-const RET_EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
 
 /// Which denials go to the supervisor instead of being decided in the kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,0 +1,31 @@
+//! The OCI verbs' errors: each names what failed; the verbs log them to
+//! `--log` and stderr (see [`super::cli`]).
+
+use super::bundle::BundleError;
+use super::hooks::HookError;
+use super::state::StateError;
+use crate::error::SetupError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error(transparent)]
+    Hook(#[from] HookError),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> OciError {
+    let what = what.into();
+    move |source| OciError::Io { what, source }
+}
