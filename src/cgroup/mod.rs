@@ -360,38 +360,13 @@ impl RunCgroup {
     }
 
     /// Lowers the group's memory, CPU and pids limits (a warm sandbox's, to a
-    /// request's). Memory first on v1: its memsw limit may not go below it.
+    /// request's). On v1 the memory limit goes before its memsw twin, which may not
+    /// be below it: lowering keeps that order right.
     pub fn lower(&self, l: Limits) -> Result<(), CgroupError> {
-        let quota = ((l.cpus * 100_000.0).round() as u64).max(1000);
-        let files: Vec<(&str, &str, String)> = match &self.layout {
-            Layout::V2 { .. } => vec![
-                ("unified", "memory.max", l.memory_bytes.to_string()),
-                ("unified", "pids.max", l.pids.to_string()),
-                ("unified", "cpu.max", format!("{quota} 100000")),
-            ],
-            _ => vec![
-                (
-                    "memory",
-                    "memory.limit_in_bytes",
-                    l.memory_bytes.to_string(),
-                ),
-                (
-                    "memory",
-                    "memory.memsw.limit_in_bytes",
-                    l.memory_bytes.to_string(),
-                ),
-                ("pids", "pids.max", l.pids.to_string()),
-                ("cpu", "cpu.cfs_quota_us", quota.to_string()),
-                ("cpuacct", "cpu.cfs_quota_us", quota.to_string()),
-            ],
-        };
-        for (ctl, file, v) in files {
-            match self.dirs.get(ctl).map(|d| d.join(file)) {
-                Some(p) if p.exists() => write("lower a limit", &p, &v)?,
-                _ => {}
-            }
+        match &self.layout {
+            Layout::V2 { .. } => self.dirs.values().try_for_each(|d| v2::set_limits(d, &l)),
+            _ => v1::set_limits(&self.dirs, &l),
         }
-        Ok(())
     }
 
     pub fn stats(&self) -> Usage {

@@ -61,7 +61,7 @@ fn create_dirs(
 
 /// Writes the limits of `l`; a zero limit is "not limited" (an OCI spec may
 /// leave any of them out).
-fn set_limits(dirs: &BTreeMap<String, PathBuf>, l: &Limits) -> Result<(), CgroupError> {
+pub fn set_limits(dirs: &BTreeMap<String, PathBuf>, l: &Limits) -> Result<(), CgroupError> {
     let set = |ctl: &str, file: &str, v: String, step: &'static str| -> Result<(), CgroupError> {
         match dirs.get(ctl) {
             Some(d) if d.join(file).exists() => write(step, &d.join(file), &v),

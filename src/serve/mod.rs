@@ -83,7 +83,9 @@ pub fn serve(
     let audit = match crate::session::audit::open(&config.audit) {
         Ok(Ok(log)) => Some(Arc::new(Mutex::new(log))),
         Ok(Err(why)) => {
-            log(&format!("audit log disabled (audit.required is false): {why}"));
+            log(&format!(
+                "audit log disabled (audit.required is false): {why}"
+            ));
             None
         }
         Err(e) => return Err(ServeError::Setup(format!("opening the audit log: {e}"))),
