@@ -22,6 +22,7 @@ pub struct Pool {
     idle: Duration,
     inner: Mutex<Inner>,
     changed: Condvar,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 #[derive(Default)]
@@ -58,20 +59,22 @@ impl Pool {
                 ..Default::default()
             }),
             changed: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
         })
     }
 
     /// Starts `threads` refill threads.
-    pub fn start(self: &Arc<Pool>, threads: usize) -> Vec<std::thread::JoinHandle<()>> {
-        (0..threads)
-            .filter_map(|i| {
-                let pool = Arc::clone(self);
-                std::thread::Builder::new()
-                    .name(format!("maibox-pool-{}-{i}", self.level))
-                    .spawn(move || pool.refill())
-                    .ok()
-            })
-            .collect()
+    pub fn start(self: &Arc<Pool>, threads: usize) {
+        let handles = (0..threads).filter_map(|i| {
+            let pool = Arc::clone(self);
+            std::thread::Builder::new()
+                .name(format!("maibox-pool-{}-{i}", self.level))
+                .spawn(move || pool.refill())
+                .ok()
+        });
+        if let Ok(mut t) = self.threads.lock() {
+            t.extend(handles);
+        }
     }
 
     /// A ready sandbox, waiting up to `wait` for one. An empty pool grows.
@@ -115,7 +118,8 @@ impl Pool {
         self.lock().last_failure.take()
     }
 
-    /// Stops refilling and destroys every ready sandbox.
+    /// Stops refilling, waits for the refill threads (a sandbox in the making is
+    /// destroyed by its thread) and destroys every ready sandbox.
     pub fn stop(&self) {
         let drained: Vec<Warm> = {
             let mut inner = self.lock();
@@ -124,6 +128,10 @@ impl Pool {
             inner.ready.drain(..).collect()
         };
         drop(drained);
+        let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t));
+        for t in threads.unwrap_or_default() {
+            let _ = t.join();
+        }
     }
 
     fn refill(&self) {
