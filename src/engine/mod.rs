@@ -62,7 +62,6 @@ pub struct Prepared {
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
     pub stdin: Option<OwnedFd>,
-    pub created_at: Instant,
     pub setup_time: Duration,
     pub timings_us: Vec<(String, u64)>,
 }
@@ -129,7 +128,6 @@ pub fn prepare(
         stdout: out_r,
         stderr: err_r,
         stdin: in_w,
-        created_at,
         setup_time: created_at.elapsed(),
         timings_us,
     })
