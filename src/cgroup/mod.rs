@@ -369,6 +369,22 @@ impl RunCgroup {
         }
     }
 
+    /// The group's share of contended CPU: the least while a warm sandbox prepares (a
+    /// run in progress comes first), the default once it serves. Best effort: a host
+    /// without the file keeps its default.
+    pub fn cpu_share(&self, least: bool) {
+        let (file, low, normal) = match &self.layout {
+            Layout::V2 { .. } => ("cpu.weight", "1", "100"),
+            _ => ("cpu.shares", "2", "1024"),
+        };
+        for d in self.dirs.values() {
+            let p = d.join(file);
+            if p.exists() {
+                let _ = write("set the CPU share", &p, if least { low } else { normal });
+            }
+        }
+    }
+
     pub fn stats(&self) -> Usage {
         match &self.layout {
             Layout::V2 { .. } => v2::stats(&self.dirs),
