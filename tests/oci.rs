@@ -2656,3 +2656,63 @@ fn seccomp_notify_reaches_the_agent_from_exec() {
     assert_ne!(exec["pid"], init);
     assert!(*answered >= 1);
 }
+
+/// A foreground `run` killed with SIGKILL takes its container with it, even one
+/// whose process runs as a non-root user (the identity switch clears the parent
+/// death signal, which is set again). The control: a detached container outlives
+/// the `create` that made it, as with runc.
+#[test]
+fn foreground_container_dies_with_its_runtime() {
+    if !require_root("foreground_container_dies_with_its_runtime") {
+        return;
+    }
+    use nix::sys::signal::{kill, Signal};
+    use std::io::Read;
+    let env = Env::new();
+    let token = format!("maibox-oci-orphan-{}", std::process::id());
+    let code = "import sys, time; print('ready', flush=True); time.sleep(60)";
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", code, token]);
+        v["process"]["user"] = serde_json::json!({"uid": 1000, "gid": 1000});
+    });
+    let bs = b.to_str().unwrap();
+    let mut child = env
+        .cmd(&["run", "--bundle", bs, "fg"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = [0u8; 6];
+    child.stdout.take().unwrap().read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    assert!(
+        !processes_with(&token).is_empty(),
+        "control: the probe sees it"
+    );
+    kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    wait_for(
+        "the container to die with its runtime",
+        Duration::from_secs(5),
+        || processes_with(&token).is_empty(),
+    );
+    // Control: created and started detached, it runs on after the runtime exits.
+    env.run_ok(&["create", "--bundle", bs, "bg"]);
+    env.run_ok(&["start", "bg"]);
+    wait_for(
+        "the detached container to start",
+        Duration::from_secs(5),
+        || !processes_with(&token).is_empty(),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !processes_with(&token).is_empty(),
+        "the detached container runs on"
+    );
+    env.run_ok(&["delete", "--force", "bg"]);
+    let _ = env.run(&["delete", "--force", "fg"]);
+}

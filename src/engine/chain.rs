@@ -155,10 +155,17 @@ fn die_with_supervisor(p: &Policy, chan: &Channel) -> Result<(), SetupError> {
     }
 }
 
-/// An OCI container keeps runc's behaviour: the signal is set once, before setup.
+/// Set again: the switch to a non-root user cleared it. A foreground OCI run's
+/// container may already be under the bundle's seccomp filter, which may refuse
+/// prctl: there it is a best effort (runc sets none at all; the runtime's death
+/// still ends every wait on the channel).
 fn die_with_supervisor_again(p: &Policy, chan: &Channel) -> Result<(), SetupError> {
     match &p.view {
         View::Python => privs::die_with(chan),
+        View::Oci(v) if v.die_with_parent => {
+            let _ = privs::die_with(chan);
+            Ok(())
+        }
         View::Oci(_) => Ok(()),
     }
 }
