@@ -25,7 +25,8 @@ pub(crate) struct Group {
     pub made: OnceCell<Option<RunCgroup>>,
     pub note: OnceCell<Option<String>>,
     pub init: Cell<Option<nix::unistd::Pid>>,
-    /// Where the run's groups go (detected before the cleaner is armed).
+    /// Where the run's groups go, detected before the cleaner is armed (or, when
+    /// `None`, as the group is made).
     pub layout: Option<Layout>,
 }
 
@@ -235,8 +236,16 @@ fn make_cgroup(
     run_id: &str,
     notices: &mut Notices,
 ) -> Result<(Option<RunCgroup>, Option<String>), SetupError> {
-    let Some(layout) = layout else {
+    if !policy.has(Layer::CgroupLimits) {
         return Ok((None, Some("switched off".into())));
+    }
+    let detected;
+    let layout = match layout {
+        Some(l) => l,
+        None => {
+            detected = cgroup::detect();
+            &detected
+        }
     };
     if *layout != Layout::None {
         cgroup::cleanup_stale(layout, &policy.cgroup);
