@@ -92,6 +92,7 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     die_with_supervisor(p, chan)?; // SIGKILL when the supervisor dies
     init_signals(p)?; // init waits for its signals synchronously
     stdio(&c.stdio)?; // the run's pipes as 0, 1 and 2
+    drop_inherited_fds(c, chan)?; // Python: stdio, the channel; before any wait
     own_network(p)?; // a fresh network namespace with `lo` up
     t.step("network");
     userns::wait_for_maps(chan)?; // the supervisor writes the id maps
@@ -100,7 +101,7 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     forbid_nested_userns(p)?; // user.max_user_namespaces = 0
     join_namespaces(p)?; // OCI: namespaces named by path
     t.step("namespaces");
-    let gate = close_inherited_fds(c, chan)?; // only stdio and the channel stay
+    let gate = close_inherited_fds(c, chan)?; // OCI: once namespace files are used
     let groups = early_cgroup_namespace(p)?; // OCI: before the root
     network_settings(p)?; // OCI: `lo`, sysctls
     let hook_state = build_root(c, &groups)?; // mounts, pivot_root, masks
@@ -233,13 +234,25 @@ fn join_namespaces(p: &Policy) -> Result<(), SetupError> {
     }
 }
 
-fn close_inherited_fds(c: &Child, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+/// Only stdio, the payload's extra pipes and the channel stay, before the first wait
+/// on the supervisor. A multithreaded caller may prepare several sandboxes at once,
+/// and each clone copies every descriptor of the caller: one that waited while it
+/// held another's end of its channel could keep that one from ever seeing its
+/// supervisor's death (and the other way round).
+fn drop_inherited_fds(c: &Child, chan: &Channel) -> Result<(), SetupError> {
     match &c.policy.view {
         View::Python => {
             let mut keep: Vec<i32> = (3..3 + c.stdio.extra.len() as i32).collect();
             keep.push(chan.raw_fd());
-            privs::close_fds_except(&keep).map(|_| None)
+            privs::close_fds_except(&keep)
         }
+        View::Oci(_) => Ok(()),
+    }
+}
+
+fn close_inherited_fds(c: &Child, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+    match &c.policy.view {
+        View::Python => Ok(None),
         View::Oci(v) => oci::close_inherited_fds(v, chan),
     }
 }
