@@ -211,6 +211,56 @@ print(json.dumps([p for p in ["/proc/keys", "/proc/timer_list"] if p in mounts])
     assert_eq!(h, serde_json::json!([]));
 }
 
+const IDENTITY: &str = r#"
+import json
+def read(p):
+    try:
+        return open(p, "rb").read().decode(errors="replace")
+    except OSError as e:
+        return "error: %s" % e.__class__.__name__
+print(json.dumps({k: read(p) for k, p in [
+    ("boot_id", "/proc/sys/kernel/random/boot_id"), ("cmdline", "/proc/cmdline"),
+    ("init_cmdline", "/proc/1/cmdline"), ("init_comm", "/proc/1/comm"),
+    ("mountinfo", "/proc/self/mountinfo")]}))
+"#;
+
+/// What names the host stays outside: the boot id is the sandbox's own (a fresh
+/// one each run), the kernel's command line is empty, and init shows a neutral
+/// command line and name, not the supervisor's. The control: with the /proc masks
+/// switched off, the probe reads the host's boot id and command line, and the
+/// supervisor's command line as init's.
+#[test]
+fn host_identity_stays_outside() {
+    let host = host_probe(IDENTITY);
+    let host_boot_id = host["boot_id"].as_str().unwrap().to_string();
+    for who in identities("host_identity_stays_outside") {
+        let a = probe(who, &[], IDENTITY);
+        let b = probe(who, &[], IDENTITY);
+        let id = a["boot_id"].as_str().unwrap();
+        assert_ne!(id, host_boot_id, "{who:?}: the host's boot id");
+        assert_ne!(
+            id,
+            b["boot_id"].as_str().unwrap(),
+            "{who:?}: shared by two runs"
+        );
+        assert_eq!(id.len(), 37, "{who:?}: not a boot id: {id:?}");
+        assert_eq!(a["cmdline"], "", "{who:?}: {}", a["cmdline"]);
+        assert_eq!(a["init_cmdline"], "maibox-init\u{0}", "{who:?}");
+        assert_eq!(a["init_comm"], "maibox-init\n", "{who:?}");
+        let mountinfo = a["mountinfo"].as_str().unwrap();
+        assert!(!mountinfo.contains("/tmp/root"), "{who:?}: {mountinfo}");
+
+        let c = probe(who, &["--unsafe-disable-layer", "proc-masks"], IDENTITY);
+        assert_eq!(c["boot_id"], host["boot_id"], "{who:?}: control");
+        assert_eq!(c["cmdline"], host["cmdline"], "{who:?}: control");
+        let init = c["init_cmdline"].as_str().unwrap();
+        assert!(
+            init.contains("exec") && init.contains(binary().to_str().unwrap()),
+            "{who:?}: control: {init:?}"
+        );
+    }
+}
+
 const FS: &str = r#"
 import os, json
 res = {}

@@ -14,7 +14,7 @@
 
 use super::init::{self, Payload};
 use super::sync::{Channel, Msg};
-use super::{net, oci, privs, rlimit, rootfs, userns};
+use super::{net, oci, privs, procname, rlimit, rootfs, userns};
 use crate::error::{SetupError, Step, StepContext};
 use crate::policy::{Layer, Policy, View};
 use nix::sched::CloneFlags;
@@ -109,6 +109,7 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     join_cgroup(p, chan)?; // Python: the run's cgroup, then its namespace
     t.step("cgroup");
     names(p)?; // hostname (and domain name)
+    init_name(p)?; // Python: /proc/1/cmdline and comm neutral
     limits(p)?; // rlimits
     privs::new_session()?; // no controlling terminal (TIOCSTI)
     console(p)?; // OCI: the pty as controlling terminal
@@ -325,6 +326,15 @@ fn names(p: &Policy) -> Result<(), SetupError> {
         }
         View::Python => Ok(()),
         View::Oci(v) => oci::names(v),
+    }
+}
+
+/// Init is a fork of the supervisor: without this, the code would read the
+/// supervisor's command line as init's (see [`procname`]).
+fn init_name(p: &Policy) -> Result<(), SetupError> {
+    match &p.view {
+        View::Python if p.has(Layer::ProcMasks) => procname::neutral(),
+        _ => Ok(()),
     }
 }
 

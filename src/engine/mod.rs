@@ -17,6 +17,7 @@ pub mod net;
 pub mod oci;
 pub mod privs;
 pub mod procfs;
+pub mod procname;
 pub mod rlimit;
 pub mod rootfs;
 pub mod spawn;

@@ -180,6 +180,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
     procfs::mount(
         &root.join("proc"),
         policy.has(crate::policy::Layer::ProcMasks),
+        base,
     )?;
     dev::build(&root.join("dev"), &src.devices)?;
     install_script(&root, policy, script)?;
