@@ -114,6 +114,26 @@ pub fn bind(step: Step, src: &str, target: &Path, recursive: bool) -> Result<(),
         .step(step, format!("bind {src} on {}", target.display()))
 }
 
+/// One inode per this many bytes of a tmpfs's size. A tmpfs bounds its pages by
+/// `size`, but its inodes, without `nr_inodes`, only by half the host's RAM: empty
+/// files take no page, so a size-capped tmpfs would still hold hundreds of thousands
+/// of them, each about 1 KiB of kernel memory that no limit charges when no cgroup
+/// does (rootless). One inode per page keeps that memory near a quarter of the size.
+pub const BYTES_PER_INODE: u64 = 4096;
+/// Mount points, links and a few files: the smallest tmpfs still holds them.
+const MIN_INODES: u64 = 256;
+
+/// The inode bound of a tmpfs of `size` bytes.
+pub fn inodes_for(size: u64) -> u64 {
+    (size / BYTES_PER_INODE).max(MIN_INODES)
+}
+
+/// Mount options of a tmpfs of `size` bytes with its inode bound, and `mode`.
+pub fn tmpfs_options(size: u64, mode: &str) -> String {
+    format!("size={size},nr_inodes={},mode={mode}", inodes_for(size))
+}
+
+/// Mounts a tmpfs; `data` names its size and inode bound (see [`tmpfs_options`]).
 pub fn tmpfs(step: Step, target: &Path, flags: MsFlags, data: &str) -> Result<(), SetupError> {
     mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(data)).step(
         step,

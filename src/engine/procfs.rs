@@ -78,7 +78,8 @@ pub fn mount(target: &Path, masks: bool, scratch: &Path) -> Result<(), SetupErro
                 step,
                 &p,
                 MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-                "size=0,mode=0555",
+                // Read-only and empty: its root is its one inode.
+                "size=4k,nr_inodes=1,mode=0555",
             )?;
         }
     }

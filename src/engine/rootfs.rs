@@ -130,7 +130,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
         Step::RootTmpfs,
         base,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        &format!("size={},mode=0755", policy.fs.root_size),
+        &mounts::tmpfs_options(policy.fs.root_size, "0755"),
     )?;
     let root = base.join("root");
     mkdir_p(Step::RootTmpfs, &root)?;
@@ -169,7 +169,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
         Step::Tmp,
         &tmp,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        &format!("size={},mode=1777", policy.fs.tmp_size),
+        &mounts::tmpfs_options(policy.fs.tmp_size, "1777"),
     )?;
     for b in &src.binds {
         bind_host(&root, b)?;
@@ -255,7 +255,7 @@ fn install_script(root: &Path, policy: &Policy, script: &[u8]) -> Result<(), Set
         step,
         &dir,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        &format!("size={},mode=0755", policy.fs.root_size),
+        &mounts::tmpfs_options(policy.fs.root_size, "0755"),
     )?;
     let file = dir.join(SCRIPT_NAME);
     std::fs::write(&file, script).step(step, format!("write {}", file.display()))?;
