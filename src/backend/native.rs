@@ -13,10 +13,9 @@ use crate::error::{SetupError, Step};
 use crate::io::{Io, Notices, Stdin};
 use crate::outcome::Outcome;
 use crate::policy::{IdMapping, Layer, Policy};
-use crate::report::{CgroupReport, Facts, Layers, SeccompReport};
+use crate::report::{Bound, CgroupReport, Facts, Layers, SeccompReport};
 use crate::supervise::signals::Forwarder;
 use std::cell::{Cell, OnceCell};
-use std::os::fd::OwnedFd;
 
 /// The run's cgroup as the engine's callback leaves it: made while the sandbox builds
 /// its root (see [`engine::prepare`]), so set once from inside the engine.
@@ -206,13 +205,13 @@ pub(crate) fn make_group(
     group: &Group,
     notices: &mut Notices,
     pid: nix::unistd::Pid,
-) -> Result<Vec<OwnedFd>, SetupError> {
+) -> Result<engine::Joined, SetupError> {
     job.timeline.mark("clone");
     group.init.set(Some(pid));
     let (g, note) = make_cgroup(policy, group.layout.as_ref(), job.run_id, notices)?;
     let _ = group.note.set(note);
     let cg_err = |e: CgroupError| SetupError::new(Step::Cgroup, e.to_string());
-    let fds = match &g {
+    let tasks = match &g {
         Some(g) => {
             let f = g.self_attach_files().map_err(cg_err)?;
             if f.is_empty() {
@@ -222,9 +221,10 @@ pub(crate) fn make_group(
         }
         None => Vec::new(),
     };
+    let limited = g.is_some();
     let _ = group.made.set(g);
     job.timeline.mark("cgroup");
-    Ok(fds)
+    Ok(engine::Joined { tasks, limited })
 }
 
 /// The run's cgroup, or why there is none. As root a cgroup that cannot be made is
@@ -261,7 +261,7 @@ fn make_cgroup(
         Err(e) if rootless && policy.cgroup.allow_degraded => {
             let note = format!("degraded to rlimits (no writable cgroup for this user: {e})");
             notices.warn(format!(
-                "memory and CPU limits are not enforced: {note}"
+                "memory and CPU limits are not enforced for the sandbox as a whole: {note}; each process is bounded instead (memory by RLIMIT_DATA, CPU time by RLIMIT_CPU), and there is no CPU quota"
             ));
             Ok((None, Some(note)))
         }
@@ -331,6 +331,11 @@ pub(crate) fn facts(
         },
         cgroup: CgroupReport {
             enforced: layout.is_some(),
+            memory_bound: Bound::of(layout.is_some(), policy.has(Layer::Rlimits)),
+            cpu_time_bound: match policy.limits.cpu_time {
+                Some(_) => Bound::of(layout.is_some(), policy.has(Layer::Rlimits)),
+                None => Bound::None,
+            },
             layout,
             note,
         },
