@@ -37,6 +37,9 @@ pub(super) struct Child<'a> {
     pub payload: Payload,
     pub stdio: ChildStdio,
     pub chan: Channel,
+    /// Detached copies of the host mounts the view binds (root only; see
+    /// [`super::trees`]).
+    pub trees: Vec<super::trees::Tree>,
     /// The supervisor's end of the channel, which clone copied into the child: closed
     /// first thing, or the child's waits on the channel could never see the
     /// end-of-file that the supervisor's death means.
@@ -245,6 +248,7 @@ fn drop_inherited_fds(c: &Child, chan: &Channel) -> Result<(), SetupError> {
         View::Python => {
             let mut keep: Vec<i32> = (3..3 + c.stdio.extra.len() as i32).collect();
             keep.push(chan.raw_fd());
+            keep.extend(c.trees.iter().map(|t| t.fd.as_raw_fd()));
             privs::close_fds_except(&keep)
         }
         View::Oci(_) => Ok(()),
@@ -280,7 +284,7 @@ fn build_root(
         View::Python => {
             // Opened here, not in the supervisor: a bind source must belong to the
             // mount namespace that does the binding.
-            let sources = rootfs::open_sources(c.policy)?;
+            let sources = rootfs::open_sources(c.policy, &c.trees)?;
             rootfs::build(c.policy, sources, c.script).map(|_| None)
         }
         View::Oci(v) => oci::root::build(v, &c.chan, groups),

@@ -22,6 +22,7 @@ pub mod rlimit;
 pub mod rootfs;
 pub mod spawn;
 pub mod sync;
+pub mod trees;
 pub mod userns;
 
 pub use crate::error::{SetupError, Step};

@@ -79,6 +79,70 @@ pub fn change_attr(
     Ok(())
 }
 
+/// Sets `attrs` and the propagation type `propagation` (MS_PRIVATE...) on the
+/// mount `fd` refers to (a detached one from open_tree, say).
+pub fn set_attr_fd(
+    step: Step,
+    fd: &OwnedFd,
+    attrs: u64,
+    propagation: u64,
+) -> Result<(), SetupError> {
+    use std::os::fd::AsRawFd;
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation,
+        userns_fd: 0,
+    };
+    // SAFETY: an empty C string, a valid descriptor and an initialized mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(SetupError::new(
+            step,
+            format!("mount_setattr: {}", std::io::Error::last_os_error()),
+        ));
+    }
+    Ok(())
+}
+
+/// Attaches the detached mount `fd` (from open_tree) at `target`.
+pub fn move_mount(step: Step, fd: &OwnedFd, target: &Path) -> Result<(), SetupError> {
+    use std::os::fd::AsRawFd;
+    let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
+        .step(step, format!("path {}", target.display()))?;
+    // SAFETY: valid C strings and descriptor; move_mount only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    if rc != 0 {
+        return Err(SetupError::new(
+            step,
+            format!(
+                "move_mount onto {}: {}",
+                target.display(),
+                std::io::Error::last_os_error()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Opens a host path as an O_PATH descriptor, before the host view is covered.
 pub fn open_path(step: Step, p: &Path) -> Result<OwnedFd, SetupError> {
     let fd = open(p, OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
