@@ -116,6 +116,7 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     limits(p, grouped)?; // rlimits (memory too, without a group)
     privs::new_session()?; // no controlling terminal (TIOCSTI)
     console(p)?; // OCI: the pty as controlling terminal
+    harden(p)?; // OCI --hardened: Landlock on the container's root
     identity(p, chan)?; // the sandbox's user, no capabilities, no_new_privs
     die_with_supervisor_again(p, chan)?; // the identity switch cleared it
     t.step("privileges");
@@ -362,6 +363,15 @@ fn console(p: &Policy) -> Result<(), SetupError> {
     match &p.view {
         View::Python => Ok(()),
         View::Oci(v) => oci::console(v),
+    }
+}
+
+/// While the init still holds CAP_SYS_ADMIN in its user namespace: Landlock then
+/// needs no no_new_privs, which the bundle decides.
+fn harden(p: &Policy) -> Result<(), SetupError> {
+    match &p.view {
+        View::Python => Ok(()),
+        View::Oci(v) => oci::harden(v),
     }
 }
 

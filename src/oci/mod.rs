@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fds;
+pub mod harden;
 pub mod hooks;
 pub mod pids;
 pub mod state;

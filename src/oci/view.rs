@@ -52,6 +52,9 @@ pub struct OciView {
     /// Stop before pivot_root for the runtime's `prestart`/`createRuntime` hooks,
     /// which must run before `createContainer`'s.
     pub hooks_sync: bool,
+    /// `--hardened`: what the init applies itself for a strict runtime
+    /// ([`crate::oci::harden`]).
+    pub hardening: Option<crate::oci::harden::Hardening>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -129,9 +129,8 @@ pub(crate) fn build_root(
         mount(None::<&str>, "/", None::<&str>, ms(p), None::<&str>)
             .step(Step::MountPropagation, "set linux.rootfsPropagation on /")?;
     }
-    for p in &v.masked_paths {
-        mask(p)?;
-    }
+    // Read-only paths first, then masks (runc's order): a mask inside a read-only
+    // path (a strict runtime's boot id in /proc/sys) must not take its nodev.
     for p in &v.readonly_paths {
         let path = Path::new(p);
         if std::fs::symlink_metadata(path).is_err() {
@@ -144,6 +143,9 @@ pub(crate) fn build_root(
             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
             true,
         )?;
+    }
+    for p in &v.masked_paths {
+        mask(p)?;
     }
     if v.root_readonly {
         set_attr(Step::ReadOnlyRoot, Path::new("/"), MOUNT_ATTR_RDONLY, false)?;
