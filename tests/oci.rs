@@ -2906,3 +2906,24 @@ print(json.dumps({"nofile": resource.getrlimit(resource.RLIMIT_NOFILE), "exec_tm
     env.run_ok(&["delete", "--force", "plain"]);
     assert!(env.ids().is_empty(), "{:?}", env.ids());
 }
+
+/// `--hardened` is never ignored: outside the OCI verbs (where it would mean
+/// nothing) it is refused. Control: the same run without it.
+#[test]
+fn hardened_is_refused_outside_the_oci_verbs() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.py");
+    std::fs::write(&script, "print(1)\n").unwrap();
+    let s = script.to_str().unwrap();
+    for args in [&["--hardened", "exec", s][..], &["assess", "--hardened", s]] {
+        let o = Command::new(binary()).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            stderr(&o).contains("--hardened is for the OCI runtime verbs"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let o = Command::new(binary()).args(["assess", s]).output().unwrap();
+    assert!(o.status.success(), "control: {}", stderr(&o));
+}
