@@ -502,6 +502,30 @@ fn spec_rootless_runs_in_a_user_namespace() {
     let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "u1"]);
     // Inside: only container uid 0 → host uid 0, one id (the spec's mapping).
     assert_eq!(stdout(&o), "['0', '0', '1']\n");
+    // The strict runtime in a user namespace: Landlock, the open-file cap, the own
+    // boot id and the seccomp kills as without one (the probes' controls are in
+    // hardened_runtime_adds_the_untrusted_levels_hardening).
+    let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    v["process"]["args"] = serde_json::json!(["python3", "-c", STRICT_PROBE]);
+    v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+        "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = env.run_ok(&["--hardened", "run", "--bundle", b.to_str().unwrap(), "u2"]);
+    let strict: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(own.len() == 37 && own != host_boot_id, "{strict}");
+    assert_eq!(strict["threads"], 8, "{strict}");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    v["process"]["args"] = serde_json::json!(["python3", "-c", EXPLOIT_CALL, "io_uring_setup"]);
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = env.run(&["--hardened", "run", "--bundle", b.to_str().unwrap(), "u3"]);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSYS), "{}", stderr(&o));
 }
 
 /// Each bad input fails with a clear message in the JSON log, a non-zero exit,
@@ -2763,8 +2787,8 @@ print("returned", r, ctypes.get_errno())
 /// plain runtime, while the untrusted level's hardening applies on top of the
 /// bundle: exploit-only calls kill the process, nothing written to a tmpfs runs and
 /// no device node can be made (Landlock),
-/// the open-file limit is capped, the host's boot id and kernel command line are
-/// masked, and a tmpfs with a size has an inode bound. Controls: the same bundle
+/// the open-file limit is capped, the boot id is the container's own, the kernel
+/// command line is masked, and a tmpfs with a size has an inode bound. Controls: the same bundle
 /// under the plain runtime.
 #[test]
 fn hardened_runtime_adds_the_untrusted_levels_hardening() {
@@ -2814,7 +2838,12 @@ fn hardened_runtime_adds_the_untrusted_levels_hardening() {
     assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
     assert_eq!(plain["nofile"], serde_json::json!([1024, 1024]), "control");
     let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
-    assert_eq!(strict["boot_id"], "", "{strict}");
+    // Its own: a random id in the kernel's format, not the host's, not empty.
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(
+        own.len() == 37 && own.matches('-').count() == 4 && own != host_boot_id,
+        "{strict}"
+    );
     assert_eq!(plain["boot_id"], host_boot_id.as_str(), "control");
     assert_eq!(strict["cmdline"], "", "{strict}");
     assert_ne!(plain["cmdline"], "", "control");

@@ -12,8 +12,9 @@
 //!   ([`crate::confine::landlock_mounts`]): read-only mounts stay read-only, no
 //!   program runs from a writable tmpfs the bundle did not mount `exec`;
 //! - `RLIMIT_NOFILE` at most the untrusted level's `nofile`;
-//! - /proc: Docker's masks and read-only paths where the bundle lacks them, and the
-//!   host's boot id, kernel command line and boot configuration masked;
+//! - /proc: Docker's masks and read-only paths where the bundle lacks them, the
+//!   host's kernel command line and boot configuration masked, and a boot id of the
+//!   container's own (made by the init: [`crate::engine::oci`]);
 //! - an inode bound on every tmpfs the bundle gives a size (one per 4 KiB).
 //!
 //! The same applies to a process `exec` starts in a container made strict.
@@ -76,7 +77,6 @@ const MASKED: &[&str] = &[
     "/proc/config.gz",
     "/sys/firmware",
     "/sys/devices/virtual/powercap",
-    "/proc/sys/kernel/random/boot_id",
     "/proc/cmdline",
     "/proc/bootconfig",
 ];
