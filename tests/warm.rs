@@ -112,3 +112,24 @@ fn a_request_above_the_level_is_not_servable_and_a_lower_one_is_applied() {
     );
     assert_eq!(run.report.limits.memory_bytes, 64 << 20);
 }
+
+#[test]
+fn a_warm_run_ends_as_a_cold_one() {
+    let s = sandbox();
+    for code in [
+        "import sys\nsys.exit('a message')\n",
+        "import sys\nprint('no newline', end='')\nsys.exit(300)\n",
+        "import atexit\natexit.register(lambda: print('at exit'))\nprint('main')\n",
+        "import threading, time\ndef late():\n    time.sleep(0.2)\n    print('thread done', flush=True)\nthreading.Thread(target=late).start()\nprint('main done')\n",
+        "import sys\nsys.stdout.write('buffered')\nexit(None)\n",
+        "raise KeyError('k')\n",
+    ] {
+        let w = run_warm(&s, code, &[]);
+        let c = s.run_code(code).unwrap();
+        assert_eq!(
+            (String::from_utf8_lossy(&w.stdout), String::from_utf8_lossy(&w.stderr), w.report.exit_code),
+            (String::from_utf8_lossy(&c.stdout), String::from_utf8_lossy(&c.stderr), c.report.exit_code),
+            "{code}"
+        );
+    }
+}

@@ -387,6 +387,22 @@ impl RunCgroup {
         }
     }
 
+    /// The group's share of contended CPU: the least while a warm sandbox prepares (a
+    /// run in progress comes first), the default once it serves. Best effort: a host
+    /// without the file keeps its default.
+    pub fn cpu_share(&self, least: bool) {
+        let (file, low, normal) = match &self.layout {
+            Layout::V2 { .. } => ("cpu.weight", "1", "100"),
+            _ => ("cpu.shares", "2", "1024"),
+        };
+        for d in self.dirs.values() {
+            let p = d.join(file);
+            if p.exists() {
+                let _ = write("set the CPU share", &p, if least { low } else { normal });
+            }
+        }
+    }
+
     pub fn stats(&self) -> Usage {
         match &self.layout {
             Layout::V2 { .. } => v2::stats(&self.dirs),
@@ -424,17 +440,8 @@ impl RunCgroup {
         self.dirs.values().cloned().collect()
     }
 
-    /// The groups this run made (not those it joined), which its end removes.
-    pub fn own_dirs(&self) -> Vec<PathBuf> {
-        self.dirs
-            .values()
-            .filter(|d| !self.joined.contains(d))
-            .cloned()
-            .collect()
-    }
-
-    /// Leaves the removal to a [`crate::teardown::Cleaner`] that holds
-    /// [`RunCgroup::own_dirs`].
+    /// Leaves the removal to a [`crate::teardown::Cleaner`] armed with
+    /// [`RunCgroup::planned_dirs`].
     pub fn hand_off(mut self) {
         self.removed = true;
     }

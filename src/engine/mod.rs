@@ -2,7 +2,7 @@
 //!
 //! Split like an OCI runtime: [`prepare`] builds the whole sandbox and leaves its
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
-//! [`crate::supervise`] supervises it to the end.
+//! the supervisor (`src/supervise/`) watches it to the end.
 
 pub mod cgroupfs;
 mod chain;
@@ -64,7 +64,6 @@ pub struct Prepared {
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
     pub stdin: Option<OwnedFd>,
-    pub created_at: Instant,
     pub setup_time: Duration,
     pub timings_us: Vec<(String, u64)>,
 }
@@ -140,7 +139,6 @@ pub fn prepare(
         stdout: out_r,
         stderr: err_r,
         stdin: in_w,
-        created_at,
         setup_time: created_at.elapsed(),
         timings_us,
     })

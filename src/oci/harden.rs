@@ -24,15 +24,8 @@ use std::path::PathBuf;
 use oci_spec::runtime::Spec;
 
 use super::error::OciError;
-use super::view::{OciProcess, OciView};
 use crate::confine::seccomp::oci::Compiled;
-
-/// What the container's init (or an `exec`'d process) applies itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Hardening {
-    /// Writable tmpfs mount points the bundle mounted with an explicit `exec`.
-    pub exec_tmpfs: Vec<PathBuf>,
-}
+use crate::policy::oci::{Hardening, OciProcess, OciView};
 
 /// The untrusted level's settings the hardening takes.
 pub struct Level {

@@ -14,7 +14,5 @@ pub mod commands;
 pub mod error;
 pub mod fds;
 pub mod harden;
-pub mod hooks;
 pub mod pids;
 pub mod state;
-pub mod view;

@@ -93,6 +93,10 @@ impl Sandbox {
             engine::prepare(&ejob, &mut make_group, &mut || Ok(())).map_err(setup)?
         };
         drop((code_r, ready_w));
+        // Preparing yields the CPU to runs in progress (given back in `lower`).
+        if let Some(Some(g)) = group.made.get() {
+            g.cpu_share(true);
+        }
         let made_at = Instant::now();
         let started = start(&prepared, &ready_r).map_err(setup)?;
         Ok(Warm {
@@ -321,8 +325,12 @@ impl Warm {
         self.finish(job, outcome, None)
     }
 
-    /// The request's limits where they are lower than the level's.
+    /// The request's limits where they are lower than the level's, and the CPU share
+    /// of a run.
     fn lower(&self, limits: &Limits) -> Result<(), SetupError> {
+        if let Some(g) = self.group.made.get().and_then(Option::as_ref) {
+            g.cpu_share(false);
+        }
         match self.group.made.get().and_then(Option::as_ref) {
             Some(g) if *limits != self.policy.limits => g
                 .lower(crate::cgroup::Limits {

@@ -9,6 +9,7 @@ mod bandit;
 mod bench;
 mod docker;
 mod progress;
+mod pytests;
 mod rootfs;
 mod vm;
 
@@ -30,10 +31,14 @@ fn run() -> Result<()> {
         Some("rootfs") => rootfs::rootfs(&args[1..]),
         Some("test-vm") => vm::test_vm(root()),
         Some("test-docker") => docker::test_docker(root()),
+        Some("test-python") => {
+            cargo(&["build", "-p", "maibox"])?;
+            pytests::test(&root())
+        }
         Some("check-aarch64") => check_aarch64(),
         Some("bandit") => install_bandit(),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask test-python | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
             std::process::exit(2)
         }
     }
@@ -87,7 +92,11 @@ fn test() -> Result<()> {
         .collect();
     let engine = docker::up(&root())?;
     // Every failing test binary is reported, not only the first.
-    cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs)?;
+    let tests = cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs);
+    // The Python package's tests run whatever the Rust tests said: both are reported.
+    let python = pytests::test(&root());
+    tests?;
+    python?;
     drop(engine);
     vm::test_vm(root())
 }

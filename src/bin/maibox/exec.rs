@@ -10,7 +10,7 @@ use maibox::session::{read_code, Error, Source};
 use maibox::units::{ByteSize, Seconds};
 use maibox::{Io, Notice, Run, Sample, Sandbox, Sink, Stdin, Timeline};
 use std::io::Write;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -20,7 +20,7 @@ pub struct ExecArgs {
     pub trust: Option<TrustLevel>,
     /// Configuration file (default: $MAIBOX_CONFIG, /etc/maibox/sandbox.yaml, built-in).
     #[arg(long)]
-    config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     /// Print a JSON report on stdout after the run.
     #[arg(long)]
     pub json: bool,
@@ -95,6 +95,11 @@ pub struct ExecArgs {
     /// $XDG_RUNTIME_DIR/maibox.sock otherwise).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// For programs that wrap maibox: the JSON report (with the notices) goes to this
+    /// open descriptor, and so does an error as {"error": {...}}; stdout and stderr
+    /// then carry only the code's output.
+    #[arg(long, value_name = "FD", value_parser = parse_report_fd, conflicts_with_all = ["json", "server"])]
+    report_fd: Option<i32>,
     /// Run CODE instead of a file.
     #[arg(short = 'c', value_name = "CODE", conflicts_with = "script")]
     code: Option<String>,
@@ -106,7 +111,33 @@ pub struct ExecArgs {
     pub args: Vec<String>,
 }
 
+/// A descriptor the caller opened for the report: 3 or above, and open.
+fn parse_report_fd(s: &str) -> Result<i32, String> {
+    let fd: i32 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a descriptor number"))?;
+    if fd < 3 {
+        return Err("give a descriptor of 3 or above (0-2 carry the code's stdio)".into());
+    }
+    nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).map_err(|_| {
+        format!("descriptor {fd} is not open; open it for maibox (e.g. 3>report.json)")
+    })?;
+    Ok(fd)
+}
+
 impl ExecArgs {
+    /// The code, and whether it comes from stdin (which leaves the code's stdin empty).
+    pub fn code(&self) -> anyhow::Result<(maibox::Code, bool)> {
+        let source = match (&self.code, &self.script) {
+            (Some(c), _) => Source::Inline(c),
+            (None, Some(p)) if p.as_os_str() == "-" => Source::Stdin,
+            (None, Some(p)) => Source::File(p),
+            (None, None) => anyhow::bail!("give a script, - for stdin, or -c CODE"),
+        };
+        let from_stdin = matches!(source, Source::Stdin);
+        Ok((read_code(source)?, from_stdin))
+    }
+
     /// A flag that only a cold run can honour, if one is given.
     pub fn cold_only_flag(&self) -> Option<&'static str> {
         [
@@ -140,7 +171,7 @@ impl ExecArgs {
     }
 
     /// The sandbox these flags describe.
-    fn sandbox(&self, cfg: Config) -> Sandbox {
+    pub fn sandbox(&self, cfg: Config) -> Sandbox {
         let mut s = Sandbox::new(cfg)
             .allow_raise(self.allow_raise)
             .audit_syscalls(self.audit_syscalls)
@@ -188,17 +219,22 @@ impl ExecArgs {
 }
 
 pub fn exec(a: ExecArgs, timeline: &Timeline, started: std::time::Instant) -> anyhow::Result<i32> {
+    match a.report_fd {
+        // SAFETY: the caller handed this descriptor to us (checked open at parse time),
+        // and nothing else here uses it.
+        Some(fd) => crate::report_fd::exec(a, unsafe { OwnedFd::from_raw_fd(fd) }, timeline),
+        None => exec_printed(a, timeline, started),
+    }
+}
+
+fn exec_printed(
+    a: ExecArgs,
+    timeline: &Timeline,
+    started: std::time::Instant,
+) -> anyhow::Result<i32> {
     let (cfg, _origin) = Config::load(a.config.as_deref())?;
     timeline.mark("config");
-    let source = match (&a.code, &a.script) {
-        (Some(c), _) => Source::Inline(c),
-        (None, Some(p)) if p.as_os_str() == "-" => Source::Stdin,
-        (None, Some(p)) => Source::File(p),
-        (None, None) => anyhow::bail!("give a script, - for stdin, or -c CODE"),
-    };
-    // The code read from stdin leaves the code's own stdin empty.
-    let from_stdin = matches!(source, Source::Stdin);
-    let code = read_code(source)?;
+    let (code, from_stdin) = a.code()?;
     if let Some(mode) = a.served(&cfg) {
         if let Some(rc) = crate::served::exec(&a, &cfg, &code, from_stdin, mode, started)? {
             return Ok(rc);

@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod exec;
+mod report_fd;
 mod runc;
 mod served;
 

@@ -7,4 +7,4 @@ pub mod spec;
 pub mod subgroup;
 
 pub use container::ContainerCgroup;
-pub use spec::{from_spec, limits, OciCgroup};
+pub use spec::{from_spec, limits};

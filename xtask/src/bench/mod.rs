@@ -7,6 +7,7 @@
 mod extra;
 mod output;
 mod peers;
+mod served;
 mod stats;
 
 use crate::progress::{Progress, Stage, Work};
@@ -46,6 +47,14 @@ const PEERS: &[(&str, &str)] = &[
     ("docker", "docker run"),
     ("docker-maibox", "docker run --runtime=maibox"),
     ("maibox-docker", "maibox exec --backend docker"),
+    (
+        "server",
+        "maibox exec --server, a maibox serve of the bench's own",
+    ),
+    (
+        "python-client",
+        "the Python package as the server's client, from one process",
+    ),
 ];
 
 const USAGE: &str = "options: --rounds N, --layers, --workers N, --duration SECONDS, --peers NAME,NAME..., --rootfs DIR (repeatable)";
@@ -421,6 +430,9 @@ struct Extra {
     thr: Vec<(String, f64)>,
     mem: (u64, u64),
     assess: Vec<(&'static str, f64, f64)>,
+    /// The server's anonymous memory, one warm sandbox's and how many were ready.
+    served_mem: Option<(u64, u64, usize)>,
+    client: Option<served::Client>,
 }
 
 pub fn bench(args: &[String]) -> Result<()> {
@@ -443,7 +455,7 @@ pub fn bench(args: &[String]) -> Result<()> {
     if o.layers {
         startup.extend(layer_rows(&m, &e));
     }
-    let realistic = group_rows(
+    let mut realistic = group_rows(
         &o,
         &m,
         &real.display().to_string(),
@@ -452,6 +464,15 @@ pub fn bench(args: &[String]) -> Result<()> {
         false,
         &mut Vec::new(),
     )?;
+    // Started before the tables, so its pool is warm; dropped (stopped) at the end.
+    let server = o
+        .wants("server")
+        .then(|| served::Server::start(&m, &dir))
+        .transpose()?;
+    if let Some(s) = &server {
+        startup.extend(served::rows(&m, &s.socket, &e));
+        realistic.extend(served::rows(&m, &s.socket, &real.display().to_string()));
+    }
     let mut groups = vec![
         (format!("Startup of an empty script, {} interleaved rounds:", o.rounds), startup),
         (format!("A small realistic script (JSON, CSV, statistics, a /tmp file), {} interleaved rounds:", o.rounds), realistic),
@@ -467,6 +488,9 @@ pub fn bench(args: &[String]) -> Result<()> {
     // creation and teardown of them cost on the same cores.
     if let Some(u) = peers::which("unshare").filter(|_| o.wants("unshare")) {
         thr_cmds.push(("unshare(1) floor", peers::unshare_cmd(&u, &e)));
+    }
+    if let Some(s) = &server {
+        thr_cmds.push(("maibox exec --server", served::cli_cmd(&m, &s.socket, &e)));
     }
     let progress = Progress::new("bench", plan(&groups, &o, thr_cmds.len()));
     let mut failed = Vec::new();
@@ -489,7 +513,28 @@ pub fn bench(args: &[String]) -> Result<()> {
         ));
     }
     drop(progress);
-    write_results(&o, &notes, &groups, &failed, &Extra { thr, mem, assess })?;
+    let (served_mem, client) = match &server {
+        Some(s) => {
+            // Idle, with its pool refilled after the load above.
+            std::thread::sleep(Duration::from_secs(3));
+            let mem = served::memory(s.pid());
+            let client = o
+                .wants("python-client")
+                .then(|| served::python_client(&s.socket, &dir, [&empty, &real], o.rounds))
+                .transpose()?;
+            (Some(mem), client)
+        }
+        None => (None, None),
+    };
+    drop(server);
+    let extra = Extra {
+        thr,
+        mem,
+        assess,
+        served_mem,
+        client,
+    };
+    write_results(&o, &notes, &groups, &failed, &extra)?;
     let _ = std::fs::remove_dir_all(&dir);
     remove_bench_cgroups();
     Ok(())
@@ -532,6 +577,22 @@ fn write_results(
         x.mem.0 as f64 / 1e6,
         x.mem.1 as f64 / 1e6
     ));
+    if let Some((anon, per, n)) = x.served_mem {
+        md.push_str(&format!(
+            "\nmaibox serve, idle with its pool: the server's own anonymous memory (RssAnon) {:.2} MB; one warm sandbox (its cgroup's memory: the interpreter with its preloads, tmpfs and kernel memory) {:.2} MB, {n} ready\n",
+            anon as f64 / 1e6,
+            per as f64 / 1e6
+        ));
+    }
+    if let Some(client) = &x.client {
+        md.push_str(&format!("\nThe Python client from one Python process, {} interleaved rounds (medians):\n\n| script | bare python (subprocess per run) ms | client run ms | ratio | client overhead ms (client time minus the server's) |\n|---|---:|---:|---:|---:|\n", o.rounds));
+        for (name, bare, run, over) in client {
+            md.push_str(&format!(
+                "| {name} | {bare:.2} | {run:.2} | {:.2}x | {over:.2} |\n",
+                run / bare.max(1e-9)
+            ));
+        }
+    }
     md.push_str("\nStatic assessment, its own time in a fresh process (median of 21 `maibox assess --json` runs; targets 2 ms and 20 ms):\n");
     for (kind, k1, k10) in &x.assess {
         md.push_str(&format!(
@@ -547,6 +608,8 @@ fn write_results(
             "runs_per_s": x.thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
         "supervisor_peak_rss_bytes": x.mem.0,
         "supervisor_peak_anon_bytes": x.mem.1,
+        "server_memory": x.served_mem.map(|(a, p, n)| serde_json::json!({"anon_bytes": a, "per_sandbox_bytes": p, "ready": n})),
+        "python_client_ms": x.client.as_ref().map(|c| c.iter().map(|(n, b, r, o)| serde_json::json!({"script": n, "bare": b, "client": r, "overhead": o})).collect::<Vec<_>>()),
         "assessment_ms": x.assess.iter().map(|(k, a, b)| serde_json::json!({"corpus": k, "lines_1000": a, "lines_10000": b})).collect::<Vec<_>>(),
         "notes": notes,
     });

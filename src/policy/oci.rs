@@ -1,5 +1,5 @@
-//! The OCI view as plain data: what [`crate::oci::bundle`] reads from a bundle's
-//! config.json and the engine ([`crate::engine::oci`]) enforces.
+//! The OCI view as plain data: what the OCI front door (`src/oci/bundle/`) reads from a bundle's
+//! config.json and the engine (`src/engine/oci/`) enforces.
 //!
 //! Kept free of `oci-spec` types so that the engine depends on maibox's own data
 //! only, and a policy can be printed and unit-tested without a bundle.
@@ -53,8 +53,8 @@ pub struct OciView {
     /// which must run before `createContainer`'s.
     pub hooks_sync: bool,
     /// `--hardened`: what the init applies itself for a strict runtime
-    /// ([`crate::oci::harden`]).
-    pub hardening: Option<crate::oci::harden::Hardening>,
+    /// (made by `oci::harden`).
+    pub hardening: Option<Hardening>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -163,4 +163,12 @@ impl OciView {
     pub fn bind_sources_from_runtime(&self) -> bool {
         self.namespaces.user.is_some() && self.mounts.iter().any(|m| m.bind)
     }
+}
+
+/// What a strict runtime's init (or an `exec`'d process) applies itself: Landlock on
+/// the container's root from its mount table (`confine::landlock_mounts`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Hardening {
+    /// Writable tmpfs mount points the bundle mounted with an explicit `exec`.
+    pub exec_tmpfs: Vec<PathBuf>,
 }

@@ -3,6 +3,9 @@
 //! Every struct denies unknown fields and every value is parsed into a typed unit while
 //! deserializing, so that serde_yaml can point at the line and column of a bad value.
 
+mod server;
+pub use server::{default_socket, ServerConfig};
+
 use crate::assess::Verdict;
 use crate::units::{ByteSize, Seconds};
 use serde::{Deserialize, Serialize};
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// The built-in copy of `config/sandbox.yaml`, used when no other file is found.
-pub const BUILTIN: &str = include_str!("../config/sandbox.yaml");
+pub const BUILTIN: &str = include_str!("../../config/sandbox.yaml");
 /// System-wide configuration file, looked for after `--config` and `$MAIBOX_CONFIG`.
 pub const SYSTEM_PATH: &str = "/etc/maibox/sandbox.yaml";
 
@@ -153,7 +156,7 @@ pub struct Config {
     pub docker: DockerConfig,
     /// `maibox serve`: socket, warm pools, admission.
     #[serde(default)]
-    pub server: crate::serve::ServerConfig,
+    pub server: ServerConfig,
     pub levels: Levels,
 }
 
@@ -278,140 +281,140 @@ impl Config {
     }
 
     fn validate(&self, origin: &str) -> Result<(), ConfigError> {
-        let bad = |setting: String, message: String| ConfigError::Invalid {
+        let bad = |(setting, message): (String, String)| ConfigError::Invalid {
             origin: origin.to_string(),
             setting,
             message,
         };
-        crate::net::validate(&self.network).map_err(|e| bad("network".into(), e.to_string()))?;
-        self.server
-            .validate()
-            .map_err(|m| bad("server".into(), m))?;
-        for (name, level) in [
-            ("untrusted", &self.levels.untrusted),
-            ("unknown", &self.levels.unknown),
-            ("trusted", &self.levels.trusted),
-        ] {
-            if let Some(m) = level.preload.iter().find(|m| !is_module_name(m)) {
-                return Err(bad(
-                    format!("levels.{name}.preload"),
-                    format!("{m:?} is not a module name (e.g. json, xml.etree.ElementTree)"),
-                ));
-            }
-        }
-        self.cgroup
-            .validate()
-            .map_err(|m| bad("cgroup".into(), m))?;
+        let at = |setting: &'static str, m: String| bad((setting.to_string(), m));
+        crate::net::validate(&self.network).map_err(|e| at("network", e.to_string()))?;
+        self.server.validate().map_err(|m| at("server", m))?;
+        self.cgroup.validate().map_err(|m| at("cgroup", m))?;
         let unknown = self.assessment.unknown_rule_ids();
         if !unknown.is_empty() {
-            return Err(bad(
-                "assessment".into(),
+            return Err(at(
+                "assessment",
                 format!("unknown rule ids {unknown:?} (see `maibox assess --rules` for the table)"),
             ));
         }
         if self.python.interpreter != "auto" && !self.python.interpreter.starts_with('/') {
-            return Err(bad(
-                "python.interpreter".into(),
+            return Err(at(
+                "python.interpreter",
                 format!(
                     "{:?} must be \"auto\" or an absolute path",
                     self.python.interpreter
                 ),
             ));
         }
-        if self.identity.uid == 0 || self.identity.gid == 0 {
-            return Err(bad(
-                "identity".into(),
-                "the sandbox uid and gid must not be 0 (root)".into(),
-            ));
-        }
-        if self.identity.uid > 65535 || self.identity.gid > 65535 {
-            return Err(bad(
-                "identity".into(),
-                "uid and gid must be at most 65535".into(),
-            ));
-        }
-        if self.identity.host_id_base < 65536
-            || u64::from(self.identity.host_id_base) + 65536 > u64::from(u32::MAX)
+        self.identity.validate().map_err(bad)?;
+        validate_docker(&self.docker).map_err(|(k, m)| bad((format!("docker.{k}"), m)))?;
+        if let Some(key) = self
+            .env
+            .keys()
+            .find(|k| k.is_empty() || k.contains('=') || k.contains('\0'))
         {
-            return Err(bad(
-                "identity.host_id_base".into(),
-                "must be between 65536 and 4294901759 so that 65536 ids fit above the host's usual ones".into(),
-            ));
-        }
-        if self.identity.user.is_empty()
-            || !self
-                .identity
-                .user
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(bad(
-                "identity.user".into(),
-                "must be a non-empty name of letters, digits, '_' or '-'".into(),
-            ));
-        }
-        validate_docker(&self.docker).map_err(|(k, m)| bad(format!("docker.{k}"), m))?;
-        for key in self.env.keys() {
-            if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(bad(format!("env.{key}"), "invalid variable name".into()));
-            }
+            return Err(bad((format!("env.{key}"), "invalid variable name".into())));
         }
         for t in [
             TrustLevel::Untrusted,
             TrustLevel::Unknown,
             TrustLevel::Trusted,
         ] {
-            let l = self.level(t);
-            let at = |k: &str| format!("levels.{t}.{k}");
-            if !(l.cpus.is_finite() && l.cpus > 0.0) {
-                return Err(bad(
-                    at("cpus"),
-                    format!("{} must be a positive number of CPUs", l.cpus),
-                ));
-            }
-            if l.memory.0 < (16 << 20) {
-                return Err(bad(
-                    at("memory"),
-                    format!("{} is below the 16MiB Python needs to start", l.memory),
-                ));
-            }
-            if l.pids == 0 {
-                return Err(bad(at("pids"), "must be at least 1".into()));
-            }
-            if l.nofile < 16 {
-                return Err(bad(at("nofile"), "must be at least 16".into()));
-            }
-            if l.output.0 == 0 {
-                return Err(bad(at("output"), "must be greater than 0".into()));
-            }
-            if l.tmp_size.0 < (1 << 20) {
-                return Err(bad(at("tmp_size"), "must be at least 1MiB".into()));
-            }
-            if l.root_size.0 < (1 << 20) {
-                return Err(bad(at("root_size"), "must be at least 1MiB".into()));
-            }
-            crate::confine::validate_profile(&l.seccomp)
-                .map_err(|e| bad(at("seccomp"), e.to_string()))?;
-            for w in &l.landlock.writable {
-                if !w.is_absolute() || w.components().any(|c| c == std::path::Component::ParentDir)
-                {
-                    return Err(bad(
-                        at("landlock.writable"),
-                        format!("{} must be an absolute path without ..", w.display()),
-                    ));
-                }
-            }
-            if let Some(r) = &l.rootfs {
-                if !r.is_absolute() {
-                    return Err(bad(at("rootfs"), "must be an absolute path".into()));
-                }
-            }
+            self.level(t)
+                .validate()
+                .map_err(|(k, m)| bad((format!("levels.{t}.{k}"), m)))?;
         }
         Ok(())
     }
 }
 
 /// An image reference or runtime name that cannot be right is caught at load, not by the engine.
+impl IdentityConfig {
+    /// Errors as (setting, message).
+    fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: &str| Err((k.to_string(), m.to_string()));
+        if self.uid == 0 || self.gid == 0 {
+            return bad("identity", "the sandbox uid and gid must not be 0 (root)");
+        }
+        if self.uid > 65535 || self.gid > 65535 {
+            return bad("identity", "uid and gid must be at most 65535");
+        }
+        if self.host_id_base < 65536 || u64::from(self.host_id_base) + 65536 > u64::from(u32::MAX) {
+            return bad(
+                "identity.host_id_base",
+                "must be between 65536 and 4294901759 so that 65536 ids fit above the host's usual ones",
+            );
+        }
+        let name_ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if self.user.is_empty() || !self.user.chars().all(name_ok) {
+            return bad(
+                "identity.user",
+                "must be a non-empty name of letters, digits, '_' or '-'",
+            );
+        }
+        Ok(())
+    }
+}
+
+impl LevelConfig {
+    /// Errors as (key within the level, message).
+    fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((k.to_string(), m));
+        if !(self.cpus.is_finite() && self.cpus > 0.0) {
+            return bad(
+                "cpus",
+                format!("{} must be a positive number of CPUs", self.cpus),
+            );
+        }
+        if self.memory.0 < (16 << 20) {
+            return bad(
+                "memory",
+                format!("{} is below the 16MiB Python needs to start", self.memory),
+            );
+        }
+        for (key, ok, need) in [
+            ("pids", self.pids > 0, "must be at least 1"),
+            ("nofile", self.nofile >= 16, "must be at least 16"),
+            ("output", self.output.0 > 0, "must be greater than 0"),
+            (
+                "tmp_size",
+                self.tmp_size.0 >= 1 << 20,
+                "must be at least 1MiB",
+            ),
+            (
+                "root_size",
+                self.root_size.0 >= 1 << 20,
+                "must be at least 1MiB",
+            ),
+        ] {
+            if !ok {
+                return bad(key, need.into());
+            }
+        }
+        crate::confine::validate_profile(&self.seccomp)
+            .or_else(|e| bad("seccomp", e.to_string()))?;
+        let plain = |w: &PathBuf| {
+            w.is_absolute() && !w.components().any(|c| c == std::path::Component::ParentDir)
+        };
+        if let Some(w) = self.landlock.writable.iter().find(|w| !plain(w)) {
+            return bad(
+                "landlock.writable",
+                format!("{} must be an absolute path without ..", w.display()),
+            );
+        }
+        if self.rootfs.as_ref().is_some_and(|r| !r.is_absolute()) {
+            return bad("rootfs", "must be an absolute path".into());
+        }
+        if let Some(m) = self.preload.iter().find(|m| !is_module_name(m)) {
+            return bad(
+                "preload",
+                format!("{m:?} is not a module name (e.g. json, xml.etree.ElementTree)"),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// A dotted Python module name: identifiers joined by dots.
 fn is_module_name(m: &str) -> bool {
     !m.is_empty()

@@ -3,6 +3,8 @@
 //! Built from the configuration, the trust level and the caller's overrides; the
 //! OCI front door (later) builds the same struct from a bundle's config.json.
 
+pub mod oci;
+
 use crate::config::{Backend, Config, DockerConfig, NetworkMode, TrustLevel};
 use crate::interpreter::{self, Interpreter, InterpreterError};
 use crate::units::{ByteSize, Seconds};
@@ -79,7 +81,7 @@ pub struct Policy {
 pub enum View {
     #[default]
     Python,
-    Oci(Box<crate::oci::view::OciView>),
+    Oci(Box<crate::policy::oci::OciView>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -236,100 +238,16 @@ impl Policy {
 
     pub fn build(cfg: &Config, trust: TrustLevel, ov: &Overrides) -> Result<Policy, PolicyError> {
         let level = cfg.level(trust);
-        let interp_setting = ov
-            .interpreter
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| cfg.python.interpreter.clone());
         let backend = ov.backend.unwrap_or(level.backend);
         let rootfs = ov.rootfs.clone().or_else(|| level.rootfs.clone());
         let docker = docker_settings(cfg, ov);
-        if backend == Backend::Docker {
-            check_docker(
-                rootfs.is_some(),
-                ov.network.unwrap_or(level.network),
-                &docker,
-                &ov.disable,
-            )?;
-        }
-        if let Some(r) = &rootfs {
-            if !r.is_dir() {
-                return Err(PolicyError::Invalid {
-                    setting: "rootfs".into(),
-                    message: format!("{} is not a directory", r.display()),
-                });
-            }
-        }
-        let interpreter = match (backend, &rootfs) {
-            // The image's interpreter runs; nothing about it can be checked from here.
-            (Backend::Docker, _) => Interpreter {
-                path: PathBuf::from(&docker.interpreter),
-                prefix: PathBuf::new(),
-                extra_bind: None,
-            },
-            (Backend::Native, Some(img)) => interpreter::resolve_in_image(img, &interp_setting)?,
-            (Backend::Native, None) => interpreter::resolve(&interp_setting)?,
-        };
-        let mut adjustments = Vec::new();
-        let timeout = pick(
-            "timeout",
-            ov.timeout.map(|t| t.0),
-            level.timeout.0,
-            ov.allow_raise,
-            &mut adjustments,
-        )?;
-        let mut cpus = pick(
-            "cpus",
-            ov.cpus,
-            level.cpus,
-            ov.allow_raise,
-            &mut adjustments,
-        )?;
-        let mut memory_bytes = pick(
-            "memory",
-            ov.memory.map(|m| m.0),
-            level.memory.0,
-            ov.allow_raise,
-            &mut adjustments,
-        )?;
-        let pids = pick(
-            "pids",
-            ov.pids,
-            level.pids,
-            ov.allow_raise,
-            &mut adjustments,
-        )?;
-        // Never grant more than the host has: a quota above it is no quota at all.
-        let host_cpus = host_cpus();
-        if cpus > host_cpus {
-            adjustments.push(format!(
-                "cpus reduced from {cpus} to the host's {host_cpus}"
-            ));
-            cpus = host_cpus;
-        }
-        if let Some(avail) = host_memory_available() {
-            if memory_bytes > avail {
-                adjustments.push(format!(
-                    "memory reduced from {} to the {} the host has available",
-                    ByteSize(memory_bytes),
-                    ByteSize(avail)
-                ));
-                memory_bytes = avail;
-            }
-        }
-        let cpu_time = level.cpu_time.map(|c| c.0);
-        let mapping = if nix::unistd::geteuid().is_root() {
-            IdMapping::Range {
-                base: cfg.identity.host_id_base,
-            }
-        } else {
-            IdMapping::Rootless {
-                host_uid: nix::unistd::geteuid().as_raw(),
-                host_gid: nix::unistd::getegid().as_raw(),
-            }
-        };
-        let landlock = landlock_spec(level, &interpreter);
         let network = ov.network.unwrap_or(level.network);
+        if backend == Backend::Docker {
+            check_docker(rootfs.is_some(), network, &docker, &ov.disable)?;
+        }
+        let interpreter = interpreter_for(cfg, ov, backend, rootfs.as_deref(), &docker)?;
+        let mut adjustments = Vec::new();
+        let limits = limits_for(level, ov, &mut adjustments)?;
         let mut env: Vec<(String, String)> = cfg
             .env
             .iter()
@@ -342,12 +260,8 @@ impl Policy {
             adjustments,
             trust,
             disabled: ov.disable.iter().copied().collect(),
-            identity: Identity {
-                uid: cfg.identity.uid,
-                gid: cfg.identity.gid,
-                user: cfg.identity.user.clone(),
-                mapping,
-            },
+            identity: identity(cfg),
+            landlock: landlock_spec(level, &interpreter),
             interpreter,
             fs: FsPolicy {
                 rootfs,
@@ -355,21 +269,11 @@ impl Policy {
                 tmp_size: level.tmp_size.0,
                 root_size: level.root_size.0,
             },
-            limits: Limits {
-                timeout,
-                cpus,
-                memory_bytes,
-                pids,
-                cpu_time,
-                nofile: level.nofile,
-                fsize_bytes: level.tmp_size.0,
-                output_bytes: ov.output.unwrap_or(level.output).0,
-            },
+            limits,
             network,
             proxy_socket: None,
             seccomp: level.seccomp.clone(),
             cgroup: cfg.cgroup.clone(),
-            landlock,
             env,
             hostname: "maibox".into(),
             backend,
@@ -378,6 +282,122 @@ impl Policy {
         })
     }
 }
+
+/// The interpreter the run execs: the image's (Docker), one found in the root image,
+/// or the host's.
+fn interpreter_for(
+    cfg: &Config,
+    ov: &Overrides,
+    backend: Backend,
+    rootfs: Option<&std::path::Path>,
+    docker: &DockerConfig,
+) -> Result<Interpreter, PolicyError> {
+    let setting = ov
+        .interpreter
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| cfg.python.interpreter.clone());
+    if let Some(r) = rootfs.filter(|r| !r.is_dir()) {
+        return Err(PolicyError::Invalid {
+            setting: "rootfs".into(),
+            message: format!("{} is not a directory", r.display()),
+        });
+    }
+    Ok(match (backend, rootfs) {
+        // The image's interpreter runs; nothing about it can be checked from here.
+        (Backend::Docker, _) => Interpreter {
+            path: PathBuf::from(&docker.interpreter),
+            prefix: PathBuf::new(),
+            extra_bind: None,
+        },
+        (Backend::Native, Some(img)) => interpreter::resolve_in_image(img, &setting)?,
+        (Backend::Native, None) => interpreter::resolve(&setting)?,
+    })
+}
+
+/// The level's limits with the caller's overrides, never above what the host has.
+fn limits_for(
+    level: &crate::config::LevelConfig,
+    ov: &Overrides,
+    adjustments: &mut Vec<String>,
+) -> Result<Limits, PolicyError> {
+    let raise = ov.allow_raise;
+    let timeout = pick(
+        "timeout",
+        ov.timeout.map(|t| t.0),
+        level.timeout.0,
+        raise,
+        adjustments,
+    )?;
+    let mut cpus = pick("cpus", ov.cpus, level.cpus, raise, adjustments)?;
+    let mut memory_bytes = pick(
+        "memory",
+        ov.memory.map(|m| m.0),
+        level.memory.0,
+        raise,
+        adjustments,
+    )?;
+    let pids = pick("pids", ov.pids, level.pids, raise, adjustments)?;
+    // Never grant more than the host has: a quota above it is no quota at all.
+    let host_cpus = host_cpus();
+    if cpus > host_cpus {
+        adjustments.push(format!(
+            "cpus reduced from {cpus} to the host's {host_cpus}"
+        ));
+        cpus = host_cpus;
+    }
+    if let Some(avail) = host_memory_available().filter(|a| memory_bytes > *a) {
+        adjustments.push(format!(
+            "memory reduced from {} to the {} the host has available",
+            ByteSize(memory_bytes),
+            ByteSize(avail)
+        ));
+        memory_bytes = avail;
+    }
+    Ok(Limits {
+        timeout,
+        cpus,
+        memory_bytes,
+        pids,
+        cpu_time: level.cpu_time.map(|c| c.0),
+        nofile: level.nofile,
+        fsize_bytes: level.tmp_size.0,
+        output_bytes: ov.output.unwrap_or(level.output).0,
+    })
+}
+
+/// The sandbox's user, and how its ids map to the host's: a range of unused host ids
+/// as root, the caller's own id otherwise.
+fn identity(cfg: &Config) -> Identity {
+    let mapping = if nix::unistd::geteuid().is_root() {
+        IdMapping::Range {
+            base: cfg.identity.host_id_base,
+        }
+    } else {
+        IdMapping::Rootless {
+            host_uid: nix::unistd::geteuid().as_raw(),
+            host_gid: nix::unistd::getegid().as_raw(),
+        }
+    };
+    Identity {
+        uid: cfg.identity.uid,
+        gid: cfg.identity.gid,
+        user: cfg.identity.user.clone(),
+        mapping,
+    }
+}
+
+/// The layers the Docker backend can switch off for controls (`--unsafe-disable-layer`); the
+/// others are either the engine's business or maibox's own engine only.
+pub const DOCKER_SWITCHABLE: &[Layer] = &[
+    Layer::NetNs,
+    Layer::ReadOnlyRoot,
+    Layer::Capabilities,
+    Layer::NoNewPrivs,
+    Layer::Rlimits,
+    Layer::Seccomp,
+    Layer::CgroupLimits,
+];
 
 /// The Docker backend takes the same limits; what only maibox's engine can do is refused
 /// here, before anything runs.
@@ -403,10 +423,7 @@ fn check_docker(
             "the docker backend cannot provide the filtering proxy, so it runs with --network none only; use --backend native for the allowlist".into(),
         ));
     }
-    if let Some(l) = disable
-        .iter()
-        .find(|l| !crate::backend::docker::spec::SWITCHABLE.contains(l))
-    {
+    if let Some(l) = disable.iter().find(|l| !DOCKER_SWITCHABLE.contains(l)) {
         return Err(invalid(
             "--unsafe-disable-layer",
             format!("{l:?} is not a layer the docker backend applies or can switch off"),
