@@ -83,6 +83,35 @@ pub struct CgroupReport {
     pub layout: Option<String>,
     /// Why limits are not enforced by a cgroup, when they are not.
     pub note: Option<String>,
+    /// What bounded the run's memory.
+    pub memory_bound: Bound,
+    /// What bounded the run's CPU time (`none` when the level sets no `cpu_time`).
+    pub cpu_time_bound: Bound,
+}
+
+/// What bounds one resource of a run.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The run's cgroup: the sandbox as a whole.
+    Cgroup,
+    /// An rlimit on each process, without a cgroup: RLIMIT_DATA for memory,
+    /// RLIMIT_CPU for CPU time. Each of the sandbox's processes may use it.
+    PerProcess,
+    /// Nothing (a layer switched off for a control run).
+    None,
+}
+
+impl Bound {
+    /// `cgroup` when a group enforced the run's limits, else `per_process` when the
+    /// rlimits layer ran, else `none`.
+    pub fn of(grouped: bool, rlimits: bool) -> Bound {
+        match (grouped, rlimits) {
+            (true, _) => Bound::Cgroup,
+            (false, true) => Bound::PerProcess,
+            (false, false) => Bound::None,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -17,6 +17,7 @@ fn doctor_reports_every_check_with_advice_for_failures() {
         "kernel",
         "user namespaces",
         "cgroups",
+        "limits",
         "landlock",
         "seccomp",
         "overlayfs",
@@ -56,6 +57,33 @@ fn doctor_as_unprivileged_user() {
         .find(|c| c["name"] == "user namespaces")
         .unwrap();
     assert_eq!(userns["state"], "ok", "{userns}");
+    // Which limits are real: without run groups, the fallbacks are named; as root
+    // (the control) the cgroup's.
+    let find = |checks: &serde_json::Value, name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let limits = find(&checks, "limits");
+    if find(&checks, "cgroups")["state"] == "ok" {
+        eprintln!("note: this host delegates a cgroup subtree to uid {USER_ID}");
+    } else {
+        assert_eq!(limits["state"], "warn", "{limits}");
+        let d = limits["detail"].as_str().unwrap();
+        assert!(
+            d.contains("RLIMIT_DATA") && d.contains("no CPU quota"),
+            "{d}"
+        );
+    }
+    let root: serde_json::Value =
+        serde_json::from_slice(&run(As::Caller, &["doctor", "--json"]).stdout).unwrap();
+    let limits = find(&root, "limits");
+    assert_eq!(limits["state"], "ok", "{limits}");
+    assert!(limits["detail"].as_str().unwrap().contains("cgroup limits"));
 }
 
 #[test]

@@ -304,7 +304,7 @@ except OSError:
 print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'groups': sorted(os.getgroups()),
   'capeff': st['CapEff'], 'capbnd': st['CapBnd'], 'nnp': st['NoNewPrivs'], 'ro': ro,
   'pid': os.getpid(), 'host': os.uname().nodename, 'cwd': os.getcwd(),
-  'masked': [l.split()[4] for l in open('/proc/self/mountinfo') if l.split()[4] in ('/proc/keys', '/proc/sys')],
+  'masked': sorted(l.split()[4] for l in open('/proc/self/mountinfo') if l.split()[4] in ('/proc/keys', '/proc/sys')),
   'keys': len(open('/proc/keys').read()),
   'nofile': __import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE)}))
 "#;
@@ -502,6 +502,30 @@ fn spec_rootless_runs_in_a_user_namespace() {
     let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "u1"]);
     // Inside: only container uid 0 → host uid 0, one id (the spec's mapping).
     assert_eq!(stdout(&o), "['0', '0', '1']\n");
+    // The strict runtime in a user namespace: Landlock, the open-file cap, the own
+    // boot id and the seccomp kills as without one (the probes' controls are in
+    // hardened_runtime_adds_the_untrusted_levels_hardening).
+    let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    v["process"]["args"] = serde_json::json!(["python3", "-c", STRICT_PROBE]);
+    v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+        "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = env.run_ok(&["--hardened", "run", "--bundle", b.to_str().unwrap(), "u2"]);
+    let strict: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(own.len() == 37 && own != host_boot_id, "{strict}");
+    assert_eq!(strict["threads"], 8, "{strict}");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    v["process"]["args"] = serde_json::json!(["python3", "-c", EXPLOIT_CALL, "io_uring_setup"]);
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = env.run(&["--hardened", "run", "--bundle", b.to_str().unwrap(), "u3"]);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSYS), "{}", stderr(&o));
 }
 
 /// Each bad input fails with a clear message in the JSON log, a non-zero exit,
@@ -2655,4 +2679,280 @@ fn seccomp_notify_reaches_the_agent_from_exec() {
     assert_eq!(exec["state"]["id"], "nx1");
     assert_ne!(exec["pid"], init);
     assert!(*answered >= 1);
+}
+
+/// A foreground `run` killed with SIGKILL takes its container with it, even one
+/// whose process runs as a non-root user (the identity switch clears the parent
+/// death signal, which is set again). The control: a detached container outlives
+/// the `create` that made it, as with runc.
+#[test]
+fn foreground_container_dies_with_its_runtime() {
+    if !require_root("foreground_container_dies_with_its_runtime") {
+        return;
+    }
+    use nix::sys::signal::{kill, Signal};
+    use std::io::Read;
+    let env = Env::new();
+    let token = format!("maibox-oci-orphan-{}", std::process::id());
+    let code = "import sys, time; print('ready', flush=True); time.sleep(60)";
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", code, token]);
+        v["process"]["user"] = serde_json::json!({"uid": 1000, "gid": 1000});
+    });
+    let bs = b.to_str().unwrap();
+    let mut child = env
+        .cmd(&["run", "--bundle", bs, "fg"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = [0u8; 6];
+    child.stdout.take().unwrap().read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    assert!(
+        !processes_with(&token).is_empty(),
+        "control: the probe sees it"
+    );
+    kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    wait_for(
+        "the container to die with its runtime",
+        Duration::from_secs(5),
+        || processes_with(&token).is_empty(),
+    );
+    // Control: created and started detached, it runs on after the runtime exits.
+    env.run_ok(&["create", "--bundle", bs, "bg"]);
+    env.run_ok(&["start", "bg"]);
+    wait_for(
+        "the detached container to start",
+        Duration::from_secs(5),
+        || !processes_with(&token).is_empty(),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !processes_with(&token).is_empty(),
+        "the detached container runs on"
+    );
+    env.run_ok(&["delete", "--force", "bg"]);
+    let _ = env.run(&["delete", "--force", "fg"]);
+}
+
+/// One probe of the strict runtime's hardening, as JSON.
+const STRICT_PROBE: &str = r#"
+import json, os, resource, shutil, subprocess, sys, threading
+def read(p):
+    try:
+        return open(p).read()
+    except OSError as e:
+        return "error %d" % e.errno
+res = {"nofile": resource.getrlimit(resource.RLIMIT_NOFILE)}
+res["boot_id"] = read("/proc/sys/kernel/random/boot_id")
+res["cmdline"] = read("/proc/cmdline")
+res["tmp_inodes"] = os.statvfs("/tmp").f_files
+try:
+    os.mknod("/tmp/null", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))
+    res["mknod"] = "ok"
+except OSError as e:
+    res["mknod"] = "error %d" % e.errno
+shutil.copy(sys.executable, "/tmp/py")
+os.chmod("/tmp/py", 0o755)
+try:
+    r = subprocess.run(["/tmp/py", "-c", "print(7)"], capture_output=True, text=True)
+    res["exec_tmp"] = r.stdout.strip()
+except OSError as e:
+    res["exec_tmp"] = "error %d" % e.errno
+out = []
+t = [threading.Thread(target=lambda i=i: out.append(sum(range(i * 1000)))) for i in range(8)]
+[x.start() for x in t]; [x.join() for x in t]
+res["threads"] = len(out)
+res["exec_usr"] = subprocess.run([sys.executable, "-c", "print(6)"], capture_output=True, text=True).stdout.strip()
+print(json.dumps(res))
+"#;
+
+/// A call only an exploit makes, by number: killed under `--hardened`.
+const EXPLOIT_CALL: &str = r#"
+import ctypes, platform, sys
+nr = {"x86_64": {"bpf": 321, "userfaultfd": 323, "io_uring_setup": 425},
+      "aarch64": {"bpf": 280, "userfaultfd": 282, "io_uring_setup": 425}}[platform.machine()][sys.argv[1]]
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(nr, 0, 0, 0)
+print("returned", r, ctypes.get_errno())
+"#;
+
+/// `maibox --hardened`, the strict runtime: an ordinary program runs as under the
+/// plain runtime, while the untrusted level's hardening applies on top of the
+/// bundle: exploit-only calls kill the process, nothing written to a tmpfs runs and
+/// no device node can be made (Landlock),
+/// the open-file limit is capped, the boot id is the container's own, the kernel
+/// command line is masked, and a tmpfs with a size has an inode bound. Controls: the same bundle
+/// under the plain runtime.
+#[test]
+fn hardened_runtime_adds_the_untrusted_levels_hardening() {
+    if !require_root("hardened_runtime_adds_the_untrusted_levels_hardening") {
+        return;
+    }
+    let env = Env::new();
+    let with_tmp = |v: &mut Value| {
+        v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+            "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+    };
+    let b = env.bundle("b", |v| {
+        with_tmp(v);
+        v["process"]["args"] = serde_json::json!(["python3", "-c", STRICT_PROBE]);
+        // The kernel lets a process with CAP_MKNOD make a device node on a nodev
+        // tmpfs; Landlock does not.
+        for set in ["bounding", "effective", "permitted"] {
+            v["process"]["capabilities"][set]
+                .as_array_mut()
+                .unwrap()
+                .push("CAP_MKNOD".into());
+        }
+    });
+    let bs = b.to_str().unwrap();
+    let probe = |args: &[&str]| -> Value {
+        let o = env.run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+    };
+    let strict = probe(&["--hardened", "run", "--bundle", bs, "s1"]);
+    let plain = probe(&["run", "--bundle", bs, "p1"]);
+    assert_eq!(strict["threads"], 8, "{strict}");
+    assert_eq!(strict["exec_usr"], "6", "{strict}");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["exec_tmp"], "7", "control: {plain}");
+    assert_eq!(
+        strict["mknod"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["mknod"], "ok", "control: {plain}");
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    assert_eq!(plain["nofile"], serde_json::json!([1024, 1024]), "control");
+    let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    // Its own: a random id in the kernel's format, not the host's, not empty.
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(
+        own.len() == 37 && own.matches('-').count() == 4 && own != host_boot_id,
+        "{strict}"
+    );
+    assert_eq!(plain["boot_id"], host_boot_id.as_str(), "control");
+    assert_eq!(strict["cmdline"], "", "{strict}");
+    assert_ne!(plain["cmdline"], "", "control");
+    assert_eq!(strict["tmp_inodes"], (16u64 << 20) / 4096, "{strict}");
+    assert!(
+        plain["tmp_inodes"].as_u64().unwrap() > 16 << 20 >> 12,
+        "control: {plain}"
+    );
+    for call in ["bpf", "userfaultfd", "io_uring_setup"] {
+        let b = env.bundle(&format!("k-{call}"), |v| {
+            v["process"]["args"] = serde_json::json!(["python3", "-c", EXPLOIT_CALL, call]);
+        });
+        let bs = b.to_str().unwrap();
+        let o = env.run(&["--hardened", "run", "--bundle", bs, &format!("ks-{call}")]);
+        assert_eq!(
+            o.status.code(),
+            Some(128 + libc::SIGSYS),
+            "{call}: {}",
+            stdout(&o)
+        );
+        let o = env.run(&["run", "--bundle", bs, &format!("kp-{call}")]);
+        assert!(
+            stdout(&o).starts_with("returned"),
+            "control {call}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// `exec` in a container the strict runtime made hardens its process as the init,
+/// without `--hardened` given again (Docker repeats it; a caller may not): the
+/// open-file cap, Landlock (nothing written to /tmp runs) and the seccomp kills.
+/// Control: the same `exec`s in a container of the plain runtime.
+#[test]
+fn hardened_container_hardens_its_execs() {
+    if !require_root("hardened_container_hardens_its_execs") {
+        return;
+    }
+    let env = Env::new();
+    let b = env.bundle("b", |v| {
+        v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+            "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+    });
+    let bs = b.to_str().unwrap();
+    env.run_ok(&["--hardened", "run", "-d", "--bundle", bs, "strict"]);
+    env.run_ok(&["run", "-d", "--bundle", bs, "plain"]);
+    let probe = r#"
+import json, os, resource, shutil, subprocess, sys
+shutil.copy(sys.executable, "/tmp/py-%d" % os.getpid())
+os.chmod("/tmp/py-%d" % os.getpid(), 0o755)
+try:
+    r = subprocess.run(["/tmp/py-%d" % os.getpid(), "-c", "print(7)"], capture_output=True, text=True)
+    x = r.stdout.strip()
+except OSError as e:
+    x = "error %d" % e.errno
+print(json.dumps({"nofile": resource.getrlimit(resource.RLIMIT_NOFILE), "exec_tmp": x}))
+"#;
+    let exec = |id: &str, args: &[&str]| {
+        let mut a = vec!["exec", id, "python3", "-c"];
+        a.extend_from_slice(args);
+        env.run(&a)
+    };
+    let parse = |o: &Output| -> Value {
+        assert!(o.status.success(), "{}", stderr(o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+    };
+    let strict = parse(&exec("strict", &[probe]));
+    let plain = parse(&exec("plain", &[probe]));
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    assert_eq!(plain["nofile"], serde_json::json!([1024, 1024]), "control");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["exec_tmp"], "7", "control: {plain}");
+    let o = exec("strict", &[EXPLOIT_CALL, "io_uring_setup"]);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSYS), "{}", stdout(&o));
+    let o = exec("plain", &[EXPLOIT_CALL, "io_uring_setup"]);
+    assert!(
+        stdout(&o).starts_with("returned"),
+        "control: {}",
+        stderr(&o)
+    );
+    env.run_ok(&["delete", "--force", "strict"]);
+    env.run_ok(&["delete", "--force", "plain"]);
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// `--hardened` is never ignored: outside the OCI verbs (where it would mean
+/// nothing) it is refused. Control: the same run without it.
+#[test]
+fn hardened_is_refused_outside_the_oci_verbs() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.py");
+    std::fs::write(&script, "print(1)\n").unwrap();
+    let s = script.to_str().unwrap();
+    for args in [&["--hardened", "exec", s][..], &["assess", "--hardened", s]] {
+        let o = Command::new(binary()).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            stderr(&o).contains("--hardened is for the OCI runtime verbs"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let o = Command::new(binary()).args(["assess", s]).output().unwrap();
+    assert!(o.status.success(), "control: {}", stderr(&o));
 }

@@ -1,7 +1,9 @@
 //! The native backend: maibox's own engine. It makes the run's allowlist proxy and
 //! cgroup, has the engine build the sandbox ([`crate::engine::prepare`]), supervises the
 //! code ([`crate::supervise`]) and hands the end of the sandbox to a cleaner
-//! ([`crate::teardown`]) or does it inline.
+//! ([`crate::teardown`]) or does it inline. The cleaner is forked first, before the
+//! run makes anything on the host, so that nothing of the run outlives a supervisor
+//! killed at any point.
 
 use super::{BeforeCode, Job};
 use crate::cgroup::{self, CgroupError, Layout, RunCgroup};
@@ -11,10 +13,9 @@ use crate::error::{SetupError, Step};
 use crate::io::{Io, Notices, Stdin};
 use crate::outcome::Outcome;
 use crate::policy::{IdMapping, Layer, Policy};
-use crate::report::{CgroupReport, Facts, Layers, SeccompReport};
+use crate::report::{Bound, CgroupReport, Facts, Layers, SeccompReport};
 use crate::supervise::signals::Forwarder;
 use std::cell::{Cell, OnceCell};
-use std::os::fd::OwnedFd;
 
 /// The run's cgroup as the engine's callback leaves it: made while the sandbox builds
 /// its root (see [`engine::prepare`]), so set once from inside the engine.
@@ -23,6 +24,9 @@ pub(crate) struct Group {
     pub made: OnceCell<Option<RunCgroup>>,
     pub note: OnceCell<Option<String>>,
     pub init: Cell<Option<nix::unistd::Pid>>,
+    /// Where the run's groups go, detected before the cleaner is armed (or, when
+    /// `None`, as the group is made).
+    pub layout: Option<Layout>,
 }
 
 pub(crate) fn run(
@@ -35,6 +39,11 @@ pub(crate) fn run(
         Ok(s) => s,
         Err(e) => return failed(job.policy, e),
     };
+    let mut group = Group {
+        layout: job.policy.has(Layer::CgroupLimits).then(cgroup::detect),
+        ..Group::default()
+    };
+    let cleaner = crate::teardown::arm(&plan(job, group.layout.as_ref()));
     // Allowlist mode: the proxy's socket is bound before the sandbox is cloned (the
     // supervisor must still be single-threaded then); its thread starts after.
     let mut with_proxy;
@@ -48,7 +57,12 @@ pub(crate) fn run(
                 proxy = Some(p);
                 policy = &with_proxy;
             }
-            Err(e) => return failed(policy, e),
+            Err(e) => {
+                if let Some(c) = cleaner {
+                    c.finish();
+                }
+                return failed(policy, e);
+            }
         }
     }
     let stdin = match io.stdin {
@@ -62,21 +76,31 @@ pub(crate) fn run(
         stdin,
         extra_fds: Vec::new(),
     };
-    let mut group = Group::default();
-    let mut make_group = |pid| make_group(policy, job, &group, notices, pid);
+    let mut make_group = |pid| {
+        if let Some(c) = &cleaner {
+            c.watch(pid);
+        }
+        make_group(policy, job, &group, notices, pid)
+    };
     let mut meanwhile = || before_code.run();
     let prepared = engine::prepare(&ejob, &mut make_group, &mut meanwhile);
-    let (outcome, setup, running, cleaner) = match prepared {
+    let (outcome, setup, running) = match prepared {
         Ok(p) => supervise(policy, job, p, proxy, &group, io, signals),
-        Err(e) => (Outcome::setup_failed(e), None, None, None),
+        Err(e) => (Outcome::setup_failed(e), None, None),
     };
     let layout = group
         .made
         .get()
         .and_then(Option::as_ref)
         .map(|g| g.layout().name().to_string());
-    let outcome = end_sandbox(job, outcome, &mut group, cleaner, notices);
+    let handed_off = cleaner.is_some() && job.defer_teardown;
+    let outcome = end_sandbox(job, outcome, &mut group, handed_off, notices);
     let proxy = running.map(|p| p.stop());
+    match cleaner {
+        Some(c) if handed_off => c.release(),
+        Some(c) => c.finish(),
+        None => {}
+    }
     let note = group.note.into_inner().flatten();
     let facts = facts(policy, &outcome, layout, note, proxy, setup);
     (outcome, facts)
@@ -86,7 +110,6 @@ type Supervised = (
     Outcome,
     Option<(f64, Vec<(String, u64)>)>,
     Option<crate::net::RunningProxy>,
-    Option<crate::teardown::Cleaner>,
 );
 
 /// The sandbox is ready: the proxy's thread starts, then the code, supervised.
@@ -109,7 +132,7 @@ fn supervise(
             drop(prepared);
             let mut o = Outcome::setup_failed(SetupError::new(Step::Network, e.to_string()));
             o.unreaped_init = Some(init);
-            return (o, None, None, None);
+            return (o, None, None);
         }
     };
     let setup = (
@@ -130,16 +153,6 @@ fn supervise(
             sample: std::time::Duration::from_millis(policy.cgroup.sample_ms),
             cpu_time: policy.limits.cpu_time,
         });
-    let mut cleaner = None;
-    // Forked while the code runs: the supervisor is idle then, where during setup it
-    // is the longer of the two branches.
-    let mut arm_cleaner = || {
-        if let (true, Some(Some(g)), Some(pid)) =
-            (job.defer_teardown, group.made.get(), group.init.get())
-        {
-            cleaner = crate::teardown::arm(pid, g.own_dirs());
-        }
-    };
     let opts = crate::supervise::Options {
         limits: &limits,
         cgroup: cg,
@@ -147,15 +160,32 @@ fn supervise(
         started: None,
         timeline: job.timeline,
     };
-    let outcome = crate::supervise::run(prepared, opts, io, &mut arm_cleaner);
+    let outcome = crate::supervise::run(prepared, opts, io, &mut || {});
     job.timeline.mark("code");
-    (outcome, Some(setup), running, cleaner)
+    (outcome, Some(setup), running)
+}
+
+/// What the run will make on the host, named for the cleaner before any of it exists.
+fn plan(job: &Job, layout: Option<&Layout>) -> crate::teardown::Plan {
+    let groups = layout
+        .map(|l| RunCgroup::planned_dirs(l, &job.policy.cgroup, job.run_id))
+        .unwrap_or_default();
+    let mut plan = crate::teardown::Plan {
+        groups,
+        ..Default::default()
+    };
+    if job.policy.network == NetworkMode::Allowlist {
+        let dir = crate::net::run_socket_dir(&std::env::temp_dir(), job.run_id);
+        plan.files.push(dir.join(crate::net::SOCKET_FILE));
+        plan.dirs.push(dir);
+    }
+    plan
 }
 
 fn prepare_proxy(job: &Job) -> Result<crate::net::PreparedProxy, SetupError> {
     let tmp = std::env::temp_dir();
     crate::net::cleanup_stale(&tmp);
-    let p = crate::net::prepare(job.net, &tmp)
+    let p = crate::net::prepare_for_run(job.net, &tmp, job.run_id)
         .map_err(|e| SetupError::new(Step::Network, e.to_string()))?;
     // The sandbox binds the socket as its namespace's root, an unprivileged host id:
     // it must be able to traverse (not list) the private directory.
@@ -175,13 +205,13 @@ pub(crate) fn make_group(
     group: &Group,
     notices: &mut Notices,
     pid: nix::unistd::Pid,
-) -> Result<Vec<OwnedFd>, SetupError> {
+) -> Result<engine::Joined, SetupError> {
     job.timeline.mark("clone");
     group.init.set(Some(pid));
-    let (g, note) = make_cgroup(policy, job.run_id, notices)?;
+    let (g, note) = make_cgroup(policy, group.layout.as_ref(), job.run_id, notices)?;
     let _ = group.note.set(note);
     let cg_err = |e: CgroupError| SetupError::new(Step::Cgroup, e.to_string());
-    let fds = match &g {
+    let tasks = match &g {
         Some(g) => {
             let f = g.self_attach_files().map_err(cg_err)?;
             if f.is_empty() {
@@ -191,9 +221,10 @@ pub(crate) fn make_group(
         }
         None => Vec::new(),
     };
+    let limited = g.is_some();
     let _ = group.made.set(g);
     job.timeline.mark("cgroup");
-    Ok(fds)
+    Ok(engine::Joined { tasks, limited })
 }
 
 /// The run's cgroup, or why there is none. As root a cgroup that cannot be made is
@@ -201,15 +232,23 @@ pub(crate) fn make_group(
 /// when `cgroup.allow_degraded` says so, and the report says it.
 fn make_cgroup(
     policy: &Policy,
+    layout: Option<&Layout>,
     run_id: &str,
     notices: &mut Notices,
 ) -> Result<(Option<RunCgroup>, Option<String>), SetupError> {
     if !policy.has(Layer::CgroupLimits) {
         return Ok((None, Some("switched off".into())));
     }
-    let layout = cgroup::detect();
-    if layout != Layout::None {
-        cgroup::cleanup_stale(&layout, &policy.cgroup);
+    let detected;
+    let layout = match layout {
+        Some(l) => l,
+        None => {
+            detected = cgroup::detect();
+            &detected
+        }
+    };
+    if *layout != Layout::None {
+        cgroup::cleanup_stale(layout, &policy.cgroup);
     }
     let limits = cgroup::Limits {
         memory_bytes: policy.limits.memory_bytes,
@@ -217,12 +256,12 @@ fn make_cgroup(
         pids: policy.limits.pids,
     };
     let rootless = matches!(policy.identity.mapping, IdMapping::Rootless { .. });
-    match RunCgroup::create(&layout, &policy.cgroup, run_id, limits) {
+    match RunCgroup::create(layout, &policy.cgroup, run_id, limits) {
         Ok(g) => Ok((Some(g), None)),
         Err(e) if rootless && policy.cgroup.allow_degraded => {
             let note = format!("degraded to rlimits (no writable cgroup for this user: {e})");
             notices.warn(format!(
-                "memory and CPU limits are not enforced: {note}"
+                "memory and CPU limits are not enforced for the sandbox as a whole: {note}; each process is bounded instead (memory by RLIMIT_DATA, CPU time by RLIMIT_CPU), and there is no CPU quota"
             ));
             Ok((None, Some(note)))
         }
@@ -236,20 +275,19 @@ fn make_cgroup(
     }
 }
 
-/// The sandbox's end once the code is gone: handed to the cleaner when there is one,
-/// otherwise init reaped and the cgroup removed here.
+/// The sandbox's end once the code is gone: `handed_off` to the cleaner, or init
+/// reaped and the cgroup removed here.
 fn end_sandbox(
     job: &Job,
     mut outcome: Outcome,
     group: &mut Group,
-    cleaner: Option<crate::teardown::Cleaner>,
+    handed_off: bool,
     notices: &mut Notices,
 ) -> Outcome {
     let unreaped = outcome.unreaped_init.take();
-    match (group.made.take().flatten(), cleaner) {
-        (Some(g), Some(c)) => {
+    match (group.made.take().flatten(), handed_off) {
+        (Some(g), true) => {
             g.hand_off();
-            c.release();
             job.timeline.mark("teardown-handed-off");
         }
         (g, _) => {
@@ -293,6 +331,11 @@ pub(crate) fn facts(
         },
         cgroup: CgroupReport {
             enforced: layout.is_some(),
+            memory_bound: Bound::of(layout.is_some(), policy.has(Layer::Rlimits)),
+            cpu_time_bound: match policy.limits.cpu_time {
+                Some(_) => Bound::of(layout.is_some(), policy.has(Layer::Rlimits)),
+                None => Bound::None,
+            },
             layout,
             note,
         },

@@ -246,15 +246,33 @@ fn refuse_busy(dir: &Path) -> Result<(), CgroupError> {
     )))
 }
 
+/// Where a run's group goes under `cfg.parent`, relative to a hierarchy's root.
+fn run_rel(cfg: &CgroupConfig, run_id: &str) -> PathBuf {
+    Path::new(cfg.parent.trim_start_matches('/')).join(group_name(run_id))
+}
+
 impl RunCgroup {
+    /// The directories [`RunCgroup::create`] would make for `run_id`, known before
+    /// they exist (a cleaner armed before them removes them, see [`crate::teardown`]).
+    pub fn planned_dirs(layout: &Layout, cfg: &CgroupConfig, run_id: &str) -> Vec<PathBuf> {
+        let rel = run_rel(cfg, run_id);
+        let mut dirs: Vec<PathBuf> = match layout {
+            Layout::V2 { root } => vec![root.join(&rel)],
+            Layout::V1 { controllers } => controllers.values().map(|m| m.join(&rel)).collect(),
+            Layout::None => Vec::new(),
+        };
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
     pub fn create(
         layout: &Layout,
         cfg: &CgroupConfig,
         run_id: &str,
         limits: Limits,
     ) -> Result<RunCgroup, CgroupError> {
-        let name = group_name(run_id);
-        let rel = Path::new(cfg.parent.trim_start_matches('/')).join(&name);
+        let rel = run_rel(cfg, run_id);
         let dirs = match layout {
             Layout::V2 { root } => v2::create(
                 root,
@@ -422,17 +440,8 @@ impl RunCgroup {
         self.dirs.values().cloned().collect()
     }
 
-    /// The groups this run made (not those it joined), which its end removes.
-    pub fn own_dirs(&self) -> Vec<PathBuf> {
-        self.dirs
-            .values()
-            .filter(|d| !self.joined.contains(d))
-            .cloned()
-            .collect()
-    }
-
-    /// Leaves the removal to a [`crate::teardown::Cleaner`] that holds
-    /// [`RunCgroup::own_dirs`].
+    /// Leaves the removal to a [`crate::teardown::Cleaner`] armed with
+    /// [`RunCgroup::planned_dirs`].
     pub fn hand_off(mut self) {
         self.removed = true;
     }

@@ -12,6 +12,7 @@
 compile_error!("maibox's seccomp filter is written for x86_64 and aarch64 only");
 
 pub mod landlock;
+pub mod landlock_mounts;
 pub mod seccomp;
 
 pub use self::seccomp::{notify, syscalls};

@@ -14,7 +14,7 @@
 
 use super::init::{self, Payload};
 use super::sync::{Channel, Msg};
-use super::{net, oci, privs, rlimit, rootfs, userns};
+use super::{net, oci, privs, procname, rlimit, rootfs, userns};
 use crate::error::{SetupError, Step, StepContext};
 use crate::policy::{Layer, Policy, View};
 use nix::sched::CloneFlags;
@@ -37,6 +37,9 @@ pub(super) struct Child<'a> {
     pub payload: Payload,
     pub stdio: ChildStdio,
     pub chan: Channel,
+    /// Detached copies of the host mounts the view binds (root only; see
+    /// [`super::trees`]).
+    pub trees: Vec<super::trees::Tree>,
     /// The supervisor's end of the channel, which clone copied into the child: closed
     /// first thing, or the child's waits on the channel could never see the
     /// end-of-file that the supervisor's death means.
@@ -92,6 +95,7 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     die_with_supervisor(p, chan)?; // SIGKILL when the supervisor dies
     init_signals(p)?; // init waits for its signals synchronously
     stdio(&c.stdio)?; // the run's pipes as 0, 1 and 2
+    drop_inherited_fds(c, chan)?; // Python: stdio, the channel; before any wait
     own_network(p)?; // a fresh network namespace with `lo` up
     t.step("network");
     userns::wait_for_maps(chan)?; // the supervisor writes the id maps
@@ -100,17 +104,19 @@ fn setup(c: &Child) -> Result<Ready, SetupError> {
     forbid_nested_userns(p)?; // user.max_user_namespaces = 0
     join_namespaces(p)?; // OCI: namespaces named by path
     t.step("namespaces");
-    let gate = close_inherited_fds(c, chan)?; // only stdio and the channel stay
+    let gate = close_inherited_fds(c, chan)?; // OCI: once namespace files are used
     let groups = early_cgroup_namespace(p)?; // OCI: before the root
     network_settings(p)?; // OCI: `lo`, sysctls
     let hook_state = build_root(c, &groups)?; // mounts, pivot_root, masks
     t.step("rootfs");
-    join_cgroup(p, chan)?; // Python: the run's cgroup, then its namespace
+    let grouped = join_cgroup(p, chan)?; // Python: the run's cgroup, then its ns
     t.step("cgroup");
     names(p)?; // hostname (and domain name)
-    limits(p)?; // rlimits
+    init_name(p)?; // Python: /proc/1/cmdline and comm neutral
+    limits(p, grouped)?; // rlimits (memory too, without a group)
     privs::new_session()?; // no controlling terminal (TIOCSTI)
     console(p)?; // OCI: the pty as controlling terminal
+    harden(p)?; // OCI --hardened: Landlock on the container's root
     identity(p, chan)?; // the sandbox's user, no capabilities, no_new_privs
     die_with_supervisor_again(p, chan)?; // the identity switch cleared it
     t.step("privileges");
@@ -155,10 +161,17 @@ fn die_with_supervisor(p: &Policy, chan: &Channel) -> Result<(), SetupError> {
     }
 }
 
-/// An OCI container keeps runc's behaviour: the signal is set once, before setup.
+/// Set again: the switch to a non-root user cleared it. A foreground OCI run's
+/// container may already be under the bundle's seccomp filter, which may refuse
+/// prctl: there it is a best effort (runc sets none at all; the runtime's death
+/// still ends every wait on the channel).
 fn die_with_supervisor_again(p: &Policy, chan: &Channel) -> Result<(), SetupError> {
     match &p.view {
         View::Python => privs::die_with(chan),
+        View::Oci(v) if v.die_with_parent => {
+            let _ = privs::die_with(chan);
+            Ok(())
+        }
         View::Oci(_) => Ok(()),
     }
 }
@@ -226,13 +239,26 @@ fn join_namespaces(p: &Policy) -> Result<(), SetupError> {
     }
 }
 
-fn close_inherited_fds(c: &Child, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+/// Only stdio, the payload's extra pipes and the channel stay, before the first wait
+/// on the supervisor. A multithreaded caller may prepare several sandboxes at once,
+/// and each clone copies every descriptor of the caller: one that waited while it
+/// held another's end of its channel could keep that one from ever seeing its
+/// supervisor's death (and the other way round).
+fn drop_inherited_fds(c: &Child, chan: &Channel) -> Result<(), SetupError> {
     match &c.policy.view {
         View::Python => {
             let mut keep: Vec<i32> = (3..3 + c.stdio.extra.len() as i32).collect();
             keep.push(chan.raw_fd());
-            privs::close_fds_except(&keep).map(|_| None)
+            keep.extend(c.trees.iter().map(|t| t.fd.as_raw_fd()));
+            privs::close_fds_except(&keep)
         }
+        View::Oci(_) => Ok(()),
+    }
+}
+
+fn close_inherited_fds(c: &Child, chan: &Channel) -> Result<Option<OwnedFd>, SetupError> {
+    match &c.policy.view {
+        View::Python => Ok(None),
         View::Oci(v) => oci::close_inherited_fds(v, chan),
     }
 }
@@ -259,7 +285,7 @@ fn build_root(
         View::Python => {
             // Opened here, not in the supervisor: a bind source must belong to the
             // mount namespace that does the binding.
-            let sources = rootfs::open_sources(c.policy)?;
+            let sources = rootfs::open_sources(c.policy, &c.trees)?;
             rootfs::build(c.policy, sources, c.script).map(|_| None)
         }
         View::Oci(v) => oci::root::build(v, &c.chan, groups),
@@ -272,12 +298,20 @@ fn build_root(
 /// RCU grace period, that moving another process takes (measured here: 0.05 ms
 /// against 10 ms). Nothing of the code runs before this: the payload is forked
 /// later, inside the group. Then the cgroup namespace, rooted at that group.
-fn join_cgroup(p: &Policy, chan: &Channel) -> Result<(), SetupError> {
+/// Returns whether the group bounds the sandbox's memory and CPU.
+fn join_cgroup(p: &Policy, chan: &Channel) -> Result<bool, SetupError> {
     if !matches!(p.view, View::Python) {
-        return Ok(());
+        return Ok(true);
     }
+    let mut limited = false;
     chan.recv_fds_until(
-        |m| matches!(m, Msg::CgroupDone),
+        |m| match m {
+            Msg::CgroupDone { limited: l } => {
+                limited = *l;
+                true
+            }
+            _ => false,
+        },
         Step::Sync,
         "the run's cgroup from the supervisor",
         |m, fd| match m {
@@ -295,7 +329,7 @@ fn join_cgroup(p: &Policy, chan: &Channel) -> Result<(), SetupError> {
         nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
             .step(Step::Cgroup, "unshare the cgroup namespace")?;
     }
-    Ok(())
+    Ok(limited)
 }
 
 fn names(p: &Policy) -> Result<(), SetupError> {
@@ -308,9 +342,18 @@ fn names(p: &Policy) -> Result<(), SetupError> {
     }
 }
 
-fn limits(p: &Policy) -> Result<(), SetupError> {
+/// Init is a fork of the supervisor: without this, the code would read the
+/// supervisor's command line as init's (see [`procname`]).
+fn init_name(p: &Policy) -> Result<(), SetupError> {
     match &p.view {
-        View::Python if p.has(Layer::Rlimits) => rlimit::apply(p),
+        View::Python if p.has(Layer::ProcMasks) => procname::neutral(),
+        _ => Ok(()),
+    }
+}
+
+fn limits(p: &Policy, grouped: bool) -> Result<(), SetupError> {
+    match &p.view {
+        View::Python if p.has(Layer::Rlimits) => rlimit::apply(p, !grouped),
         View::Python => Ok(()),
         View::Oci(v) => oci::limits(v),
     }
@@ -320,6 +363,15 @@ fn console(p: &Policy) -> Result<(), SetupError> {
     match &p.view {
         View::Python => Ok(()),
         View::Oci(v) => oci::console(v),
+    }
+}
+
+/// While the init still holds CAP_SYS_ADMIN in its user namespace: Landlock then
+/// needs no no_new_privs, which the bundle decides.
+fn harden(p: &Policy) -> Result<(), SetupError> {
+    match &p.view {
+        View::Python => Ok(()),
+        View::Oci(v) => oci::harden(v),
     }
 }
 

@@ -17,10 +17,12 @@ pub mod net;
 pub mod oci;
 pub mod privs;
 pub mod procfs;
+pub mod procname;
 pub mod rlimit;
 pub mod rootfs;
 pub mod spawn;
 pub mod sync;
+pub mod trees;
 pub mod userns;
 
 pub use crate::error::{SetupError, Step};
@@ -69,6 +71,15 @@ pub struct Prepared {
 /// How long the child may take to build its view before we give up on it.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The run's cgroup as the supervisor made it, for the sandbox.
+pub struct Joined {
+    /// The v1 `tasks` files through which the sandbox joins the group itself
+    /// (empty when the supervisor moved it, or there is no group).
+    pub tasks: Vec<OwnedFd>,
+    /// A group bounds the sandbox's memory and CPU as a whole.
+    pub limited: bool,
+}
+
 /// Builds the sandbox. While it builds its view, the supervisor, otherwise idle,
 /// first runs `cgroup` with the sandbox's host pid: it makes the run's cgroup and
 /// either moves the sandbox into it or returns the v1 `tasks` files through which
@@ -76,7 +87,7 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// A failure of either ends the sandbox before any code runs.
 pub fn prepare(
     job: &Job,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Joined, SetupError>,
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
@@ -135,13 +146,16 @@ pub fn prepare(
 
 fn send_cgroup(
     s: &spawn::Spawned,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Joined, SetupError>,
 ) -> Result<(), SetupError> {
     use std::os::fd::AsFd;
-    for fd in cgroup(s.pid)? {
+    let joined = cgroup(s.pid)?;
+    for fd in &joined.tasks {
         s.chan.send_fd(&Msg::CgroupTasks, fd.as_fd())?;
     }
-    s.chan.send(&Msg::CgroupDone)
+    s.chan.send(&Msg::CgroupDone {
+        limited: joined.limited,
+    })
 }
 
 fn queued_failure(s: &spawn::Spawned) -> Option<SetupError> {

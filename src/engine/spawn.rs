@@ -50,11 +50,14 @@ pub fn spawn(
     if !stdio.extra.is_empty() {
         child_chan = child_chan.raised()?;
     }
+    // Made here, in the host's mount namespace, before clone.
+    let trees = super::trees::for_view(policy)?;
     let mut child = Child {
         policy,
         script,
         payload,
         stdio,
+        trees,
         chan: child_chan,
         parent_end: parent_chan.raw_fd(),
     };

@@ -21,8 +21,10 @@ pub enum Msg {
     /// cgroup, opened by the supervisor, through which init joins it.
     CgroupTasks,
     /// Supervisor → init: the run's cgroup is ready (every `tasks` file is sent, or
-    /// the supervisor moved init itself, or there is none).
-    CgroupDone,
+    /// the supervisor moved init itself, or there is none). `limited`: a group
+    /// bounds the sandbox's memory and CPU as a whole; without one, init bounds each
+    /// process instead.
+    CgroupDone { limited: bool },
     /// Init → supervisor: the sandbox is fully set up and waits for `Start`.
     Ready { timings_us: Vec<(String, u64)> },
     /// Init → supervisor: a setup step failed; nothing of the payload ran.
@@ -126,7 +128,7 @@ impl Channel {
     /// that names what was `expected`.
     pub fn recv_fds_until(
         &self,
-        done: impl Fn(&Msg) -> bool,
+        mut done: impl FnMut(&Msg) -> bool,
         step: Step,
         expected: &str,
         mut each: impl FnMut(Msg, OwnedFd) -> Result<(), SetupError>,

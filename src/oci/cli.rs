@@ -36,6 +36,10 @@ pub struct Global {
     /// Refused: maibox manages cgroupfs paths only.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,
+    /// A strict runtime: the untrusted level's kernel hardening (seccomp kills,
+    /// Landlock, an open-file cap, /proc masks) on top of any bundle (docs/oci.md).
+    #[arg(long, global = true)]
+    pub hardened: bool,
     /// Let a spec run although maibox does not enforce these of its fields yet
     /// (comma-separated). The container is weaker than its spec says.
     #[arg(

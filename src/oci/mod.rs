@@ -13,5 +13,6 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fds;
+pub mod harden;
 pub mod pids;
 pub mod state;

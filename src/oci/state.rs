@@ -65,6 +65,9 @@ pub struct Saved {
     /// The container's cgroup directories (one per hierarchy), removed by `delete`.
     #[serde(default)]
     pub cgroup_paths: Vec<PathBuf>,
+    /// Made by a strict runtime (`--hardened`): `exec` hardens its processes too.
+    #[serde(default)]
+    pub hardened: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -52,6 +52,9 @@ pub struct OciView {
     /// Stop before pivot_root for the runtime's `prestart`/`createRuntime` hooks,
     /// which must run before `createContainer`'s.
     pub hooks_sync: bool,
+    /// `--hardened`: what the init applies itself for a strict runtime
+    /// (made by `oci::harden`).
+    pub hardening: Option<Hardening>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -160,4 +163,12 @@ impl OciView {
     pub fn bind_sources_from_runtime(&self) -> bool {
         self.namespaces.user.is_some() && self.mounts.iter().any(|m| m.bind)
     }
+}
+
+/// What a strict runtime's init (or an `exec`'d process) applies itself: Landlock on
+/// the container's root from its mount table (`confine::landlock_mounts`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Hardening {
+    /// Writable tmpfs mount points the bundle mounted with an explicit `exec`.
+    pub exec_tmpfs: Vec<PathBuf>,
 }

@@ -60,6 +60,9 @@ pub fn facts(applied: Applied) -> Facts {
                 .then(|| cgroup_version.map(|v| format!("v{v}")))
                 .flatten(),
             note: Some("limits enforced by the Docker engine".into()),
+            // The engine's cgroup; the supervisor reads the CPU time from its stats.
+            memory_bound: crate::report::Bound::of(layers.cgroup_limits, false),
+            cpu_time_bound: crate::report::Bound::of(layers.cgroup_limits, false),
         },
         seccomp: SeccompReport {
             enforced: layers.seccomp,

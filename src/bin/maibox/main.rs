@@ -197,6 +197,13 @@ fn main() {
 }
 
 fn dispatch(cli: Cli, timeline: &Timeline, started: Instant) -> anyhow::Result<i32> {
+    if cli.oci.hardened && !matches!(cli.cmd, Cmd::Oci(_)) {
+        // Never ignored: a caller asking for it must not get less than it asked.
+        anyhow::bail!(
+            "--hardened is for the OCI runtime verbs (docs/oci.md); a Python run's \
+             hardening is its trust level (--trust untrusted)"
+        );
+    }
     match cli.cmd {
         Cmd::Exec(a) => exec::exec(*a, timeline, started),
         Cmd::Doctor { json } => commands::doctor(json),

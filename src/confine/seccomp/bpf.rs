@@ -208,6 +208,24 @@ pub fn arch_guard() -> BpfProgram {
     out
 }
 
+/// The hardening a strict OCI runtime stacks on any bundle's profile: the
+/// architecture guard, then every call of `kill_on` killed (SECCOMP_RET_KILL_PROCESS,
+/// which the kernel prefers to any other filter's answer), anything else allowed
+/// (left to the bundle's own filters). Unknown names are skipped: the list is the
+/// untrusted level's, checked when its configuration was loaded.
+pub fn kill_guard(kill_on: &[String]) -> BpfProgram {
+    let mut out = arch_guard();
+    out.pop(); // RET_ALLOW; the syscall number is in the accumulator.
+    for name in kill_on {
+        if let Some(nr) = syscalls::number(name) {
+            out.push(jump(BPF_JMP_JEQ_K, nr as u32, 0, 1));
+            out.push(stmt(BPF_RET_K, RET_KILL_PROCESS));
+        }
+    }
+    out.push(stmt(BPF_RET_K, RET_ALLOW));
+    out
+}
+
 /// Our raw BPF that runs before seccompiler's program (see the module doc).
 fn prefix(p: &SeccompProfile) -> Vec<sock_filter> {
     let mut out = vec![

@@ -14,7 +14,7 @@ pub mod profile;
 mod raw;
 pub mod syscalls;
 
-pub use self::bpf::{arch_guard, build_filter, build_filter_notify};
+pub use self::bpf::{arch_guard, build_filter, build_filter_notify, kill_guard};
 pub use self::install::{
     install_filter, install_filter_flags, install_filter_flags_listening, install_filter_listening,
 };

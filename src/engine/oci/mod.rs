@@ -180,6 +180,16 @@ pub(super) fn console(v: &OciView) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// `--hardened`: Landlock on the container's root, from its mount table (see
+/// [`crate::oci::harden`]).
+pub(super) fn harden(v: &OciView) -> Result<(), SetupError> {
+    if let Some(h) = &v.hardening {
+        crate::confine::landlock_mounts::apply(&h.exec_tmpfs)
+            .step(Step::Landlock, "Landlock on the container's root")?;
+    }
+    Ok(())
+}
+
 /// The container's user, capabilities and cwd; and the spec's seccomp programs where
 /// they must go on before the identity switch.
 pub(super) fn identity(v: &OciView, chan: &Channel) -> Result<(), SetupError> {

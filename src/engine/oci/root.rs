@@ -129,9 +129,11 @@ pub(crate) fn build_root(
         mount(None::<&str>, "/", None::<&str>, ms(p), None::<&str>)
             .step(Step::MountPropagation, "set linux.rootfsPropagation on /")?;
     }
-    for p in &v.masked_paths {
-        mask(p)?;
+    if v.hardening.is_some() {
+        own_boot_id()?;
     }
+    // Read-only paths first, then masks (runc's order): a mask inside a read-only
+    // path must not take its nodev.
     for p in &v.readonly_paths {
         let path = Path::new(p);
         if std::fs::symlink_metadata(path).is_err() {
@@ -145,10 +147,34 @@ pub(crate) fn build_root(
             true,
         )?;
     }
+    for p in &v.masked_paths {
+        mask(p)?;
+    }
     if v.root_readonly {
         set_attr(Step::ReadOnlyRoot, Path::new("/"), MOUNT_ATTR_RDONLY, false)?;
     }
     Ok(hook_state)
+}
+
+/// `--hardened`: a random boot id of the container's own over the host's (read-only,
+/// and with /proc/sys once that is). It is written to a small tmpfs mounted for the
+/// moment on /proc/sys/fs, which the bind alone keeps once it is detached again.
+fn own_boot_id() -> Result<(), SetupError> {
+    let step = Step::Proc;
+    let scratch = Path::new("/proc/sys/fs");
+    if !Path::new("/proc/sys/kernel/random/boot_id").exists() {
+        return Ok(()); // nothing of the host's to hide
+    }
+    crate::engine::mounts::tmpfs(
+        step,
+        scratch,
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        "size=4k,nr_inodes=4,mode=0700",
+    )?;
+    let made = crate::engine::procfs::own_boot_id(Path::new("/proc"), scratch);
+    nix::mount::umount2(scratch, nix::mount::MntFlags::MNT_DETACH)
+        .step(step, "detach the boot id's tmpfs from /proc/sys/fs")?;
+    made
 }
 
 /// Hands over to the runtime for its `prestart`/`createRuntime` hooks, which the

@@ -166,6 +166,7 @@ pub fn policy_for(
         root_propagation: linux::root_propagation(linux.rootfs_propagation().as_deref())?,
         devices: linux::devices(&linux)?,
         hooks_sync: false,
+        hardening: None,
     };
     Ok(policy(view, process.user(), root_path, hostname))
 }

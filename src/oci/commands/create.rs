@@ -55,8 +55,15 @@ pub fn create(g: &Global, a: &CreateArgs, foreground: bool) -> Result<Created, O
     let waived: BTreeSet<Waivable> = g.unenforced.iter().copied().collect();
     // Validate everything before claiming the id: a bad bundle leaves nothing behind.
     let mut loaded = bundle::load(&a.bundle, &waived)?;
+    let level = g
+        .hardened
+        .then(crate::oci::harden::Level::load)
+        .transpose()?;
     if let View::Oci(view) = &mut loaded.policy.view {
         view.preserve_fds = preserved;
+        if let Some(level) = &level {
+            crate::oci::harden::apply(view, &loaded.spec, level);
+        }
     }
     let container = Container::create(&g.root, &a.id)?;
     match create_in(g, a, &container, &mut loaded, foreground) {
@@ -330,6 +337,7 @@ fn saved_state(
         hooks: plan.hooks,
         owner: nix::unistd::geteuid().as_raw(),
         cgroup_paths: group.map(ContainerCgroup::paths).unwrap_or_default(),
+        hardened: matches!(&loaded.policy.view, View::Oci(v) if v.hardening.is_some()),
     })
 }
 

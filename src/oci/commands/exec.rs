@@ -166,6 +166,37 @@ fn parse_user(u: &str) -> Result<(u32, u32), OciError> {
     Ok((uid, gid))
 }
 
+/// The container's seccomp programs for the process; for a strict runtime's
+/// container (`hardened`), its hardening as its init's: the open-file cap in
+/// `process`, the kill guard on the programs, and the tmpfs mounts Landlock lets run
+/// programs (`Some` when Landlock applies).
+type Confinement = (
+    Option<crate::confine::seccomp::oci::Compiled>,
+    Option<Vec<PathBuf>>,
+);
+fn confinement(
+    spec: &oci_spec::runtime::Spec,
+    process: &mut OciProcess,
+    hardened: bool,
+) -> Result<Confinement, OciError> {
+    let seccomp = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.seccomp().as_ref())
+        .map(crate::confine::seccomp::oci::compile)
+        .transpose()
+        .map_err(BundleError::from)?;
+    if !hardened {
+        return Ok((seccomp, None));
+    }
+    let level = crate::oci::harden::Level::load()?;
+    crate::oci::harden::process(process, &level);
+    Ok((
+        Some(crate::oci::harden::seccomp(seccomp, &level)),
+        Some(crate::oci::harden::exec_tmpfs(spec)),
+    ))
+}
+
 /// Runs `exec`. Returns the exit code of the runtime command.
 pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     // Before this command opens anything of its own.
@@ -176,13 +207,7 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
     process.terminal |= a.tty;
     // Our end of the console socket of a foreground exec, which relays the pty itself.
     let (console, own_console) = console_for(a, process.terminal)?;
-    let seccomp = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.seccomp().as_ref())
-        .map(crate::confine::seccomp::oci::compile)
-        .transpose()
-        .map_err(BundleError::from)?;
+    let (seccomp, landlock) = confinement(&spec, &mut process, g.hardened || s.hardened)?;
     if !a.cgroup.is_empty() && s.cgroup_paths.is_empty() {
         return Err(refused(format!(
             "--cgroup: container {} has no cgroup",
@@ -216,6 +241,7 @@ pub fn exec(g: &Global, a: &ExecArgs) -> Result<i32, OciError> {
         cgroups: &cgroups,
         process: &process,
         seccomp: seccomp.as_ref(),
+        landlock: landlock.as_deref(),
         console: console.as_ref(),
         preserved: &preserved,
         listener_sock: listener_pair.as_ref().map(|(_, theirs)| theirs),
@@ -428,6 +454,9 @@ struct Job<'a> {
     cgroups: &'a [PathBuf],
     process: &'a OciProcess,
     seccomp: Option<&'a crate::confine::seccomp::oci::Compiled>,
+    /// `--hardened`: Landlock on the container's root, with these tmpfs mounted
+    /// `exec` (see [`crate::oci::harden`]).
+    landlock: Option<&'a [PathBuf]>,
     console: Option<&'a OwnedFd>,
     /// `--preserve-fds`: the caller's descriptors, kept open through execve.
     preserved: &'a [i32],
@@ -549,6 +578,12 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
     }
     if let Err(e) = set_rlimits(p) {
         fail(e);
+    }
+    // Before the identity switch: Landlock needs CAP_SYS_ADMIN or no_new_privs.
+    if let Some(exec_tmpfs) = job.landlock {
+        if let Err(e) = crate::confine::landlock_mounts::apply(exec_tmpfs) {
+            fail(format!("Landlock on the container's root: {e}"));
+        }
     }
     let steps = || -> Result<std::ffi::CString, crate::error::SetupError> {
         if !p.no_new_privileges {
