@@ -220,6 +220,27 @@ fn cstring(step: Step, s: &str) -> Result<CString, SetupError> {
 fn build_payload(job: &Job) -> Result<Payload, SetupError> {
     let p = job.policy;
     let program = cstring(Step::Exec, &p.interpreter.path.display().to_string())?;
+    let (argv, envp) = command_line(job, &program)?;
+    let filter = seccomp_filter(p)?;
+    let landlock = p.has(Layer::Landlock).then(|| p.landlock.clone());
+    Ok(Payload {
+        program,
+        argv,
+        envp,
+        extra_fds: job.extra_fds.len() as i32,
+        bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
+            (
+                crate::net::DEFAULT_BRIDGE_PORT,
+                std::path::PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
+            )
+        }),
+        confine: Box::new(move || confine_payload(landlock.as_ref(), filter.as_ref())),
+    })
+}
+
+/// The interpreter's argv and the code's environment.
+fn command_line(job: &Job, program: &CString) -> Result<(Vec<CString>, Vec<CString>), SetupError> {
+    let p = job.policy;
     let script = format!("{}/{}", rootfs::SCRIPT_DIR, rootfs::SCRIPT_NAME);
     // argv[0] is the full path: Python derives sys.executable and its prefix from
     // it, and a bare "python3" would resolve to whichever python3 is first on PATH.
@@ -241,65 +262,58 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
             envp.push(cstring(Step::Exec, &format!("{k}={}", p.identity.user))?);
         }
     }
-    // Compiled here, in the supervisor: installing it in the child is then a single
-    // allocation-free syscall right before execve.
-    let filter = if p.has(Layer::Seccomp) {
-        // `none` still has `lo`, and local TCP/UDP sockets must work there: the
-        // network namespace is what keeps them from leaving.
-        let net = match p.network {
-            crate::config::NetworkMode::None | crate::config::NetworkMode::Allowlist => {
-                confine::NetAccess::Loopback
-            }
-        };
-        // Kills go through the supervisor so that the report can name the call.
-        let notify = confine::Notify {
-            kills: true,
-            denials: p.seccomp.audit_denials,
-        };
-        Some(
-            confine::build_filter_notify(&p.seccomp, net, notify)
-                .step(Step::Seccomp, "build the seccomp filter")?,
-        )
-    } else {
-        None
+    Ok((argv, envp))
+}
+
+/// Compiled here, in the supervisor: installing it in the child is then a single
+/// allocation-free syscall right before execve.
+fn seccomp_filter(p: &Policy) -> Result<Option<seccompiler::BpfProgram>, SetupError> {
+    if !p.has(Layer::Seccomp) {
+        return Ok(None);
+    }
+    // `none` still has `lo`, and local TCP/UDP sockets must work there: the
+    // network namespace is what keeps them from leaving.
+    let net = match p.network {
+        crate::config::NetworkMode::None | crate::config::NetworkMode::Allowlist => {
+            confine::NetAccess::Loopback
+        }
     };
-    let landlock = p.has(Layer::Landlock).then(|| p.landlock.clone());
-    Ok(Payload {
-        program,
-        argv,
-        envp,
-        extra_fds: job.extra_fds.len() as i32,
-        bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
-            (
-                crate::net::DEFAULT_BRIDGE_PORT,
-                std::path::PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
-            )
-        }),
-        confine: Box::new(move || {
-            // Landlock first: the seccomp allowlist has no landlock syscalls.
-            let landlock = match &landlock {
-                Some(spec) => Some(
-                    confine::apply_landlock(spec)
-                        .step(Step::Landlock, "apply the Landlock ruleset")?,
-                ),
-                None => None,
-            };
-            let mut listener = None;
-            if let Some(f) = &filter {
-                if confine::notify::needs_listener(f) {
-                    listener = Some(std::sync::Arc::new(
-                        confine::install_filter_listening(f)
-                            .step(Step::Seccomp, "install the seccomp filter")?,
-                    ));
-                } else {
-                    confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
-                }
-            }
-            Ok(crate::outcome::Confined {
-                landlock,
-                seccomp: filter.is_some(),
-                listener,
-            })
-        }),
+    // Kills go through the supervisor so that the report can name the call.
+    let notify = confine::Notify {
+        kills: true,
+        denials: p.seccomp.audit_denials,
+    };
+    confine::build_filter_notify(&p.seccomp, net, notify)
+        .step(Step::Seccomp, "build the seccomp filter")
+        .map(Some)
+}
+
+/// The payload's last step before execve: Landlock first (the seccomp allowlist has
+/// no landlock syscalls), then the filter.
+fn confine_payload(
+    landlock: Option<&confine::LandlockSpec>,
+    filter: Option<&seccompiler::BpfProgram>,
+) -> Result<crate::outcome::Confined, SetupError> {
+    let landlock = match landlock {
+        Some(spec) => {
+            Some(confine::apply_landlock(spec).step(Step::Landlock, "apply the Landlock ruleset")?)
+        }
+        None => None,
+    };
+    let mut listener = None;
+    if let Some(f) = filter {
+        if confine::notify::needs_listener(f) {
+            listener = Some(std::sync::Arc::new(
+                confine::install_filter_listening(f)
+                    .step(Step::Seccomp, "install the seccomp filter")?,
+            ));
+        } else {
+            confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
+        }
+    }
+    Ok(crate::outcome::Confined {
+        landlock,
+        seccomp: filter.is_some(),
+        listener,
     })
 }

@@ -257,50 +257,7 @@ fn mount_one(root: &Path, m: &OciMount, opened: Option<&OwnedFd>) -> Result<(), 
     let step = Step::BindHost;
     let target = secure_join(root, &m.destination)?;
     if m.bind {
-        let source = opened.map_or_else(
-            || m.source.clone(),
-            |fd| format!("/proc/self/fd/{}", fd.as_raw_fd()),
-        );
-        let src = Path::new(&source);
-        let meta = std::fs::metadata(src).step(step, format!("bind source {}", m.source))?;
-        if meta.is_dir() {
-            mkdir_p(step, &target)?;
-        } else {
-            if let Some(parent) = target.parent() {
-                mkdir_p(step, parent)?;
-            }
-            if std::fs::symlink_metadata(&target).is_err() {
-                touch(step, &target)?;
-            }
-        }
-        if opened.is_some() {
-            let mut flags = MsFlags::MS_BIND;
-            if m.recursive {
-                flags |= MsFlags::MS_REC;
-            }
-            mount(
-                Some(source.as_str()),
-                &target,
-                None::<&str>,
-                flags,
-                None::<&str>,
-            )
-            .step(
-                step,
-                format!(
-                    "bind {} (opened by the runtime) on {}",
-                    m.source,
-                    target.display()
-                ),
-            )?;
-        } else {
-            bind(step, &m.source, &target, m.recursive)?;
-        }
-        // A bind mount ignores mount(2)'s flags: each one is applied as an attribute.
-        let (set, clear) = bind_attrs(ms(m.flags));
-        if set != 0 || clear != 0 {
-            crate::engine::mounts::change_attr(step, &target, set, clear, false)?;
-        }
+        bind_one(&target, m, opened)?;
     } else {
         mkdir_p(step, &target)?;
         let data = (!m.data.is_empty()).then_some(m.data.as_str());
@@ -333,6 +290,57 @@ fn mount_one(root: &Path, m: &OciMount, opened: Option<&OwnedFd>) -> Result<(), 
     }
     if m.rec_set != 0 || m.rec_clear != 0 {
         crate::engine::mounts::change_attr(step, &target, m.rec_set, m.rec_clear, true)?;
+    }
+    Ok(())
+}
+
+/// A bind mount: its mount point made as the source's kind (directory or file), the
+/// source taken from the descriptor the runtime opened where it had to (a user
+/// namespace's root cannot reach it), then mount(2)'s flags applied as attributes,
+/// which a bind ignores.
+fn bind_one(target: &Path, m: &OciMount, opened: Option<&OwnedFd>) -> Result<(), SetupError> {
+    let step = Step::BindHost;
+    let source = opened.map_or_else(
+        || m.source.clone(),
+        |fd| format!("/proc/self/fd/{}", fd.as_raw_fd()),
+    );
+    let meta = std::fs::metadata(&source).step(step, format!("bind source {}", m.source))?;
+    if meta.is_dir() {
+        mkdir_p(step, target)?;
+    } else {
+        if let Some(parent) = target.parent() {
+            mkdir_p(step, parent)?;
+        }
+        if std::fs::symlink_metadata(target).is_err() {
+            touch(step, target)?;
+        }
+    }
+    if opened.is_some() {
+        let mut flags = MsFlags::MS_BIND;
+        if m.recursive {
+            flags |= MsFlags::MS_REC;
+        }
+        mount(
+            Some(source.as_str()),
+            target,
+            None::<&str>,
+            flags,
+            None::<&str>,
+        )
+        .step(
+            step,
+            format!(
+                "bind {} (opened by the runtime) on {}",
+                m.source,
+                target.display()
+            ),
+        )?;
+    } else {
+        bind(step, &m.source, target, m.recursive)?;
+    }
+    let (set, clear) = bind_attrs(ms(m.flags));
+    if set != 0 || clear != 0 {
+        crate::engine::mounts::change_attr(step, target, set, clear, false)?;
     }
     Ok(())
 }
