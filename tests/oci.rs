@@ -2656,3 +2656,45 @@ fn seccomp_notify_reaches_the_agent_from_exec() {
     assert_ne!(exec["pid"], init);
     assert!(*answered >= 1);
 }
+
+/// `maibox spec`'s template is runc 1.1's: a cgroup namespace only on a unified
+/// (cgroup2) host. On a v1 or hybrid host the container's init and a process
+/// `exec` adds see their group's own path in `/proc/self/cgroup` (runc's bats
+/// "runc exec (cgroup v1+hybrid joins correct cgroup)"), not `/`.
+#[test]
+fn spec_template_has_a_cgroup_namespace_only_on_unified_hosts() {
+    if !require_root("spec_template_has_a_cgroup_namespace_only_on_unified_hosts") {
+        return;
+    }
+    let env = Env::new();
+    let unified = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let tag = format!("maibox-specns-test-{}", std::process::id());
+    let b = env.bundle("b", |v| {
+        let ns = v["linux"]["namespaces"].as_array().unwrap();
+        let has_cgroupns = ns.iter().any(|n| n["type"] == "cgroup");
+        assert_eq!(has_cgroupns, unified, "template namespaces: {ns:?}");
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+        v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
+    });
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "sn1"]);
+    let probe = "print(open('/proc/1/cgroup').read() + open('/proc/self/cgroup').read(), end='')";
+    let o = env.run(&["exec", "sn1", "python3", "-c", probe]);
+    env.run_ok(&["delete", "-f", "sn1"]);
+    remove_cgroup_tree(&tag, &["c"]);
+    assert!(o.status.success(), "exec: {}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(":memory:") || l.starts_with("0::"))
+        .map(|l| l.rsplit(':').next().unwrap())
+        .collect();
+    assert!(!lines.is_empty() && lines.len().is_multiple_of(2), "{out}");
+    let want = if unified {
+        "/".to_string()
+    } else {
+        format!("/{tag}/c")
+    };
+    for l in &lines {
+        assert_eq!(*l, want, "{out}");
+    }
+}
