@@ -189,6 +189,15 @@ pub(crate) fn log_error(g: &Global, msg: &str) {
     }
 }
 
+/// A warning line to stderr, and to `--log` when given (runc's
+/// `level=warning`): the verb goes on.
+pub(crate) fn log_warning(g: &Global, msg: &str) {
+    eprintln!("maibox: warning: {msg}");
+    if let Some(path) = &g.log {
+        append_log(path, g.log_format, "warning", msg);
+    }
+}
+
 /// With `--debug`, a debug line to `--log`, or else to stderr (as runc does).
 pub(crate) fn log_debug(g: &Global, msg: &str) {
     if !g.debug {

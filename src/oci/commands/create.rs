@@ -106,7 +106,7 @@ fn create_in(
     view.console = console.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     let plan = plan(view, &loaded.spec);
     let stdio = dup_stdio()?;
-    let group = container_cgroup(&loaded.spec, &a.id)?;
+    let group = container_cgroup(g, &loaded.spec, &a.id)?;
     let spawned = spawn_init(&loaded.policy, stdio, group.as_ref())?;
     // The init has its own copy now; ours would keep `start`'s open from failing
     // once the init is gone.
@@ -398,8 +398,12 @@ fn forward_listener(
     crate::oci::agent::hand_over(n, &owner, &fd)
 }
 
-/// The container's cgroup as its spec asks (none when it asks for none).
+/// The container's cgroup as its spec asks (none when it asks for none). A
+/// group that already holds processes is joined with runc 1.1's warning
+/// (Kubernetes-era tools and runc's tests expect the container to start);
+/// `delete` then leaves the group to whoever else is in it.
 fn container_cgroup(
+    g: &Global,
     spec: &oci_spec::runtime::Spec,
     id: &str,
 ) -> Result<Option<ContainerCgroup>, OciError> {
@@ -407,9 +411,21 @@ fn container_cgroup(
     let Some(want) = crate::cgroup::oci::from_spec(&linux, id).map_err(BundleError::from)? else {
         return Ok(None);
     };
-    ContainerCgroup::create(&want, linux.resources().as_ref())
-        .map(Some)
-        .map_err(OciError::Refused)
+    let group =
+        ContainerCgroup::create(&want, linux.resources().as_ref()).map_err(OciError::Refused)?;
+    if group.found_processes > 0 {
+        crate::oci::cli::log_warning(
+            g,
+            &format!(
+                "container's cgroup is not empty: {} process(es) found in {}; container {id} \
+                 shares it (its limits, `kill --all`, `ps` and `pause` too); give each \
+                 container a cgroupsPath of its own",
+                group.found_processes,
+                want.rel.display()
+            ),
+        );
+    }
+    Ok(Some(group))
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.

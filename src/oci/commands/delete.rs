@@ -7,10 +7,10 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use crate::cgroup::freezer;
-use crate::oci::cli::{log_error, Global};
+use crate::oci::cli::{log_debug, log_error, Global};
 use crate::oci::error::OciError;
 use crate::oci::hooks;
-use crate::oci::pids::container_pids;
+use crate::oci::pids::{container_pids, processes};
 use crate::oci::state::{self, state_json, Container, Saved, StateError, Status};
 
 /// Waits until the init has ended (a zombie counts: its parent reaps it).
@@ -25,6 +25,23 @@ fn wait_gone(s: &Saved, limit: Duration) -> bool {
     true
 }
 
+/// The other containers under the same root, not stopped, in `s`'s cgroup
+/// (joined while it held processes: see `create`).
+fn sharing_the_group(g: &Global, s: &Saved) -> Vec<String> {
+    let Some(ours) = s.cgroup_paths.first() else {
+        return Vec::new();
+    };
+    state::list(&g.root)
+        .into_iter()
+        .filter(|id| *id != s.id)
+        .filter(|id| {
+            state::peek(&g.root, id).is_some_and(|o| {
+                o.cgroup_paths.first() == Some(ours) && state::alive(o.pid, o.start_time)
+            })
+        })
+        .collect()
+}
+
 /// Runs `delete`.
 pub fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
     let c = match Container::open(&g.root, id, true) {
@@ -33,6 +50,7 @@ pub fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
         Err(e) => return Err(e.into()),
     };
     let s = c.load()?;
+    let sharers = sharing_the_group(g, &s);
     match c.status(&s) {
         status @ (Status::Running | Status::Paused) if !force => {
             return Err(OciError::Refused(format!(
@@ -42,7 +60,14 @@ pub fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
         Status::Stopped => {}
         // A created container never ran its process: deleting it is always allowed.
         Status::Created | Status::Running | Status::Paused => {
-            for p in container_pids(&s) {
+            // In a group shared with other live containers, only this one's
+            // own processes: its init and its PID namespace.
+            let pids = if sharers.is_empty() {
+                container_pids(&s)
+            } else {
+                processes(&s)
+            };
+            for p in pids {
                 let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
             }
             if freezer::frozen(&s.cgroup_paths) {
@@ -57,7 +82,16 @@ pub fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
         }
     }
     let st = state_json(&s, Status::Stopped);
-    if let Err(e) = crate::cgroup::remove_dirs(&s.cgroup_paths) {
+    if !sharers.is_empty() {
+        // Removing the group would kill them: the last one out removes it.
+        log_debug(
+            g,
+            &format!(
+                "container {id}: cgroup left to {} (same group)",
+                sharers.join(", ")
+            ),
+        );
+    } else if let Err(e) = crate::cgroup::remove_dirs(&s.cgroup_paths) {
         log_error(g, &format!("container {id}: {e}"));
     }
     c.remove()?;
