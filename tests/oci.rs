@@ -2732,3 +2732,62 @@ fn non_empty_cgroup_is_joined_with_a_warning() {
     assert!(!group.exists(), "{} left behind", group.display());
     remove_cgroup_tree(&tag, &["c"]);
 }
+
+/// `update --memory-swap -1` lifts the swap limit as runc does (v1:
+/// memory.memsw.limit_in_bytes -1, where the host accounts swap; v2:
+/// memory.swap.max "max"); a memory limit given alone withholds swap again.
+#[test]
+fn update_memory_swap_minus_one_lifts_the_swap_limit() {
+    if !require_root("update_memory_swap_minus_one_lifts_the_swap_limit") {
+        return;
+    }
+    let env = Env::new();
+    let tag = format!("maibox-swap-test-{}", std::process::id());
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+        v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
+        v["linux"]["resources"] = serde_json::json!({"memory": {"limit": 64 << 20}});
+    });
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "sw1"]);
+    let pid = env.state("sw1")["pid"].as_i64().unwrap();
+    let v1 = cgroup_v1();
+    let (file, withheld, lifted) = if v1 {
+        let root = read_trim(Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+        ("memory.memsw.limit_in_bytes", (64 << 20).to_string(), root)
+    } else {
+        ("memory.swap.max", "0".to_string(), "max".to_string())
+    };
+    let swap = cgroup_file(pid, "memory", file);
+    let present = swap.exists();
+    if present {
+        assert_eq!(read_trim(&swap), withheld, "at create");
+    }
+    let o = env.run_ok(&["update", "--memory-swap", "-1", "sw1"]);
+    assert!(!stderr(&o).contains("not applied"), "{}", stderr(&o));
+    if present {
+        assert_eq!(read_trim(&swap), lifted);
+        env.run_ok(&["update", "--memory", "32M", "sw1"]);
+        let again = if v1 {
+            (32 << 20).to_string()
+        } else {
+            "0".into()
+        };
+        assert_eq!(read_trim(&swap), again);
+        // Both at once: the limit, and swap lifted.
+        env.run_ok(&["update", "--memory", "48M", "--memory-swap", "-1", "sw1"]);
+        assert_eq!(read_trim(&swap), lifted);
+        let limit = if v1 {
+            "memory.limit_in_bytes"
+        } else {
+            "memory.max"
+        };
+        assert_eq!(
+            read_trim(&cgroup_file(pid, "memory", limit)),
+            (48 << 20).to_string()
+        );
+    } else {
+        eprintln!("no swap accounting on this host: only the exit status checked");
+    }
+    env.run_ok(&["delete", "-f", "sw1"]);
+    remove_cgroup_tree(&tag, &["c"]);
+}
