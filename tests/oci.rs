@@ -2791,3 +2791,95 @@ fn update_memory_swap_minus_one_lifts_the_swap_limit() {
     env.run_ok(&["delete", "-f", "sw1"]);
     remove_cgroup_tree(&tag, &["c"]);
 }
+
+/// Every OCI verb answers `-h` and `--help` in runc's layout (`NAME:`, then the
+/// verb and its summary); an unknown topic is a clear error. `checkpoint` and
+/// `restore` exist, and fail with "not supported by maibox" and a non-zero
+/// status (what containerd shows the user), leaving a running container as it
+/// was and creating nothing.
+#[test]
+fn help_for_every_verb_and_checkpoint_restore_refused() {
+    if !require_root("help_for_every_verb_and_checkpoint_restore_refused") {
+        return;
+    }
+    let verbs = [
+        "checkpoint",
+        "create",
+        "delete",
+        "events",
+        "features",
+        "kill",
+        "list",
+        "pause",
+        "ps",
+        "restore",
+        "resume",
+        "run",
+        "spec",
+        "start",
+        "state",
+        "update",
+    ];
+    for verb in verbs {
+        for flag in ["-h", "--help"] {
+            let o = Command::new(binary()).args([verb, flag]).output().unwrap();
+            assert!(o.status.success(), "{verb} {flag}: {}", stderr(&o));
+            let out = stdout(&o);
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.first(), Some(&"NAME:"), "{verb} {flag}: {out}");
+            assert!(
+                lines[1].starts_with(&format!("   maibox {verb} - ")),
+                "{verb} {flag}: {out}"
+            );
+            assert!(out.contains("\nUSAGE:\n"), "{verb} {flag}: {out}");
+        }
+    }
+    for args in [&["foo", "-h"][..], &["help", "foo"]] {
+        let o = Command::new(binary()).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            stderr(&o).contains("No help topic for 'foo'"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let env = Env::new();
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+    });
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "cp1"]);
+    let images = env.scratch.path().join("images");
+    // As containerd's runc shim calls them.
+    let o = env.run(&[
+        "checkpoint",
+        "--image-path",
+        images.to_str().unwrap(),
+        "--work-path",
+        images.to_str().unwrap(),
+        "--leave-running",
+        "cp1",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let refusal = "checkpoint of container cp1 is not supported by maibox";
+    assert!(stderr(&o).contains(refusal), "{}", stderr(&o));
+    assert!(env.log_messages().iter().any(|m| m.contains(refusal)));
+    assert_eq!(env.state("cp1")["status"], "running");
+    assert!(!images.exists());
+    let o = env.run(&[
+        "restore",
+        "--bundle",
+        b.to_str().unwrap(),
+        "--image-path",
+        images.to_str().unwrap(),
+        "--detach",
+        "cp2",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("restore of container cp2 is not supported by maibox"),
+        "{}",
+        stderr(&o)
+    );
+    env.run_ok(&["delete", "-f", "cp1"]);
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
