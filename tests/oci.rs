@@ -2727,8 +2727,15 @@ fn non_empty_cgroup_is_joined_with_a_warning() {
     env.run_ok(&["delete", "-f", "sh2"]);
     assert_eq!(env.state("sh1")["status"], "running");
     assert_eq!(read_trim(&group), pid("sh1").to_string());
-    // The last one out removes the group.
+    // Nor of a container under another state root, which maibox cannot list:
+    // its processes are in another pid namespace.
+    let other = Env::new();
+    other.run_ok(&["run", "-d", "--bundle", bundle, "sh4"]);
     env.run_ok(&["delete", "-f", "sh1"]);
+    assert_eq!(other.state("sh4")["status"], "running");
+    assert_eq!(read_trim(&group), other.state("sh4")["pid"].to_string());
+    other.run_ok(&["delete", "-f", "sh4"]);
+    // The last one out removes the group.
     assert!(!group.exists(), "{} left behind", group.display());
     remove_cgroup_tree(&tag, &["c"]);
 }
@@ -2882,4 +2889,122 @@ fn help_for_every_verb_and_checkpoint_restore_refused() {
     );
     env.run_ok(&["delete", "-f", "cp1"]);
     assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// Kubernetes' `shareProcessNamespace: true`: a pod's containers join the pid
+/// namespace of its first one by path (as they join its network, ipc and uts
+/// namespaces). The joined container sees the first one's process in /proc,
+/// and the first sees it; deleting the joined one leaves the first running.
+/// Joining a mount namespace stays refused, and a bundle without one too,
+/// each with an error that says why.
+#[test]
+fn pid_namespace_is_shared_by_path_as_in_a_pod() {
+    if !require_root("pid_namespace_is_shared_by_path_as_in_a_pod") {
+        return;
+    }
+    let env = Env::new();
+    let sleeper = |marker: &str| {
+        serde_json::json!([
+            "python3",
+            "-c",
+            format!("import time; time.sleep(60) # {marker}")
+        ])
+    };
+    let a = env.bundle("a", |v| v["process"]["args"] = sleeper("pod-first"));
+    env.run_ok(&["run", "-d", "--bundle", a.to_str().unwrap(), "spa"]);
+    let pid = env.state("spa")["pid"].as_i64().unwrap();
+    let ns = |p: i64, kind: &str| std::fs::read_link(format!("/proc/{p}/ns/{kind}")).unwrap();
+    let join = |v: &mut Value, kinds: &[&str]| {
+        let list = v["linux"]["namespaces"].as_array_mut().unwrap();
+        list.retain(|n| !kinds.contains(&n["type"].as_str().unwrap()));
+        for k in kinds {
+            let file = if *k == "network" { "net" } else { k };
+            list.push(serde_json::json!({"type": k, "path": format!("/proc/{pid}/ns/{file}")}));
+        }
+        v["hostname"] = "".into();
+    };
+    // What the joined container sees: every command line in its /proc, and its pid.
+    let probe = r#"
+import os
+cmds = []
+for p in os.listdir('/proc'):
+    if p.isdigit() and int(p) != os.getpid():
+        try:
+            cmds.append(open(f'/proc/{p}/cmdline').read().replace('\0', ' '))
+        except OSError:
+            pass
+print(os.getpid(), any('pod-first' in c for c in cmds))
+"#;
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
+        join(v, &["pid", "network", "ipc", "uts"]);
+    });
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "spb"]);
+    let out = stdout(&o);
+    let (own_pid, sees) = out.trim().split_once(' ').unwrap();
+    assert_eq!(sees, "True", "{out} {}", stderr(&o));
+    assert_ne!(own_pid, "1", "the first container's init is 1: {out}");
+    // Control: with a pid namespace of its own, the first one's process is not there.
+    let own = env.bundle("c", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
+        join(v, &["network", "ipc", "uts"]);
+    });
+    let o = env.run_ok(&["run", "--bundle", own.to_str().unwrap(), "spc"]);
+    assert_eq!(stdout(&o), "1 False\n", "{}", stderr(&o));
+    // A long-lived joined container: in the pod's namespace, seen from the first,
+    // and deleted without touching it.
+    let d = env.bundle("d", |v| {
+        v["process"]["args"] = sleeper("pod-second");
+        join(v, &["pid"]);
+    });
+    env.run_ok(&["run", "-d", "--bundle", d.to_str().unwrap(), "spd"]);
+    let second = env.state("spd")["pid"].as_i64().unwrap();
+    assert_eq!(ns(second, "pid"), ns(pid, "pid"));
+    assert_ne!(ns(second, "mnt"), ns(pid, "mnt"));
+    // The runtime's own children stay in the host's pid namespace.
+    let me = std::process::id() as i64;
+    assert_ne!(ns(me, "pid"), ns(pid, "pid"));
+    let o = env.run(&[
+        "exec",
+        "spa",
+        "python3",
+        "-c",
+        "import os; print(any('pod-second' in open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') if p.isdigit()))",
+    ]);
+    assert_eq!(stdout(&o), "True\n", "{}", stderr(&o));
+    env.run_ok(&["delete", "-f", "spd"]);
+    assert_eq!(env.state("spa")["status"], "running");
+    // Refused, each saying why: a mount namespace by path, no mount namespace,
+    // and a file of the wrong type for a pid namespace.
+    let mnt = env.bundle("m", |v| join(v, &["mount"]));
+    expect_create_refused_keeping(
+        &env,
+        &mnt,
+        "spm",
+        "joining an existing mount namespace is refused",
+    );
+    let nomnt = env.bundle("n", |v| {
+        let list = v["linux"]["namespaces"].as_array_mut().unwrap();
+        list.retain(|n| n["type"] != "mount");
+    });
+    expect_create_refused_keeping(&env, &nomnt, "spn", "no mount namespace");
+    let wrong = env.bundle("w", |v| {
+        let list = v["linux"]["namespaces"].as_array_mut().unwrap();
+        list.retain(|n| n["type"] != "pid");
+        list.push(serde_json::json!({"type": "pid", "path": format!("/proc/{pid}/ns/net")}));
+    });
+    expect_create_refused_keeping(&env, &wrong, "spw", "cannot join the pid namespace");
+    env.run_ok(&["delete", "-f", "spa"]);
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// `create` of `bundle` fails with `needle` in the log and leaves no state for `id`
+/// (other containers may run).
+fn expect_create_refused_keeping(env: &Env, bundle: &Path, id: &str, needle: &str) {
+    expect_failure(
+        env,
+        &["create", "--bundle", bundle.to_str().unwrap(), id],
+        needle,
+    );
+    assert!(!env.ids().contains(&id.to_string()), "{id} left behind");
 }

@@ -59,6 +59,10 @@ pub struct Saved {
     pub annotations: BTreeMap<String, String>,
     /// The container has its own PID namespace (so killing its init ends it all).
     pub pid_ns: bool,
+    /// That namespace's identity (`pid:[INODE]`, read at create): a process of
+    /// its cgroup in another namespace is someone else's (see `delete`).
+    #[serde(default)]
+    pub pid_ns_id: Option<String>,
     /// The spec's hooks, kept for `start` (poststart) and `delete` (poststop).
     pub hooks: Option<serde_json::Value>,
     pub owner: u32,

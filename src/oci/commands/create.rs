@@ -168,10 +168,34 @@ fn open_joined_namespaces(
                 j.path.display()
             ))
         })?;
+        check_ns_type(&f, j)?;
         j.fd = Some(std::os::fd::AsRawFd::as_raw_fd(&f));
         ns_files.push(f);
     }
     Ok(ns_files)
+}
+
+/// The file is a namespace of the kind the spec names (NS_GET_NSTYPE): a pid
+/// namespace is entered by the clone, where a wrong one would fail as an
+/// opaque clone error.
+fn check_ns_type(f: &std::fs::File, j: &crate::oci::view::NsJoin) -> Result<(), OciError> {
+    // _IO(0xb7, 0x3), <linux/nsfs.h>.
+    const NS_GET_NSTYPE: u32 = 0xb703;
+    // SAFETY: an ioctl without an argument on a descriptor we own.
+    let t = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(f), NS_GET_NSTYPE as _) };
+    if t == j.flag {
+        return Ok(());
+    }
+    let what = if t < 0 {
+        format!("not a namespace file ({})", std::io::Error::last_os_error())
+    } else {
+        format!("a namespace of another type (clone flag {t:#x})")
+    };
+    Err(OciError::Refused(format!(
+        "linux.namespaces: cannot join the {} namespace {}: it is {what}",
+        j.kind,
+        j.path.display()
+    )))
 }
 
 /// The console socket end the init sends its pty master to, and, for a
@@ -324,6 +348,11 @@ fn saved_state(
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
         pid_ns: plan.pid_ns,
+        pid_ns_id: plan
+            .pid_ns
+            .then(|| std::fs::read_link(format!("/proc/{}/ns/pid", pid.as_raw())).ok())
+            .flatten()
+            .map(|l| l.display().to_string()),
         hooks: plan.hooks,
         owner: nix::unistd::geteuid().as_raw(),
         cgroup_paths: group.map(ContainerCgroup::paths).unwrap_or_default(),

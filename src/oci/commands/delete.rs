@@ -10,7 +10,7 @@ use crate::cgroup::freezer;
 use crate::oci::cli::{log_debug, log_error, Global};
 use crate::oci::error::OciError;
 use crate::oci::hooks;
-use crate::oci::pids::{container_pids, processes};
+use crate::oci::pids::{cgroup_pids, container_pids, processes};
 use crate::oci::state::{self, state_json, Container, Saved, StateError, Status};
 
 /// Waits until the init has ended (a zombie counts: its parent reaps it).
@@ -25,13 +25,17 @@ fn wait_gone(s: &Saved, limit: Duration) -> bool {
     true
 }
 
-/// The other containers under the same root, not stopped, in `s`'s cgroup
-/// (joined while it held processes: see `create`).
+/// Who else is in `s`'s cgroup (joined while it held processes: see
+/// `create`): the other live containers under the same root, and, for a
+/// container with its own PID namespace, processes of another namespace (a
+/// container under another `--root`, or not one of maibox's). runc 1.1 kills
+/// by cgroup only a container without its own PID namespace, for the same
+/// reason.
 fn sharing_the_group(g: &Global, s: &Saved) -> Vec<String> {
     let Some(ours) = s.cgroup_paths.first() else {
         return Vec::new();
     };
-    state::list(&g.root)
+    let mut others: Vec<String> = state::list(&g.root)
         .into_iter()
         .filter(|id| *id != s.id)
         .filter(|id| {
@@ -39,7 +43,19 @@ fn sharing_the_group(g: &Global, s: &Saved) -> Vec<String> {
                 o.cgroup_paths.first() == Some(ours) && state::alive(o.pid, o.start_time)
             })
         })
-        .collect()
+        .collect();
+    if let Some(own) = &s.pid_ns_id {
+        let foreign: Vec<String> = cgroup_pids(s)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_link(format!("/proc/{p}/ns/pid"))
+                    .is_ok_and(|l| l.display().to_string() != *own)
+            })
+            .map(|p| format!("process {p}"))
+            .collect();
+        others.extend(foreign);
+    }
+    others
 }
 
 /// Runs `delete`.
