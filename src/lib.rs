@@ -47,6 +47,7 @@ pub mod net;
 
 pub(crate) mod backend;
 pub(crate) mod cgroup;
+pub(crate) mod code;
 pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod gate;

@@ -7,12 +7,12 @@ pub(crate) mod native;
 
 pub use crate::config::Backend;
 
+use crate::code::Code;
 use crate::error::{SetupError, Step};
 use crate::io::{Io, Notices};
 use crate::outcome::Outcome;
 use crate::policy::Policy;
 use crate::report::Facts;
-use crate::session::Code;
 use crate::timeline::Timeline;
 
 /// One run, as every backend gets it.

@@ -2,7 +2,7 @@
 //!
 //! Split like an OCI runtime: [`prepare`] builds the whole sandbox and leaves its
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
-//! [`crate::supervise`] supervises it to the end.
+//! the supervisor (`src/supervise/`) watches it to the end.
 
 pub mod cgroupfs;
 mod chain;

@@ -16,9 +16,9 @@ use nix::sched::CloneFlags;
 use nix::unistd::{fork, ForkResult};
 
 use super::error::OciError;
-use super::view::OciMount;
 use crate::engine::spawn::Spawned;
 use crate::engine::sync::Msg;
+use crate::policy::oci::OciMount;
 
 fn refused(m: impl Into<String>) -> OciError {
     OciError::Refused(m.into())

@@ -2,8 +2,8 @@
 //! `--log` and stderr (see [`super::cli`]).
 
 use super::bundle::BundleError;
-use super::hooks::HookError;
 use super::state::StateError;
+use crate::engine::oci::hooks::HookError;
 use crate::error::SetupError;
 
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,5 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fds;
-pub mod hooks;
 pub mod pids;
 pub mod state;
-pub mod view;

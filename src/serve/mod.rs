@@ -16,12 +16,11 @@
 
 mod admission;
 pub mod client;
-pub mod config;
 mod conn;
 pub mod pool;
 pub mod protocol;
 
-pub use config::ServerConfig;
+pub use crate::config::ServerConfig;
 
 use crate::config::{Config, TrustLevel};
 use crate::session::audit::Caller;

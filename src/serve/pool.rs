@@ -45,7 +45,11 @@ pub struct PoolState {
 }
 
 impl Pool {
-    pub fn new(level: TrustLevel, sandbox: Sandbox, cfg: &crate::serve::ServerConfig) -> Arc<Pool> {
+    pub fn new(
+        level: TrustLevel,
+        sandbox: Sandbox,
+        cfg: &crate::config::ServerConfig,
+    ) -> Arc<Pool> {
         let preload = sandbox.config().level(level).preload.clone();
         Arc::new(Pool {
             level,

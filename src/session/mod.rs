@@ -10,9 +10,8 @@
 //! can skip the gate or the audit.
 
 pub mod audit;
-mod code;
 
-pub use code::{read_bytes, read_code, Code, InputError, Source, MAX_SCRIPT_BYTES};
+pub use crate::code::{read_bytes, read_code, Code, InputError, Source, MAX_SCRIPT_BYTES};
 
 use crate::assess::{AssessError, Assessment};
 use crate::audit::AuditError;
@@ -305,7 +304,7 @@ impl Sandbox {
         notices: &mut Notices,
         timeline: &Timeline,
     ) -> Result<Decided, Error> {
-        code::check_utf8(code)?;
+        crate::code::check_utf8(code)?;
         let assessment = self.assess(code)?;
         timeline.mark("assess");
         let decision = self.gate(code, &assessment, notices)?;

@@ -53,6 +53,12 @@ install_packages() {
     CLEANUP+=(/usr/sbin/policy-rc.d)
   fi
   apt-get update -qq
+  # A dpkg run killed half-way leaves apt refusing every install until the
+  # unpacked packages are configured: finish that run first.
+  if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+    echo "an earlier dpkg run was interrupted: dpkg --configure -a"
+    DEBIAN_FRONTEND=noninteractive dpkg --configure -a >/dev/null
+  fi
   DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 

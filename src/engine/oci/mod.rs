@@ -5,6 +5,7 @@
 //! read-only paths, hostname, rlimits, identity and capabilities, cwd, then `Ready`
 //! and the wait for `start`.
 
+pub(crate) mod hooks;
 mod process;
 pub(crate) mod root;
 
@@ -12,7 +13,7 @@ pub(crate) use process::{check_cwd, enter_cwd, install_seccomp, resolve_in_path,
 
 use super::sync::{Channel, Msg};
 use crate::error::{SetupError, Step, StepContext};
-use crate::oci::view::{IdMaps, OciView};
+use crate::policy::oci::{IdMaps, OciView};
 use nix::sched::CloneFlags;
 use nix::unistd::{Gid, Pid, Uid};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};

@@ -4,7 +4,7 @@
 
 use crate::engine::sync::{Channel, Msg};
 use crate::error::{SetupError, Step, StepContext};
-use crate::oci::view::{CapabilitySets, OciProcess, OciView};
+use crate::policy::oci::{CapabilitySets, OciProcess, OciView};
 use nix::unistd::{Gid, Uid};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};

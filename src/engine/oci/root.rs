@@ -8,7 +8,7 @@ use crate::engine::mounts::{
 };
 use crate::engine::sync::{Channel, Msg};
 use crate::error::{SetupError, Step, StepContext};
-use crate::oci::view::{OciMount, OciView};
+use crate::policy::oci::{OciMount, OciView};
 use nix::mount::{mount, MsFlags};
 use nix::unistd::{Gid, Uid};
 use std::collections::BTreeMap;
@@ -170,7 +170,7 @@ pub(crate) fn run_hooks(
     stage: &str,
     state: &serde_json::Value,
 ) -> Result<(), SetupError> {
-    crate::oci::hooks::run(v.hooks.as_ref(), stage, state)
+    crate::engine::oci::hooks::run(v.hooks.as_ref(), stage, state)
         .map_err(|e| SetupError::new(Step::Hooks, e.to_string()))
 }
 
@@ -316,7 +316,7 @@ fn mount_one(root: &Path, m: &OciMount, opened: Option<&OwnedFd>) -> Result<(), 
 /// host, as runc does.
 fn spec_devices(
     root: &Path,
-    devices: &[crate::oci::view::OciDevice],
+    devices: &[crate::policy::oci::OciDevice],
     in_userns: bool,
 ) -> Result<(), SetupError> {
     use nix::sys::stat::{Mode, SFlag};

@@ -4,7 +4,7 @@
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 
 use super::{invalid, unenforced, BundleError};
-use crate::oci::view::{IdMaps, Namespaces, NsJoin, OciDevice};
+use crate::policy::oci::{IdMaps, Namespaces, NsJoin, OciDevice};
 
 /// `linux.namespaces` (new ones, and ones to join by path) and the user
 /// namespace's id maps.

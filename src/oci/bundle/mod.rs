@@ -4,10 +4,10 @@
 //! A field maibox cannot enforce yet is refused (never silently dropped), unless
 //! the caller waived it explicitly with `--unsafe-allow-unenforced`.
 
-use super::view::OciView;
 use crate::config::{NetworkMode, TrustLevel};
 use crate::error::SpecError;
 use crate::interpreter::Interpreter;
+use crate::policy::oci::OciView;
 use crate::policy::{FsPolicy, IdMapping, Identity, Limits, Policy, View};
 use oci_spec::runtime::Spec;
 use std::collections::BTreeSet;
@@ -276,7 +276,7 @@ fn resolve_root(bundle: &Path, p: &Path) -> Result<PathBuf, BundleError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oci::view::CapabilitySets;
+    use crate::policy::oci::CapabilitySets;
 
     #[test]
     fn versions() {

@@ -8,7 +8,7 @@ use nix::mount::MsFlags as F;
 use oci_spec::runtime::Spec;
 
 use super::{invalid, BundleError};
-use crate::oci::view::OciMount;
+use crate::policy::oci::OciMount;
 
 /// Every mount of the spec, in order.
 pub(super) fn mounts(spec: &Spec, bundle: &Path) -> Result<Vec<OciMount>, BundleError> {

@@ -2,7 +2,7 @@
 //! [`OciProcess`], and the process and linux fields maibox refuses by name.
 
 use super::{invalid, unenforced, BundleError};
-use crate::oci::view::{CapabilitySets, OciProcess};
+use crate::policy::oci::{CapabilitySets, OciProcess};
 
 /// A spec's (or `exec --process` file's) process as the engine's plain data.
 pub fn oci_process(process: &oci_spec::runtime::Process) -> Result<OciProcess, BundleError> {

@@ -10,11 +10,11 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use crate::cgroup::oci::ContainerCgroup;
+use crate::engine::oci::hooks;
 use crate::engine::{spawn, SetupError};
 use crate::oci::bundle::{self, BundleError, Waivable};
 use crate::oci::cli::{log_debug, Global};
 use crate::oci::error::{io_err, OciError};
-use crate::oci::hooks;
 use crate::oci::state::{self, Container, Saved, OCI_VERSION};
 use crate::policy::View;
 
@@ -81,7 +81,7 @@ struct Plan {
     /// The init waits for the runtime's hooks before pivot_root.
     hooks_sync: bool,
     /// Bind sources the runtime opens for the init (see [`crate::oci::bindsrc`]).
-    bind_sources: Option<Vec<crate::oci::view::OciMount>>,
+    bind_sources: Option<Vec<crate::policy::oci::OciMount>>,
     notify: Option<crate::confine::seccomp::oci::Notify>,
 }
 
@@ -141,7 +141,10 @@ fn create_in(
 /// Opens the start FIFO for the init to wait on. O_RDWR never blocks on a
 /// FIFO, and keeps it open for `start`'s non-blocking open. The init inherits
 /// it (see OciView::start_fifo).
-fn open_start_gate(fifo: &Path, view: &mut crate::oci::view::OciView) -> Result<OwnedFd, OciError> {
+fn open_start_gate(
+    fifo: &Path,
+    view: &mut crate::policy::oci::OciView,
+) -> Result<OwnedFd, OciError> {
     let gate = nix::fcntl::open(
         fifo,
         nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
@@ -157,7 +160,7 @@ fn open_start_gate(fifo: &Path, view: &mut crate::oci::view::OciView) -> Result<
 /// Namespaces to join, opened here so that a bad path fails before the clone;
 /// the init inherits them.
 fn open_joined_namespaces(
-    view: &mut crate::oci::view::OciView,
+    view: &mut crate::policy::oci::OciView,
 ) -> Result<Vec<std::fs::File>, OciError> {
     let mut ns_files = Vec::new();
     for j in &mut view.namespaces.join {
@@ -178,7 +181,7 @@ fn open_joined_namespaces(
 /// The file is a namespace of the kind the spec names (NS_GET_NSTYPE): a pid
 /// namespace is entered by the clone, where a wrong one would fail as an
 /// opaque clone error.
-fn check_ns_type(f: &std::fs::File, j: &crate::oci::view::NsJoin) -> Result<(), OciError> {
+fn check_ns_type(f: &std::fs::File, j: &crate::policy::oci::NsJoin) -> Result<(), OciError> {
     // _IO(0xb7, 0x3), <linux/nsfs.h>.
     const NS_GET_NSTYPE: u32 = 0xb703;
     // SAFETY: an ioctl without an argument on a descriptor we own.
@@ -226,7 +229,7 @@ fn console_for(
 
 /// Puts the spec's hooks in the view and reads what the rest of `create`
 /// needs from it.
-fn plan(view: &mut crate::oci::view::OciView, spec: &oci_spec::runtime::Spec) -> Plan {
+fn plan(view: &mut crate::policy::oci::OciView, spec: &oci_spec::runtime::Spec) -> Plan {
     let hooks = spec
         .hooks()
         .as_ref()

@@ -7,9 +7,9 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use crate::cgroup::freezer;
+use crate::engine::oci::hooks;
 use crate::oci::cli::{log_debug, log_error, Global};
 use crate::oci::error::OciError;
-use crate::oci::hooks;
 use crate::oci::pids::{cgroup_pids, container_pids, processes};
 use crate::oci::state::{self, state_json, Container, Saved, StateError, Status};
 

@@ -22,7 +22,7 @@ use crate::oci::bundle::{self, BundleError};
 use crate::oci::cli::Global;
 use crate::oci::error::OciError;
 use crate::oci::state::{self, Container, Status};
-use crate::oci::view::OciProcess;
+use crate::policy::oci::OciProcess;
 
 #[derive(Args, Debug)]
 pub struct ExecArgs {

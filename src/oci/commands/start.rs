@@ -3,9 +3,9 @@
 
 use std::os::fd::OwnedFd;
 
+use crate::engine::oci::hooks;
 use crate::oci::cli::{log_error, Global};
 use crate::oci::error::{io_err, OciError};
-use crate::oci::hooks;
 use crate::oci::state::{state_json, Container, Status};
 
 /// Runs `start`.

@@ -3,6 +3,9 @@
 //! Every struct denies unknown fields and every value is parsed into a typed unit while
 //! deserializing, so that serde_yaml can point at the line and column of a bad value.
 
+mod server;
+pub use server::{default_socket, ServerConfig};
+
 use crate::assess::Verdict;
 use crate::units::{ByteSize, Seconds};
 use serde::{Deserialize, Serialize};
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// The built-in copy of `config/sandbox.yaml`, used when no other file is found.
-pub const BUILTIN: &str = include_str!("../config/sandbox.yaml");
+pub const BUILTIN: &str = include_str!("../../config/sandbox.yaml");
 /// System-wide configuration file, looked for after `--config` and `$MAIBOX_CONFIG`.
 pub const SYSTEM_PATH: &str = "/etc/maibox/sandbox.yaml";
 
@@ -153,7 +156,7 @@ pub struct Config {
     pub docker: DockerConfig,
     /// `maibox serve`: socket, warm pools, admission.
     #[serde(default)]
-    pub server: crate::serve::ServerConfig,
+    pub server: ServerConfig,
     pub levels: Levels,
 }
 

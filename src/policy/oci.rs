@@ -1,5 +1,5 @@
-//! The OCI view as plain data: what [`crate::oci::bundle`] reads from a bundle's
-//! config.json and the engine ([`crate::engine::oci`]) enforces.
+//! The OCI view as plain data: what the OCI front door (`src/oci/bundle/`) reads from a bundle's
+//! config.json and the engine (`src/engine/oci/`) enforces.
 //!
 //! Kept free of `oci-spec` types so that the engine depends on maibox's own data
 //! only, and a policy can be printed and unit-tested without a bundle.

@@ -3,6 +3,8 @@
 //! Built from the configuration, the trust level and the caller's overrides; the
 //! OCI front door (later) builds the same struct from a bundle's config.json.
 
+pub mod oci;
+
 use crate::config::{Backend, Config, DockerConfig, NetworkMode, TrustLevel};
 use crate::interpreter::{self, Interpreter, InterpreterError};
 use crate::units::{ByteSize, Seconds};
@@ -79,7 +81,7 @@ pub struct Policy {
 pub enum View {
     #[default]
     Python,
-    Oci(Box<crate::oci::view::OciView>),
+    Oci(Box<crate::policy::oci::OciView>),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -385,6 +387,18 @@ fn identity(cfg: &Config) -> Identity {
     }
 }
 
+/// The layers the Docker backend can switch off for controls (`--unsafe-disable-layer`); the
+/// others are either the engine's business or maibox's own engine only.
+pub const DOCKER_SWITCHABLE: &[Layer] = &[
+    Layer::NetNs,
+    Layer::ReadOnlyRoot,
+    Layer::Capabilities,
+    Layer::NoNewPrivs,
+    Layer::Rlimits,
+    Layer::Seccomp,
+    Layer::CgroupLimits,
+];
+
 /// The Docker backend takes the same limits; what only maibox's engine can do is refused
 /// here, before anything runs.
 fn check_docker(
@@ -409,10 +423,7 @@ fn check_docker(
             "the docker backend cannot provide the filtering proxy, so it runs with --network none only; use --backend native for the allowlist".into(),
         ));
     }
-    if let Some(l) = disable
-        .iter()
-        .find(|l| !crate::backend::docker::spec::SWITCHABLE.contains(l))
-    {
+    if let Some(l) = disable.iter().find(|l| !DOCKER_SWITCHABLE.contains(l)) {
         return Err(invalid(
             "--unsafe-disable-layer",
             format!("{l:?} is not a layer the docker backend applies or can switch off"),
