@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence, Union
 from . import _wire
 from .errors import ProtocolError, Unavailable
 from .sandbox import (Options, Result, SampleCallback, Sandbox, TextCallback, _cli_result,
-                      _Decoder, _handle)
+                      _Decoder, _Reply, _request_message)
 
 
 class AsyncSandbox(Sandbox):
@@ -92,29 +92,17 @@ async def _pump(reader: asyncio.StreamReader, decoder: _Decoder) -> None:
 async def _served(conn, code: str, args: List[str], stdin: Optional[bytes], opts: Options,
                   out: _Decoder, err: _Decoder, on_sample: Optional[SampleCallback]) -> Result:
     reader, writer = conn
-    req = {"v": _wire.VERSION, "code": code, "origin": "-c", "args": args, "stream": True,
-           "samples": on_sample is not None, **opts.request()}
-    if stdin:
-        req["stdin"] = "stream"
-    notices: List[str] = []
+    reply = _Reply(out, err, on_sample)
     try:
-        msg = _wire.request_frame(req)
-        if stdin:
-            msg += _wire.frame(_wire.STDIN, stdin) + _wire.frame(_wire.STDIN_END, b"")
-        writer.write(msg)
+        writer.write(_request_message(code, args, stdin, opts, on_sample is not None))
         await writer.drain()
         while True:
             try:
                 got = await _wire.read_frame_async(reader)
             except (OSError, ValueError) as e:
                 raise ProtocolError(f"reading from the server: {e}") from e
-            if got is None:
-                raise ProtocolError("the server closed the connection without a report")
-            report = _handle(got, out, err, notices, on_sample)
-            if report is not None:
-                server = report.pop("server", None)
-                result = Result.from_report(report, out.text(), err.text(), notices, served=True)
-                result.server = server
+            result = reply.take(got)
+            if result is not None:
                 return result
     finally:
         writer.close()

@@ -310,29 +310,53 @@ def _cli_result(line: bytes, out: _Decoder, err: _Decoder,
 def _run_served(sock: socket.socket, code: str, args: List[str], stdin: Optional[bytes],
                 opts: Options, out: _Decoder, err: _Decoder,
                 on_sample: Optional[SampleCallback]) -> Result:
-    req = {"v": _wire.VERSION, "code": code, "origin": "-c", "args": args, "stream": True,
-           "samples": on_sample is not None, **opts.request()}
-    if stdin:
-        req["stdin"] = "stream"
-    notices: List[str] = []
+    reply = _Reply(out, err, on_sample)
     with sock:
-        msg = _wire.request_frame(req)
-        if stdin:
-            msg += _wire.frame(_wire.STDIN, stdin) + _wire.frame(_wire.STDIN_END, b"")
-        sock.sendall(msg)
+        sock.sendall(_request_message(code, args, stdin, opts, on_sample is not None))
         while True:
             try:
                 got = _wire.read_frame(sock)
             except (OSError, ValueError) as e:
                 raise ProtocolError(f"reading from the server: {e}") from e
-            if got is None:
-                raise ProtocolError("the server closed the connection without a report")
-            report = _handle(got, out, err, notices, on_sample)
-            if report is not None:
-                server = report.pop("server", None)
-                result = Result.from_report(report, out.text(), err.text(), notices, served=True)
-                result.server = server
+            result = reply.take(got)
+            if result is not None:
                 return result
+
+
+def _request_message(code: str, args: List[str], stdin: Optional[bytes], opts: Options,
+                     samples: bool) -> bytes:
+    """The request frame of one run, followed by its standard input when it has one."""
+    req = {"v": _wire.VERSION, "code": code, "origin": "-c", "args": args, "stream": True,
+           "samples": samples, **opts.request()}
+    if stdin:
+        req["stdin"] = "stream"
+    msg = _wire.request_frame(req)
+    if stdin:
+        msg += _wire.frame(_wire.STDIN, stdin) + _wire.frame(_wire.STDIN_END, b"")
+    return msg
+
+
+class _Reply:
+    """The frames of one served run, taken one by one until the report ends it.
+
+    Shared by the blocking and the asyncio clients: only how a frame is read differs."""
+
+    def __init__(self, out: _Decoder, err: _Decoder, on_sample: Optional[SampleCallback]):
+        self.out, self.err, self.on_sample = out, err, on_sample
+        self.notices: List[str] = []
+
+    def take(self, got) -> Optional[Result]:
+        """Passes output and events on; returns the Result once the report arrives."""
+        if got is None:
+            raise ProtocolError("the server closed the connection without a report")
+        report = _handle(got, self.out, self.err, self.notices, self.on_sample)
+        if report is None:
+            return None
+        server = report.pop("server", None)
+        result = Result.from_report(report, self.out.text(), self.err.text(), self.notices,
+                                    served=True)
+        result.server = server
+        return result
 
 
 def _handle(got, out: _Decoder, err: _Decoder, notices: List[str],

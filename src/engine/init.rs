@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-/// Signals the supervisor blocks before clone and init waits for synchronously.
-pub const HANDLED: &[Signal] = &[
-    Signal::SIGCHLD,
+/// The signals a caller may send the code: the supervisor forwards them to init,
+/// which passes them on to the code.
+pub const FORWARDED: &[Signal] = &[
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
@@ -22,10 +22,16 @@ pub const HANDLED: &[Signal] = &[
     Signal::SIGUSR2,
 ];
 
+/// Signals the supervisor blocks before clone and init waits for synchronously: the
+/// forwarded ones and SIGCHLD.
+fn handled() -> impl Iterator<Item = Signal> {
+    FORWARDED.iter().copied().chain([Signal::SIGCHLD])
+}
+
 pub fn handled_set() -> SigSet {
     let mut s = SigSet::empty();
-    for sig in HANDLED {
-        s.add(*sig);
+    for sig in handled() {
+        s.add(sig);
     }
     s
 }
@@ -59,14 +65,14 @@ extern "C" fn noop(_: libc::c_int) {}
 pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     // PID 1 only receives signals it has a handler for; a no-op handler plus a
     // blocked mask lets sigwait pick them up in order.
-    for sig in HANDLED {
+    for sig in handled() {
         let sa = SigAction::new(
             SigHandler::Handler(noop),
             SaFlags::SA_NOCLDSTOP,
             SigSet::empty(),
         );
         // SAFETY: installing a trivial async-signal-safe handler.
-        if unsafe { sigaction(*sig, &sa) }.is_err() {
+        if unsafe { sigaction(sig, &sa) }.is_err() {
             return fail(chan, SetupError::new(Step::Exec, "install signal handlers"));
         }
     }

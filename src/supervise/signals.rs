@@ -3,19 +3,11 @@
 //! calling thread from before the sandbox is made until the run is over, and read from
 //! a signalfd. The first goes to the code; a second one ends the sandbox.
 
+use crate::engine::init::FORWARDED;
 use crate::error::{SetupError, Step, StepContext};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use std::os::fd::{AsFd, BorrowedFd};
-
-const FORWARDED: &[Signal] = &[
-    Signal::SIGINT,
-    Signal::SIGTERM,
-    Signal::SIGHUP,
-    Signal::SIGQUIT,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-];
 
 /// Blocked signals and the descriptor they are read from; dropping it restores the
 /// thread's signal mask.

@@ -218,6 +218,34 @@ impl ExecArgs {
     }
 }
 
+/// This process's standard streams, held for as long as a run borrows them.
+pub struct OwnStdio(std::io::Stdin, std::io::Stdout, std::io::Stderr);
+
+impl OwnStdio {
+    pub fn new() -> Self {
+        OwnStdio(std::io::stdin(), std::io::stdout(), std::io::stderr())
+    }
+
+    /// A run's side as a command line has it: the code writes to this process's
+    /// stdout and stderr and reads its stdin (unless the code itself came from stdin),
+    /// and the signals sent to this process reach the code.
+    pub fn io(&self, code_from_stdin: bool) -> Io<'_> {
+        Io {
+            stdin: if code_from_stdin {
+                Stdin::Null
+            } else {
+                Stdin::Fd(self.0.as_fd())
+            },
+            stdout: Sink::Fd(self.1.as_fd()),
+            stderr: Sink::Fd(self.2.as_fd()),
+            samples: None,
+            notices: None,
+            forward_signals: true,
+            cancel: None,
+        }
+    }
+}
+
 pub fn exec(a: ExecArgs, timeline: &Timeline, started: std::time::Instant) -> anyhow::Result<i32> {
     match a.report_fd {
         // SAFETY: the caller handed this descriptor to us (checked open at parse time),
@@ -256,20 +284,10 @@ fn exec_printed(
         }
     };
     let mut on_notice = |n: &Notice| eprintln!("maibox: {n}");
-    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
-    let io = Io {
-        stdin: if from_stdin {
-            Stdin::Null
-        } else {
-            Stdin::Fd(stdin.as_fd())
-        },
-        stdout: Sink::Fd(stdout.as_fd()),
-        stderr: Sink::Fd(stderr.as_fd()),
-        samples: a.stats.is_some().then_some(&mut on_sample as _),
-        notices: Some(&mut on_notice),
-        forward_signals: true,
-        cancel: None,
-    };
+    let own = OwnStdio::new();
+    let mut io = own.io(from_stdin);
+    io.samples = a.stats.is_some().then_some(&mut on_sample as _);
+    io.notices = Some(&mut on_notice);
     let r = match sandbox.run_timed(&code, &a.args, io, timeline) {
         Ok(r) => r,
         Err(Error::Refused(r)) => anyhow::bail!(

@@ -3,11 +3,11 @@
 //! output; the report, with maibox's notices, or the error that kept the code from
 //! running, is one JSON line on descriptor N.
 
-use crate::exec::ExecArgs;
+use crate::exec::{ExecArgs, OwnStdio};
 use maibox::session::Error;
-use maibox::{Config, Io, Sample, Sink, Stdin, Timeline};
+use maibox::{Config, Sample, Timeline};
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 pub fn exec(a: ExecArgs, fd: OwnedFd, timeline: &Timeline) -> anyhow::Result<i32> {
     let mut out = std::fs::File::from(fd);
@@ -25,20 +25,9 @@ fn run(a: &ExecArgs, timeline: &Timeline) -> Result<(serde_json::Value, i32), an
     let sandbox = a.sandbox(cfg);
     let mut samples = Vec::new();
     let mut on_sample = |s: &Sample| samples.push(serde_json::to_value(s).unwrap_or_default());
-    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
-    let io = Io {
-        stdin: if from_stdin {
-            Stdin::Null
-        } else {
-            Stdin::Fd(stdin.as_fd())
-        },
-        stdout: Sink::Fd(stdout.as_fd()),
-        stderr: Sink::Fd(stderr.as_fd()),
-        samples: a.stats.is_some().then_some(&mut on_sample as _),
-        notices: None,
-        forward_signals: true,
-        cancel: None,
-    };
+    let own = OwnStdio::new();
+    let mut io = own.io(from_stdin);
+    io.samples = a.stats.is_some().then_some(&mut on_sample as _);
     let r = sandbox.run_timed(&code, &a.args, io, timeline)?;
     let mut report = serde_json::to_value(&r.report)?;
     report["notices"] = serde_json::to_value(&r.notices)?;
