@@ -182,6 +182,10 @@ pub struct RunCgroup {
     joined: Vec<PathBuf>,
     pub limits: Limits,
     removed: bool,
+    /// The group held someone else's processes when it was joined: they are
+    /// never killed by this value's drop (a failed `create` kills its own
+    /// init by pid).
+    shared: bool,
 }
 
 /// Name of a run's group: the owner's pid and start time let the next maibox tell a
@@ -229,21 +233,13 @@ fn owner_alive(name: &str) -> bool {
     }
 }
 
-/// An existing group with processes in it belongs to someone else's container.
-fn refuse_busy(dir: &Path) -> Result<(), CgroupError> {
-    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-    if procs.trim().is_empty() {
-        return Ok(());
-    }
-    Err(CgroupError::Invalid(format!(
-        "{} already holds processes ({}); give the container a cgroupsPath of its own",
-        dir.display(),
-        procs
-            .split_whitespace()
-            .take(5)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
+/// How many processes the groups at `dirs` already hold (each counted once):
+/// another container's, when an OCI `cgroupsPath` names a group in use.
+pub fn processes_in(dirs: &[PathBuf]) -> usize {
+    let mut pids: Vec<i32> = dirs.iter().flat_map(|d| procs(d)).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.len()
 }
 
 /// Where a run's group goes under `cfg.parent`, relative to a hierarchy's root.
@@ -294,14 +290,16 @@ impl RunCgroup {
             joined: Vec::new(),
             limits,
             removed: false,
+            shared: false,
         })
     }
 
     /// A group at `rel` under every hierarchy's root, as an OCI `cgroupsPath` names it
     /// (never relative to maibox's own cgroup). Unlike a run's group, an existing
     /// empty group is joined, as runc does (a caller may prepare it, or freeze it to
-    /// be refused); one that already holds processes is refused: two containers
-    /// never share one.
+    /// be refused). One that already holds processes is joined too, as runc 1.1
+    /// does (the caller warns): its processes are never killed here, and only
+    /// the groups this call made are removed when the value is dropped.
     pub fn create_at(
         layout: &Layout,
         rel: &Path,
@@ -316,17 +314,10 @@ impl RunCgroup {
         .into_iter()
         .filter(|d| d.is_dir())
         .collect();
+        let shared = processes_in(&joined) > 0;
         let dirs = match layout {
-            Layout::V2 { root } => {
-                refuse_busy(&root.join(rel))?;
-                v2::create(root, parent, rel, &limits, true)?
-            }
-            Layout::V1 { controllers } => {
-                for mount in controllers.values() {
-                    refuse_busy(&mount.join(rel))?;
-                }
-                v1::create(controllers, rel, &limits, true)?
-            }
+            Layout::V2 { root } => v2::create(root, parent, rel, &limits, true)?,
+            Layout::V1 { controllers } => v1::create(controllers, rel, &limits, true)?,
             Layout::None => {
                 return Err(CgroupError::Invalid(
                     "no cgroup hierarchy with a memory controller is mounted".into(),
@@ -339,6 +330,7 @@ impl RunCgroup {
             joined,
             limits,
             removed: false,
+            shared,
         })
     }
 
@@ -427,7 +419,9 @@ impl RunCgroup {
         if self.removed {
             return Ok(());
         }
-        self.kill_all();
+        if !self.shared {
+            self.kill_all();
+        }
         let mut last = Ok(());
         for dir in self.dirs.values().filter(|d| !self.joined.contains(d)) {
             last = last.and(rmdir_retry(dir));

@@ -15,20 +15,29 @@
 //! allocates.
 
 use nix::errno::Errno;
+use nix::sched::setns;
 use nix::sched::{CloneCb, CloneFlags};
 use nix::unistd::{ForkResult, Pid};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// Clones `cb` into a new process with `flags`; the caller is its parent either way.
+/// With `pid_ns`, the new process is made in that existing PID namespace (an OCI
+/// spec's `linux.namespaces[].path` for `pid`): setns(CLONE_NEWPID) moves only
+/// the caller's future children, so the namespace is entered right before the
+/// clone, by the thread that clones, and left right after.
 pub(crate) fn clone_sandbox(
     cb: CloneCb,
     stack: &mut [u8],
     flags: CloneFlags,
+    pid_ns: Option<BorrowedFd>,
 ) -> Result<Pid, Errno> {
     if threads() <= 1 {
-        // SAFETY: single-threaded: the child's copy of the address space has no locks
-        // held by another thread.
-        return unsafe { nix::sched::clone(cb, stack, flags, Some(libc::SIGCHLD)) };
+        return match pid_ns {
+            Some(ns) => clone_in_pid_ns(cb, stack, flags, ns),
+            // SAFETY: single-threaded: the child's copy of the address space has no
+            // locks held by another thread.
+            None => unsafe { nix::sched::clone(cb, stack, flags, Some(libc::SIGCHLD)) },
+        };
     }
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     // SAFETY: the child only clones, writes to a pipe and _exits; malloc, which the
@@ -37,8 +46,11 @@ pub(crate) fn clone_sandbox(
         ForkResult::Child => {
             drop(r);
             let flags = flags | CloneFlags::CLONE_PARENT;
+            // This process _exits next: it need not leave the namespace.
+            let joined = pid_ns.map_or(Ok(()), |ns| setns(ns, CloneFlags::CLONE_NEWPID));
             // SAFETY: this process is single-threaded.
-            let res = unsafe { nix::sched::clone(cb, stack, flags, Some(libc::SIGCHLD)) };
+            let res = joined
+                .and_then(|()| unsafe { nix::sched::clone(cb, stack, flags, Some(libc::SIGCHLD)) });
             let v = match res {
                 Ok(p) => p.as_raw(),
                 Err(e) => -(e as i32),
@@ -58,6 +70,36 @@ pub(crate) fn clone_sandbox(
             }
         }
     }
+}
+
+/// A single-threaded caller's clone into the PID namespace `ns`. The caller's
+/// own namespace for children is restored afterwards, or the clone undone: a
+/// later child of the runtime (a hook) must never start in the container's
+/// namespace.
+fn clone_in_pid_ns(
+    cb: CloneCb,
+    stack: &mut [u8],
+    flags: CloneFlags,
+    ns: BorrowedFd,
+) -> Result<Pid, Errno> {
+    let own = nix::fcntl::open(
+        "/proc/thread-self/ns/pid_for_children",
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let own = unsafe { OwnedFd::from_raw_fd(own) };
+    setns(ns, CloneFlags::CLONE_NEWPID)?;
+    // SAFETY: single-threaded (checked by the caller).
+    let res = unsafe { nix::sched::clone(cb, stack, flags, Some(libc::SIGCHLD)) };
+    if let Err(e) = setns(own.as_fd(), CloneFlags::CLONE_NEWPID) {
+        if let Ok(pid) = res {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(pid, None);
+        }
+        return Err(e);
+    }
+    res
 }
 
 fn read_i32(fd: i32) -> Option<i32> {

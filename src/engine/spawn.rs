@@ -32,6 +32,23 @@ fn namespaces(policy: &Policy) -> CloneFlags {
     f
 }
 
+/// An OCI spec's existing PID namespace (`linux.namespaces[].path`), which the
+/// init is cloned into: joining one takes effect for children only.
+fn joined_pid_ns(policy: &Policy) -> Option<std::os::fd::BorrowedFd<'_>> {
+    let View::Oci(v) = &policy.view else {
+        return None;
+    };
+    let fd = v
+        .namespaces
+        .join
+        .iter()
+        .find(|j| j.flag == libc::CLONE_NEWPID)?
+        .fd?;
+    // SAFETY: the namespace file the runtime opened for this create; it stays
+    // open until the spawn returns (see `open_joined_namespaces`).
+    Some(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
+}
+
 pub struct Spawned {
     pub pid: Pid,
     pub chan: Channel,
@@ -66,7 +83,8 @@ pub fn spawn(
     let mut stack = vec![0u8; STACK_SIZE];
     let cb = Box::new(|| chain::main(&mut child) as isize);
     let pid =
-        super::clone::clone_sandbox(cb, &mut stack, namespaces(policy)).map_err(clone_error)?;
+        super::clone::clone_sandbox(cb, &mut stack, namespaces(policy), joined_pid_ns(policy))
+            .map_err(clone_error)?;
     drop(child);
     let kill_child = |e: SetupError| {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
@@ -103,6 +121,6 @@ fn clone_error(e: nix::errno::Errno) -> SetupError {
     };
     SetupError::new(
         Step::Clone,
-        format!("clone with new user/pid/mount/ipc/uts namespaces: {e}{hint}"),
+        format!("clone with new user/pid/mount/ipc/uts namespaces (or into a joined pid namespace): {e}{hint}"),
     )
 }

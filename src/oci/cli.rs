@@ -65,12 +65,23 @@ pub fn scope_global_flags(cmd: clap::Command) -> clap::Command {
         .collect();
     cmd.mut_subcommands(|sc| {
         if <Verb as Subcommand>::has_subcommand(sc.get_name()) {
-            sc
+            let name = match sc.get_name() {
+                "oci-exec" => "exec",
+                n => n,
+            };
+            let template = RUNC_HELP.replace("{verb}", name);
+            sc.help_template(template)
         } else {
             hidden.iter().fold(sc, |sc, a| sc.arg(a.clone()))
         }
     })
 }
+
+/// The OCI verbs' help in runc's layout (urfave/cli's `NAME:`, `USAGE:`,
+/// `OPTIONS:` sections, the verb's name and summary on the second line), which
+/// runc's callers and tests read; maibox's own subcommands keep clap's.
+/// `{verb}` is filled in here, the rest by clap.
+const RUNC_HELP: &str = "NAME:\n   maibox {verb} - {about}\n\nUSAGE:\n   {usage}\n\n{all-args}";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -143,6 +154,10 @@ pub enum Verb {
     /// `maibox exec` of Python code is told apart by these flags).
     #[command(name = "oci-exec", hide = true)]
     OciExec(commands::exec::ExecArgs),
+    /// OCI: not supported by maibox (runc's CRIU checkpoint); fails with a clear error.
+    Checkpoint(commands::checkpoint::CheckpointArgs),
+    /// OCI: not supported by maibox (runc's CRIU restore); fails with a clear error.
+    Restore(commands::checkpoint::RestoreArgs),
     /// OCI: write a template config.json.
     Spec {
         #[arg(long)]
@@ -190,6 +205,15 @@ pub(crate) fn log_error(g: &Global, msg: &str) {
     eprintln!("maibox: error: {msg}");
     if let Some(path) = &g.log {
         append_log(path, g.log_format, "error", msg);
+    }
+}
+
+/// A warning line to stderr, and to `--log` when given (runc's
+/// `level=warning`): the verb goes on.
+pub(crate) fn log_warning(g: &Global, msg: &str) {
+    eprintln!("maibox: warning: {msg}");
+    if let Some(path) = &g.log {
+        append_log(path, g.log_format, "warning", msg);
     }
 }
 
@@ -277,6 +301,8 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
             id,
             ps_args,
         } => commands::ps::ps(g, format, &id, &ps_args).map(|_| 0),
+        Verb::Checkpoint(a) => commands::checkpoint::checkpoint(&a).map(|_| 0),
+        Verb::Restore(a) => commands::checkpoint::restore(&a).map(|_| 0),
     }
 }
 

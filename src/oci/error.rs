@@ -18,6 +18,13 @@ pub enum OciError {
     Hook(#[from] HookError),
     #[error("{0}")]
     Refused(String),
+    /// A runc verb maibox does not implement (`checkpoint`, `restore`).
+    #[error("{verb} of container {id} is not supported by maibox: {why}")]
+    Unsupported {
+        verb: &'static str,
+        id: String,
+        why: &'static str,
+    },
     #[error("{what}: {source}")]
     Io {
         what: String,

@@ -24,7 +24,7 @@ pub(crate) fn cgroup_pids(s: &Saved) -> Vec<i32> {
 }
 
 /// Processes of the container: its init, plus everything in its PID namespace.
-fn processes(s: &Saved) -> Vec<i32> {
+pub(crate) fn processes(s: &Saved) -> Vec<i32> {
     let mut pids = vec![s.pid];
     if !s.pid_ns {
         return pids;

@@ -59,6 +59,10 @@ pub struct Saved {
     pub annotations: BTreeMap<String, String>,
     /// The container has its own PID namespace (so killing its init ends it all).
     pub pid_ns: bool,
+    /// That namespace's identity (`pid:[INODE]`, read at create): a process of
+    /// its cgroup in another namespace is someone else's (see `delete`).
+    #[serde(default)]
+    pub pid_ns_id: Option<String>,
     /// The spec's hooks, kept for `start` (poststart) and `delete` (poststop).
     pub hooks: Option<serde_json::Value>,
     pub owner: u32,
@@ -226,6 +230,14 @@ pub fn list(root: &Path) -> Vec<String> {
         .unwrap_or_default();
     ids.sort();
     ids
+}
+
+/// The saved state of container `id` under `root`, read without its lock
+/// (state.json is replaced by a rename, so a reader sees a whole one): for a
+/// look at the other containers that must not wait on their verbs.
+pub fn peek(root: &Path, id: &str) -> Option<Saved> {
+    let text = std::fs::read(root.join(id).join(STATE_FILE)).ok()?;
+    serde_json::from_slice(&text).ok()
 }
 
 /// (state letter, start time) from /proc/PID/stat.

@@ -138,7 +138,7 @@ pub struct OciDevice {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct NsJoin {
-    /// The spec's type name ("network", "ipc", "uts", "cgroup").
+    /// The spec's type name ("network", "ipc", "uts", "cgroup", "pid").
     pub kind: String,
     pub path: PathBuf,
     /// The clone flag of that type, for setns's check of the file.

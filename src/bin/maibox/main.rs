@@ -158,13 +158,18 @@ fn main() {
         println!("spec: {}", maibox::oci::cli::OCI_VERSION);
         return;
     }
-    let cli = match parse(runc::route_oci_exec(std::env::args_os().collect())) {
+    let args = runc::route_oci_exec(std::env::args_os().collect());
+    let cli = match parse(args.clone()) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
                 let _ = e.print();
                 std::process::exit(0);
+            }
+            if let Some(m) = runc::unknown_help_topic(&e, &args) {
+                eprintln!("maibox: error: {m}");
+                std::process::exit(exit::MAIBOX_FAILED);
             }
             let rendered = e.to_string();
             let first = rendered.lines().next().unwrap_or("invalid arguments");

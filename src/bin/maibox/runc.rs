@@ -90,6 +90,27 @@ pub fn is_runc_version(args: &[String]) -> bool {
     false
 }
 
+/// runc's answer to help for a verb it does not have (`runc foo -h`, `runc help
+/// foo`): "No help topic for 'foo'", with a non-zero exit. `None` when `e` is
+/// not an unknown subcommand or no help was asked for (clap's own error then
+/// stands).
+pub fn unknown_help_topic(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidSubcommand {
+        return None;
+    }
+    let Some(ContextValue::String(topic)) = e.get(ContextKind::InvalidSubcommand) else {
+        return None;
+    };
+    let asked = args
+        .iter()
+        .skip(1)
+        .any(|a| a == "-h" || a == "--help" || a == "help");
+    asked.then(|| {
+        format!("No help topic for '{topic}' (`maibox --help` lists the verbs, `maibox VERB -h` explains one)")
+    })
+}
+
 #[cfg(test)]
 mod route_tests {
     use super::route_oci_exec;

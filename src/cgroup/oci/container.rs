@@ -24,6 +24,9 @@ pub struct ContainerCgroup {
     preexisting: Vec<PathBuf>,
     /// Device rules, applied by [`ContainerCgroup::apply_devices`].
     devices: Option<(DeviceRules, Vec<(bool, String)>)>,
+    /// Processes the groups held before this create (another container's):
+    /// the caller warns, as runc 1.1 does.
+    pub found_processes: usize,
 }
 
 enum DeviceRules {
@@ -44,6 +47,7 @@ impl ContainerCgroup {
         let layout = crate::cgroup::detect();
         // A failed `create` empties but leaves these, which are someone else's.
         let preexisting = existing_groups(&want.rel);
+        let found_processes = crate::cgroup::processes_in(&preexisting);
         let limits = RunCgroup::create_at(&layout, &want.rel, want.limits)
             .map_err(|e| refuse(e.to_string()))?;
         if let Some(r) = resources {
@@ -54,6 +58,7 @@ impl ContainerCgroup {
             extra: Vec::new(),
             preexisting,
             devices: None,
+            found_processes,
         };
         group
             .extra

@@ -119,25 +119,19 @@ pub fn apply(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
     }
 }
 
+/// The memory settings. Swap stays withheld (memory+swap follows the memory
+/// limit) unless the change asks for -1, "unlimited", as runc's callers do to
+/// lift a swap limit (`update --memory-swap -1`); that is written where the
+/// host has swap accounting. A later memory limit given without it withholds
+/// swap again: a container created without limits has an unlimited
+/// memory+swap that must not read as a lifted one.
 fn memory(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
-    if c.memory.is_none() && c.reservation.is_none() {
+    let lift_swap = c.swap.is_some_and(|s| s < 0);
+    if c.memory.is_none() && c.reservation.is_none() && !lift_swap {
         return Ok(());
     }
     if let Some(d) = holding(dirs, "memory.limit_in_bytes") {
-        if let Some(r) = c.reservation {
-            let (f, v) = (d.join("memory.soft_limit_in_bytes"), v1_value(r));
-            write(&f, &v).map_err(described(&f, &v))?;
-        }
-        if let Some(m) = c.memory {
-            let v = v1_value(m);
-            let limit = Some((d.join("memory.limit_in_bytes"), v.clone()));
-            let memsw = d.join("memory.memsw.limit_in_bytes");
-            let memsw = memsw.exists().then_some((memsw, v));
-            // memory+swap may never be below the memory limit: the limit goes
-            // first when it shrinks, memory+swap first when it grows.
-            write_pair(limit, memsw)?;
-        }
-        return Ok(());
+        return memory_v1(d, c, lift_swap);
     }
     let d = holding(dirs, "memory.max").ok_or("the container has no memory cgroup")?;
     if let Some(r) = c.reservation {
@@ -147,6 +141,38 @@ fn memory(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
     if let Some(m) = c.memory {
         let (f, v) = (d.join("memory.max"), v2_value(m));
         write(&f, &v).map_err(described(&f, &v))?;
+    }
+    // As at create: no swap with a memory limit, unless lifted.
+    let swap_max = d.join("memory.swap.max");
+    let swap = match (lift_swap, c.memory) {
+        (true, _) => Some("max"),
+        (false, Some(m)) if m > 0 => Some("0"),
+        _ => None,
+    };
+    if let Some(v) = swap.filter(|_| swap_max.exists()) {
+        write(&swap_max, v).map_err(described(&swap_max, v))?;
+    }
+    Ok(())
+}
+
+fn memory_v1(d: &Path, c: &Changes, lift_swap: bool) -> Result<(), String> {
+    if let Some(r) = c.reservation {
+        let (f, v) = (d.join("memory.soft_limit_in_bytes"), v1_value(r));
+        write(&f, &v).map_err(described(&f, &v))?;
+    }
+    let memsw = d.join("memory.memsw.limit_in_bytes");
+    let accounted = memsw.exists();
+    // Lifted first: an unlimited memory+swap is never below a memory limit.
+    if lift_swap && accounted {
+        write(&memsw, "-1").map_err(described(&memsw, "-1"))?;
+    }
+    if let Some(m) = c.memory {
+        let v = v1_value(m);
+        let limit = Some((d.join("memory.limit_in_bytes"), v.clone()));
+        let memsw = (accounted && !lift_swap).then_some((memsw, v));
+        // memory+swap may never be below the memory limit: the limit goes
+        // first when it shrinks, memory+swap first when it grows.
+        write_pair(limit, memsw)?;
     }
     Ok(())
 }

@@ -79,6 +79,11 @@ pub(super) fn become_root(v: &OciView) -> Result<(), SetupError> {
 /// The namespaces the spec names by path, opened by the runtime and inherited.
 pub(super) fn join_namespaces(v: &OciView) -> Result<(), SetupError> {
     for j in &v.namespaces.join {
+        // A PID namespace is joined by the clone itself (see spawn): setns here
+        // would move only this process's children.
+        if j.flag == libc::CLONE_NEWPID {
+            continue;
+        }
         let Some(fd) = j.fd else { continue };
         // SAFETY: the namespace file the runtime opened; inherited, open until
         // the inherited descriptors are closed.

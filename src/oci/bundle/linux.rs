@@ -38,30 +38,52 @@ pub(super) fn namespaces(linux: &oci_spec::runtime::Linux) -> Result<Namespaces,
              not supported yet",
         ));
     }
-    if !ns.mount {
-        // The view is built by mounting: without its own mount namespace the
-        // container would mount on the host.
+    if ns.pid && ns.join.iter().any(|j| j.kind == "pid") {
         return Err(invalid(
             "linux.namespaces",
-            "a mount namespace is required (maibox builds the root with mounts)",
+            "pid is listed both as a new namespace and as one to join by path: keep one",
+        ));
+    }
+    if !ns.mount {
+        // The view is built by mounting: without its own mount namespace the
+        // container would mount on the host (runc does, and leaves them there).
+        return Err(invalid(
+            "linux.namespaces",
+            "no mount namespace: maibox builds the container's root with mounts, which \
+             without one would land on the host's mount table; add {\"type\": \"mount\"}",
         ));
     }
     id_maps(linux, &mut ns)?;
     Ok(ns)
 }
 
-/// A namespace to join by path: network, ipc, uts and cgroup ones only.
+/// A namespace to join by path: network, ipc, uts, cgroup and pid ones (a
+/// pod's: Kubernetes hands the runtime the pause container's, and for
+/// `shareProcessNamespace` and `kubectl debug` its pid namespace). A pid
+/// namespace is entered by the clone of the init, the others by the init.
 fn join(kind: LinuxNamespaceType, path: &std::path::Path) -> Result<NsJoin, BundleError> {
     let (kind, flag) = match kind {
         LinuxNamespaceType::Network => ("network", libc::CLONE_NEWNET),
         LinuxNamespaceType::Ipc => ("ipc", libc::CLONE_NEWIPC),
         LinuxNamespaceType::Uts => ("uts", libc::CLONE_NEWUTS),
         LinuxNamespaceType::Cgroup => ("cgroup", libc::CLONE_NEWCGROUP),
+        LinuxNamespaceType::Pid => ("pid", libc::CLONE_NEWPID),
+        // The root is built by mounting: in a joined mount namespace the
+        // container's mounts would land in someone else's mount table (the host's,
+        // another container's), and its pivot_root would move theirs.
+        LinuxNamespaceType::Mount => {
+            return Err(invalid(
+                "linux.namespaces[mount].path",
+                "joining an existing mount namespace is refused: maibox builds the \
+                 container's root with mounts, which would land in that namespace; \
+                 give the container a new one ({\"type\": \"mount\"} without a path)",
+            ))
+        }
         other => {
             return Err(unenforced(
                 format!("linux.namespaces[{other:?}].path"),
-                "maibox joins existing network, ipc, uts and cgroup \
-                 namespaces; joining other types is not supported yet",
+                "maibox joins existing network, ipc, uts, cgroup and pid namespaces; \
+                 joining a user namespace is not supported",
             ))
         }
     };

@@ -113,7 +113,7 @@ fn create_in(
     view.console = console.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     let plan = plan(view, &loaded.spec);
     let stdio = dup_stdio()?;
-    let group = container_cgroup(&loaded.spec, &a.id)?;
+    let group = container_cgroup(g, &loaded.spec, &a.id)?;
     let spawned = spawn_init(&loaded.policy, stdio, group.as_ref())?;
     // The init has its own copy now; ours would keep `start`'s open from failing
     // once the init is gone.
@@ -178,10 +178,34 @@ fn open_joined_namespaces(
                 j.path.display()
             ))
         })?;
+        check_ns_type(&f, j)?;
         j.fd = Some(std::os::fd::AsRawFd::as_raw_fd(&f));
         ns_files.push(f);
     }
     Ok(ns_files)
+}
+
+/// The file is a namespace of the kind the spec names (NS_GET_NSTYPE): a pid
+/// namespace is entered by the clone, where a wrong one would fail as an
+/// opaque clone error.
+fn check_ns_type(f: &std::fs::File, j: &crate::policy::oci::NsJoin) -> Result<(), OciError> {
+    // _IO(0xb7, 0x3), <linux/nsfs.h>.
+    const NS_GET_NSTYPE: u32 = 0xb703;
+    // SAFETY: an ioctl without an argument on a descriptor we own.
+    let t = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(f), NS_GET_NSTYPE as _) };
+    if t == j.flag {
+        return Ok(());
+    }
+    let what = if t < 0 {
+        format!("not a namespace file ({})", std::io::Error::last_os_error())
+    } else {
+        format!("a namespace of another type (clone flag {t:#x})")
+    };
+    Err(OciError::Refused(format!(
+        "linux.namespaces: cannot join the {} namespace {}: it is {what}",
+        j.kind,
+        j.path.display()
+    )))
 }
 
 /// The console socket end the init sends its pty master to, and, for a
@@ -334,6 +358,11 @@ fn saved_state(
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
         pid_ns: plan.pid_ns,
+        pid_ns_id: plan
+            .pid_ns
+            .then(|| std::fs::read_link(format!("/proc/{}/ns/pid", pid.as_raw())).ok())
+            .flatten()
+            .map(|l| l.display().to_string()),
         hooks: plan.hooks,
         owner: nix::unistd::geteuid().as_raw(),
         cgroup_paths: group.map(ContainerCgroup::paths).unwrap_or_default(),
@@ -409,8 +438,12 @@ fn forward_listener(
     crate::oci::agent::hand_over(n, &owner, &fd)
 }
 
-/// The container's cgroup as its spec asks (none when it asks for none).
+/// The container's cgroup as its spec asks (none when it asks for none). A
+/// group that already holds processes is joined with runc 1.1's warning
+/// (Kubernetes-era tools and runc's tests expect the container to start);
+/// `delete` then leaves the group to whoever else is in it.
 fn container_cgroup(
+    g: &Global,
     spec: &oci_spec::runtime::Spec,
     id: &str,
 ) -> Result<Option<ContainerCgroup>, OciError> {
@@ -418,9 +451,21 @@ fn container_cgroup(
     let Some(want) = crate::cgroup::oci::from_spec(&linux, id).map_err(BundleError::from)? else {
         return Ok(None);
     };
-    ContainerCgroup::create(&want, linux.resources().as_ref())
-        .map(Some)
-        .map_err(OciError::Refused)
+    let group =
+        ContainerCgroup::create(&want, linux.resources().as_ref()).map_err(OciError::Refused)?;
+    if group.found_processes > 0 {
+        crate::oci::cli::log_warning(
+            g,
+            &format!(
+                "container's cgroup is not empty: {} process(es) found in {}; container {id} \
+                 shares it (its limits, `kill --all`, `ps` and `pause` too); give each \
+                 container a cgroupsPath of its own",
+                group.found_processes,
+                want.rel.display()
+            ),
+        );
+    }
+    Ok(Some(group))
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.

@@ -1,6 +1,7 @@
 //! The runc-compatible verbs, one file each; [`super::cli`] parses the global
 //! flags and the verb and dispatches here.
 
+pub mod checkpoint;
 pub mod create;
 pub mod delete;
 pub mod events;

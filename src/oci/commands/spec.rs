@@ -13,6 +13,29 @@ fn deny_all_devices() -> oci_spec::runtime::LinuxResources {
     r
 }
 
+/// Whether `/sys/fs/cgroup` is a cgroup2 mount (a "unified" host), the test
+/// runc 1.1 makes (`cgroups.IsCgroup2UnifiedMode`) to decide its template.
+fn cgroup2_unified() -> bool {
+    nix::sys::statfs::statfs("/sys/fs/cgroup")
+        .map(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
+        .unwrap_or(false)
+}
+
+/// runc 1.1's template has a cgroup namespace only on unified hosts. On a v1
+/// or hybrid host its containers see their own paths in `/proc/self/cgroup`
+/// (`/docker/<id>`, not `/`), which tools and runc's own tests read to find a
+/// container's group; maibox's template matches it. A spec may still ask for
+/// the namespace.
+fn drop_cgroup_namespace(l: &mut oci_spec::runtime::Linux) {
+    if let Some(ns) = l.namespaces().clone() {
+        let kept = ns
+            .into_iter()
+            .filter(|n| n.typ() != oci_spec::runtime::LinuxNamespaceType::Cgroup)
+            .collect();
+        l.set_namespaces(Some(kept));
+    }
+}
+
 /// Runs `spec`.
 pub fn spec(rootless: bool, dir: Option<&Path>) -> Result<(), OciError> {
     let dir = dir.unwrap_or(Path::new("."));
@@ -40,6 +63,9 @@ pub fn spec(rootless: bool, dir: Option<&Path>) -> Result<(), OciError> {
         } else {
             Some(deny_all_devices())
         });
+        if !cgroup2_unified() {
+            drop_cgroup_namespace(l);
+        }
     }
     // As runc's template: an interactive shell on a pty, and no inheritable
     // capabilities (CVE-2022-29162: inheritable capabilities reach programs

@@ -5,8 +5,8 @@
 //! given" and -1 "unlimited".
 //!
 //! Two policies of maibox hold here as at `create`: a container gets no swap
-//! (the memory+swap limit follows the memory limit, whatever swap is asked
-//! for), and settings maibox cannot apply (device rules, kernel memory,
+//! (the memory+swap limit follows the memory limit) unless swap is asked to be
+//! unlimited (-1, as runc's callers lift it), and settings maibox cannot apply (device rules, kernel memory,
 //! hugepages, raw v2 settings) are refused rather than dropped.
 
 use std::path::{Path, PathBuf};
@@ -38,7 +38,8 @@ pub struct UpdateFlags {
     /// Memory soft limit in bytes (-1: none).
     #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     memory_reservation: Option<i64>,
-    /// Memory plus swap; maibox gives containers no swap, so this only warns.
+    /// Memory plus swap: -1 lifts the limit; any other value only warns
+    /// (maibox gives containers no swap).
     #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     memory_swap: Option<i64>,
     /// CPU CFS quota in microseconds per period (-1: unlimited).
@@ -257,12 +258,12 @@ fn read_resources(p: &Path) -> Result<oci_spec::runtime::LinuxResources, OciErro
 /// Swap is never granted: say so when an update asks for a different amount.
 fn swap_warning(c: &Changes) -> Option<String> {
     let swap = c.swap?;
-    if Some(swap) == c.memory {
+    if Some(swap) == c.memory || swap < 0 {
         return None;
     }
     Some(format!(
         "memory swap {swap} not applied: maibox gives containers no swap (their \
-         memory+swap limit follows the memory limit)"
+         memory+swap limit follows the memory limit) unless asked for -1 (unlimited)"
     ))
 }
 
