@@ -40,11 +40,13 @@ fn read(p: &str) -> Option<String> {
 }
 
 pub fn run_checks() -> Vec<Check> {
+    let (cgroups, grouped) = cgroups();
     vec![
         kernel(),
         user_namespaces(),
         container(),
-        cgroups(),
+        cgroups,
+        limits(grouped),
         landlock(),
         seccomp(),
         overlayfs(),
@@ -144,7 +146,8 @@ fn container() -> Check {
     }
 }
 
-fn cgroups() -> Check {
+/// The cgroup layout, and whether this caller can make run groups in it.
+fn cgroups() -> (Check, bool) {
     let layout = crate::cgroup::detect();
     let cfg = crate::cgroup::CgroupConfig::default();
     let (state, detail) = match &layout {
@@ -157,12 +160,13 @@ fn cgroups() -> Check {
             ),
         ),
         crate::cgroup::Layout::None => {
-            return check(
+            let c = check(
                 "cgroups",
                 State::Warn,
                 "no cgroup hierarchy with a memory controller",
                 "mount cgroup2 on /sys/fs/cgroup: without it memory, CPU and pids limits fall back to rlimits",
-            )
+            );
+            return (c, false);
         }
     };
     // The real test: can this caller create (and remove) a run group?
@@ -178,15 +182,62 @@ fn cgroups() -> Check {
     ) {
         Ok(g) => {
             let _ = g.remove();
-            check("cgroups", state, format!("{detail}; run groups under {}", cfg.parent), "")
+            let c = check(
+                "cgroups",
+                state,
+                format!("{detail}; run groups under {}", cfg.parent),
+                "",
+            );
+            (c, true)
         }
-        Err(e) => check(
-            "cgroups",
-            State::Warn,
-            format!("{detail}; this user cannot create run groups ({e}): limits degrade to rlimits"),
-            "run maibox as root, or delegate a cgroup v2 subtree to this user (systemd: a user slice with Delegate=yes) and point cgroup.parent at it",
-        ),
+        Err(e) => {
+            let c = check(
+                "cgroups",
+                State::Warn,
+                format!(
+                    "{detail}; this user cannot create run groups ({e}): limits degrade to rlimits"
+                ),
+                delegation_advice(&layout),
+            );
+            (c, false)
+        }
     }
+}
+
+/// How a caller without run groups gets them: on cgroup v2, a subtree delegated to
+/// it (systemd delegates `user@UID.service` to each logged-in user).
+fn delegation_advice(layout: &crate::cgroup::Layout) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let uid = nix::unistd::getuid().as_raw();
+    if let crate::cgroup::Layout::V2 { root } = layout {
+        let rel = format!("user.slice/user-{uid}.slice/user@{uid}.service");
+        let owned = std::fs::metadata(root.join(&rel)).is_ok_and(|m| m.uid() == uid);
+        if owned && uid != 0 {
+            return format!(
+                "{} is delegated to this user: set cgroup.parent to /{rel}/maibox in the config (a group beside the session's own, as cgroup v2 wants) for real limits",
+                root.join(&rel).display()
+            );
+        }
+    }
+    "run maibox as root, or delegate a cgroup v2 subtree to this user (systemd delegates user@UID.service to a logged-in user; or a unit with Delegate=yes) and set cgroup.parent to a directory inside it".into()
+}
+
+/// Which limits a run of this caller gets from a cgroup, and which from fallbacks.
+fn limits(grouped: bool) -> Check {
+    if grouped {
+        return check(
+            "limits",
+            State::Ok,
+            "cgroup limits: memory (no swap), pids, CPU quota and CPU time bound the sandbox as a whole",
+            "",
+        );
+    }
+    check(
+        "limits",
+        State::Warn,
+        "fallbacks only (with cgroup.allow_degraded, the default; without it runs are refused): memory bounds each process's data (RLIMIT_DATA at the level's memory, so N processes may take N times it), CPU time each process (RLIMIT_CPU), processes the sandbox as a whole (RLIMIT_NPROC in its user namespace); no CPU quota. The tmpfs sizes and inode bounds hold either way",
+        "for real limits on the sandbox as a whole, see the cgroups check's advice",
+    )
 }
 
 fn landlock() -> Check {

@@ -87,3 +87,18 @@ impl<T, E: fmt::Display> StepContext<T> for Result<T, E> {
         self.map_err(|e| SetupError::new(step, format!("{what}: {e}")))
     }
 }
+
+/// A setting of an OCI spec that maibox refuses, named by its field: invalid,
+/// or valid but not enforced (a container never runs weaker than its spec).
+/// The readers of the spec below the OCI front door (seccomp, cgroups) return
+/// it; the front door reports it as one of its bundle errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("config.json: {field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error(
+        "config.json: {field} is not enforced by maibox yet; refusing to run with less \
+         confinement than the spec asks ({hint})"
+    )]
+    Unenforced { field: String, hint: String },
+}

@@ -1,7 +1,7 @@
 //! Capped pass-through of the sandbox's stdout and stderr.
 //!
-//! Output is streamed live to the caller; both streams share one byte budget. The
-//! first chunk that crosses it is cut at the limit and followed by a visible marker.
+//! Output is streamed live to the caller's sinks; both streams share one byte budget.
+//! The first chunk that crosses it is cut at the limit and followed by a visible marker.
 
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -11,6 +11,7 @@ pub struct StreamCount {
     pub ended_with_newline: bool,
 }
 
+#[derive(Clone)]
 pub struct CappedOutput {
     limit: u64,
     total: u64,
@@ -44,14 +45,14 @@ impl CappedOutput {
 
     /// Forwards `data` to `out` within the budget. Returns true when this call
     /// crossed the limit (the caller then stops the sandbox).
-    pub fn forward(&mut self, which: Stream, data: &[u8], out: BorrowedFd<'_>) -> bool {
+    pub fn forward(&mut self, which: Stream, data: &[u8], out: &mut dyn FnMut(&[u8])) -> bool {
         if self.truncated {
             return false;
         }
         let room = self.limit.saturating_sub(self.total);
         let take = (data.len() as u64).min(room) as usize;
         let part = &data[..take];
-        write_all(out, part);
+        out(part);
         self.total += take as u64;
         let count = match which {
             Stream::Stdout => &mut self.stdout,
@@ -68,7 +69,7 @@ impl CappedOutput {
                 if count.ended_with_newline { "" } else { "\n" },
                 self.limit
             );
-            write_all(out, marker.as_bytes());
+            out(marker.as_bytes());
             count.ended_with_newline = true;
             return true;
         }
@@ -103,9 +104,10 @@ mod tests {
     fn cuts_at_the_limit_with_a_marker() {
         let (r, w) = nix::unistd::pipe().unwrap();
         let mut o = CappedOutput::new(10);
-        assert!(!o.forward(Stream::Stdout, b"hello", w.as_fd()));
-        assert!(o.forward(Stream::Stderr, b"0123456789", w.as_fd()));
-        assert!(!o.forward(Stream::Stdout, b"more", w.as_fd()));
+        let mut to_pipe = |d: &[u8]| write_all(w.as_fd(), d);
+        assert!(!o.forward(Stream::Stdout, b"hello", &mut to_pipe));
+        assert!(o.forward(Stream::Stderr, b"0123456789", &mut to_pipe));
+        assert!(!o.forward(Stream::Stdout, b"more", &mut to_pipe));
         drop(w);
         let mut s = String::new();
         std::fs::File::from(r).read_to_string(&mut s).unwrap();

@@ -1,7 +1,11 @@
 //! The run report printed with `--json`, and maibox's exit codes.
+//!
+//! One builder ([`build`]) for every backend: the parts a run's policy, outcome and
+//! front door decide are filled in here; what only the backend knows (the layers it
+//! applied, its cgroup, seccomp and network facts) comes in as [`Facts`].
 
 use crate::config::TrustLevel;
-use crate::monitor::{Ending, Outcome, Usage, Violation};
+use crate::outcome::{DeniedCall, Ending, Outcome, Usage, Violation};
 use crate::policy::Policy;
 use serde::Serialize;
 
@@ -48,7 +52,21 @@ pub struct Report {
     pub setup_steps_us: Vec<(String, u64)>,
     /// Docker backend: the engine, image, runtime and container of the run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub docker: Option<crate::backend::docker::report::EngineInfo>,
+    pub docker: Option<EngineInfo>,
+}
+
+/// The Docker engine a run went to, and what it made of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineInfo {
+    pub host: String,
+    pub engine_version: String,
+    pub api_version: String,
+    pub image: String,
+    /// The OCI runtime asked for; none: the engine's default.
+    pub runtime: Option<String>,
+    pub container_id: Option<String>,
+    /// The engine's cgroup version ("1" or "2").
+    pub cgroup_version: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +83,35 @@ pub struct CgroupReport {
     pub layout: Option<String>,
     /// Why limits are not enforced by a cgroup, when they are not.
     pub note: Option<String>,
+    /// What bounded the run's memory.
+    pub memory_bound: Bound,
+    /// What bounded the run's CPU time (`none` when the level sets no `cpu_time`).
+    pub cpu_time_bound: Bound,
+}
+
+/// What bounds one resource of a run.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The run's cgroup: the sandbox as a whole.
+    Cgroup,
+    /// An rlimit on each process, without a cgroup: RLIMIT_DATA for memory,
+    /// RLIMIT_CPU for CPU time. Each of the sandbox's processes may use it.
+    PerProcess,
+    /// Nothing (a layer switched off for a control run).
+    None,
+}
+
+impl Bound {
+    /// `cgroup` when a group enforced the run's limits, else `per_process` when the
+    /// rlimits layer ran, else `none`.
+    pub fn of(grouped: bool, rlimits: bool) -> Bound {
+        match (grouped, rlimits) {
+            (true, _) => Bound::Cgroup,
+            (false, true) => Bound::PerProcess,
+            (false, false) => Bound::None,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -78,7 +125,7 @@ pub struct SeccompReport {
     /// `--audit-syscalls`: denied calls went through the supervisor and are listed.
     pub audit_denials: bool,
     /// The calls denied with EPERM and how often (only with `audit_denials`).
-    pub denied: Vec<crate::monitor::DeniedCall>,
+    pub denied: Vec<DeniedCall>,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,7 +162,7 @@ pub struct Layers {
 
 impl Layers {
     /// seccomp and Landlock are true only when the payload reported them enforced.
-    pub fn confined(mut self, c: Option<&crate::engine::init::Confined>) -> Layers {
+    pub fn confined(mut self, c: Option<&crate::outcome::Confined>) -> Layers {
         self.seccomp = c.map(|c| c.seccomp).unwrap_or(false);
         self.landlock = c
             .and_then(|c| c.landlock.as_ref())
@@ -124,11 +171,10 @@ impl Layers {
         self
     }
 
-    pub fn for_policy(p: &Policy) -> Layers {
+    /// The layers the native engine applies for `p` (seccomp and Landlock once the
+    /// payload confirms them: see [`Layers::confined`]).
+    pub fn native(p: &Policy) -> Layers {
         use crate::policy::Layer;
-        if p.backend == crate::config::Backend::Docker {
-            return crate::backend::docker::planned_layers(p);
-        }
         Layers {
             user_ns: true,
             pid_ns: true,
@@ -156,6 +202,63 @@ impl Layers {
     }
 }
 
+/// What the front door knows of a run before it starts, carried into its report.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub assessment: Option<crate::gate::AssessmentSummary>,
+    pub decision: Option<crate::gate::Decision>,
+}
+
+/// What only the backend knows of a run.
+pub struct Facts {
+    pub backend: crate::config::Backend,
+    pub layers: Layers,
+    pub cgroup: CgroupReport,
+    pub seccomp: SeccompReport,
+    pub landlock: Option<crate::confine::LandlockOutcome>,
+    pub proxy: Option<crate::net::ProxyReport>,
+    pub setup_ms: f64,
+    pub setup_steps_us: Vec<(String, u64)>,
+    pub docker: Option<EngineInfo>,
+}
+
+/// The report of a run.
+pub fn build(policy: &Policy, outcome: &Outcome, info: RunInfo, facts: Facts) -> Report {
+    Report {
+        maibox_version: env!("CARGO_PKG_VERSION"),
+        run_id: info.run_id,
+        backend: facts.backend,
+        trust: policy.trust,
+        exit_code: exit_code(outcome),
+        ending: outcome.ending.clone(),
+        violations: outcome.violations.clone(),
+        usage: outcome.usage.clone(),
+        output: OutputReport {
+            stdout_bytes: outcome.stdout_bytes,
+            stderr_bytes: outcome.stderr_bytes,
+            truncated: outcome.truncated,
+            limit_bytes: policy.limits.output_bytes,
+        },
+        limits: policy.limits.clone(),
+        adjustments: policy.adjustments.clone(),
+        network: NetworkReport {
+            mode: policy.network,
+            proxy: facts.proxy,
+        },
+        cgroup: facts.cgroup,
+        layers: facts.layers,
+        interpreter: policy.interpreter.path.display().to_string(),
+        assessment: info.assessment,
+        decision: info.decision,
+        seccomp: facts.seccomp,
+        landlock: facts.landlock,
+        setup_ms: facts.setup_ms,
+        setup_steps_us: facts.setup_steps_us,
+        docker: facts.docker,
+    }
+}
+
 /// maibox's exit code for an outcome.
 pub fn exit_code(o: &Outcome) -> i32 {
     if o.violations
@@ -179,17 +282,8 @@ mod tests {
 
     fn outcome(ending: Ending, violations: Vec<Violation>) -> Outcome {
         Outcome {
-            ending,
             violations,
-            usage: Usage::default(),
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-            truncated: false,
-            stdout_ended_with_newline: true,
-            interrupted_by: None,
-            confined: None,
-            denied_syscalls: Vec::new(),
-            unreaped_init: None,
+            ..Outcome::ended(ending)
         }
     }
 

@@ -1,4 +1,4 @@
-//! `maibox doctor` and `maibox policy`.
+//! `maibox doctor` and `maibox policy`, and the command line's help.
 
 mod common;
 use common::*;
@@ -17,6 +17,7 @@ fn doctor_reports_every_check_with_advice_for_failures() {
         "kernel",
         "user namespaces",
         "cgroups",
+        "limits",
         "landlock",
         "seccomp",
         "overlayfs",
@@ -56,6 +57,33 @@ fn doctor_as_unprivileged_user() {
         .find(|c| c["name"] == "user namespaces")
         .unwrap();
     assert_eq!(userns["state"], "ok", "{userns}");
+    // Which limits are real: without run groups, the fallbacks are named; as root
+    // (the control) the cgroup's.
+    let find = |checks: &serde_json::Value, name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let limits = find(&checks, "limits");
+    if find(&checks, "cgroups")["state"] == "ok" {
+        eprintln!("note: this host delegates a cgroup subtree to uid {USER_ID}");
+    } else {
+        assert_eq!(limits["state"], "warn", "{limits}");
+        let d = limits["detail"].as_str().unwrap();
+        assert!(
+            d.contains("RLIMIT_DATA") && d.contains("no CPU quota"),
+            "{d}"
+        );
+    }
+    let root: serde_json::Value =
+        serde_json::from_slice(&run(As::Caller, &["doctor", "--json"]).stdout).unwrap();
+    let limits = find(&root, "limits");
+    assert_eq!(limits["state"], "ok", "{limits}");
+    assert!(limits["detail"].as_str().unwrap().contains("cgroup limits"));
 }
 
 #[test]
@@ -93,4 +121,52 @@ fn timings_say_where_the_time_went() {
     }
     let o = run(As::Caller, &["exec", "-c", "pass"]);
     assert!(!stderr(&o).contains("timings"), "{}", stderr(&o));
+}
+
+/// runc's global options are for the OCI verbs: their help and the top level's
+/// show them, the other commands' help does not; they are still accepted before
+/// any verb (where Docker and containerd pass them) and after one, as before.
+#[test]
+fn runc_global_options_show_only_where_they_apply() {
+    let shows = |args: &[&str]| {
+        let o = run(As::Caller, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let h = stdout(&o);
+        [
+            "--root ",
+            "--log ",
+            "--log-format",
+            "--debug",
+            "--systemd-cgroup",
+        ]
+        .iter()
+        .filter(|f| h.contains(**f))
+        .count()
+    };
+    assert_eq!(shows(&["--help"]), 5);
+    assert_eq!(shows(&["create", "--help"]), 5);
+    assert_eq!(shows(&["kill", "--help"]), 5);
+    for args in [
+        &["exec", "--help"][..],
+        &["audit", "show", "--help"],
+        &["doctor", "--help"],
+        &["policy", "--help"],
+        &["help", "exec"],
+    ] {
+        assert_eq!(shows(args), 0, "{args:?}");
+    }
+    let o = run(
+        As::Caller,
+        &[
+            "--debug",
+            "--log-format",
+            "json",
+            "policy",
+            "--trust",
+            "trusted",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(As::Caller, &["policy", "--trust", "trusted", "--debug"]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }

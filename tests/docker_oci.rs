@@ -402,3 +402,64 @@ fn docker_run_and_exec_with_a_terminal() {
     assert_eq!(p["owner"], 1000, "{p}");
     assert!(docker(&["rm", "-f", &n]).status.success());
 }
+
+/// `docker run --runtime=maibox-strict` (maibox `--hardened`, registered with
+/// `runtimeArgs`): an ordinary program (threads, a subprocess, JSON, a file in /tmp)
+/// runs normally with the hardened flags, while io_uring, bpf and userfaultfd kill
+/// the container, which its exit status shows (128 + SIGSYS). Control: the same
+/// probes under runc return an error and go on.
+#[test]
+fn docker_strict_runtime_kills_exploit_calls() {
+    let test = "docker_strict_runtime_kills_exploit_calls";
+    if !ready(test) {
+        return;
+    }
+    let o = docker(&["info", "--format", "{{json .Runtimes}}"]);
+    if !stdout(&o).contains("\"maibox-strict\"") {
+        assert!(!in_ci(), "{test}: no `maibox-strict` runtime registered");
+        eprintln!("SKIP {test}: no `maibox-strict` runtime registered (EXTRA_RUNTIMES=maibox-strict=PATH,--hardened)");
+        return;
+    }
+    let with = |runtime: &str, code: &str, arg: &str| {
+        let rt = format!("--runtime={runtime}");
+        let mut args = vec!["run", "--rm", rt.as_str(), "--tmpfs", "/tmp:size=16m"];
+        args.extend_from_slice(HARDENED);
+        args.extend_from_slice(&[IMAGE, "python3", "-c", code, arg]);
+        docker(&args)
+    };
+    let ordinary = r#"
+import json, subprocess, sys, threading
+out = []
+t = [threading.Thread(target=lambda i=i: out.append(sum(range(i * 10000)))) for i in range(8)]
+[x.start() for x in t]; [x.join() for x in t]
+open("/tmp/data.json", "w").write(json.dumps({"n": len(out)}))
+n = json.load(open("/tmp/data.json"))["n"]
+r = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
+print(n, r.stdout.strip())
+"#;
+    let o = with("maibox-strict", ordinary, "");
+    assert_eq!(stdout(&o), "8 42\n", "{}", stderr(&o));
+    let exploit = r#"
+import ctypes, platform, sys
+nr = {"x86_64": {"bpf": 321, "userfaultfd": 323, "io_uring_setup": 425},
+      "aarch64": {"bpf": 280, "userfaultfd": 282, "io_uring_setup": 425}}[platform.machine()][sys.argv[1]]
+libc = ctypes.CDLL(None, use_errno=True)
+print("returned", libc.syscall(nr, 0, 0, 0), ctypes.get_errno())
+"#;
+    for call in ["io_uring_setup", "bpf", "userfaultfd"] {
+        let o = with("maibox-strict", exploit, call);
+        assert_eq!(
+            o.status.code(),
+            Some(128 + libc::SIGSYS),
+            "{call}: {}",
+            stderr(&o)
+        );
+        let o = with("runc", exploit, call);
+        assert!(o.status.success(), "control {call}: {}", stderr(&o));
+        assert!(
+            stdout(&o).starts_with("returned -1"),
+            "control {call}: {}",
+            stdout(&o)
+        );
+    }
+}

@@ -211,6 +211,132 @@ print(json.dumps([p for p in ["/proc/keys", "/proc/timer_list"] if p in mounts])
     assert_eq!(h, serde_json::json!([]));
 }
 
+const IDENTITY: &str = r#"
+import json
+def read(p):
+    try:
+        return open(p, "rb").read().decode(errors="replace")
+    except OSError as e:
+        return "error: %s" % e.__class__.__name__
+print(json.dumps({k: read(p) for k, p in [
+    ("boot_id", "/proc/sys/kernel/random/boot_id"), ("cmdline", "/proc/cmdline"),
+    ("init_cmdline", "/proc/1/cmdline"), ("init_comm", "/proc/1/comm"),
+    ("mountinfo", "/proc/self/mountinfo")]}))
+"#;
+
+/// What names the host stays outside: the boot id is the sandbox's own (a fresh
+/// one each run), the kernel's command line is empty, and init shows a neutral
+/// command line and name, not the supervisor's. The control: with the /proc masks
+/// switched off, the probe reads the host's boot id and command line, and the
+/// supervisor's command line as init's.
+#[test]
+fn host_identity_stays_outside() {
+    let host = host_probe(IDENTITY);
+    let host_boot_id = host["boot_id"].as_str().unwrap().to_string();
+    for who in identities("host_identity_stays_outside") {
+        let a = probe(who, &[], IDENTITY);
+        let b = probe(who, &[], IDENTITY);
+        let id = a["boot_id"].as_str().unwrap();
+        assert_ne!(id, host_boot_id, "{who:?}: the host's boot id");
+        assert_ne!(
+            id,
+            b["boot_id"].as_str().unwrap(),
+            "{who:?}: shared by two runs"
+        );
+        assert_eq!(id.len(), 37, "{who:?}: not a boot id: {id:?}");
+        assert_eq!(a["cmdline"], "", "{who:?}: {}", a["cmdline"]);
+        assert_eq!(a["init_cmdline"], "maibox-init\u{0}", "{who:?}");
+        assert_eq!(a["init_comm"], "maibox-init\n", "{who:?}");
+        let mountinfo = a["mountinfo"].as_str().unwrap();
+        assert!(!mountinfo.contains("/tmp/root"), "{who:?}: {mountinfo}");
+
+        let c = probe(who, &["--unsafe-disable-layer", "proc-masks"], IDENTITY);
+        assert_eq!(c["boot_id"], host["boot_id"], "{who:?}: control");
+        assert_eq!(c["cmdline"], host["cmdline"], "{who:?}: control");
+        let init = c["init_cmdline"].as_str().unwrap();
+        assert!(
+            init.contains("exec") && init.contains(binary().to_str().unwrap()),
+            "{who:?}: control: {init:?}"
+        );
+    }
+}
+
+const SUBMOUNTS: &str = r#"
+import json, os, sys
+print(json.dumps({
+    "dropped": os.path.exists(sys.argv[1] + "/MARKER"),
+    "kept": os.path.exists("/usr/local/MARKER"),
+    "mounts": [l.split()[4] for l in open("/proc/self/mountinfo")],
+}))
+"#;
+
+/// Runs SUBMOUNTS in a private mount namespace of the test's where a tmpfs covers
+/// `dir` (a submount of `/usr` the view does not need) and `/usr/local` (one it
+/// keeps), each with a MARKER file: in maibox as `who`, or on the host (`None`).
+fn with_usr_submounts(dir: &str, who: Option<As>) -> serde_json::Value {
+    let mut script = format!(
+        "set -e; for d in {dir} /usr/local; do mount -t tmpfs -o size=1m none $d; touch $d/MARKER; done; "
+    );
+    script += match who {
+        None => "exec /usr/bin/python3 -c \"$2\" \"$3\"",
+        Some(As::Caller) => "exec \"$1\" exec -c \"$2\" -- \"$3\"",
+        Some(As::User) => {
+            "exec setpriv --reuid 4242 --regid 4242 --clear-groups \"$1\" exec -c \"$2\" -- \"$3\""
+        }
+    };
+    let o = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+        ])
+        .arg(binary())
+        .args([SUBMOUNTS, dir])
+        .env("MAIBOX_AUDIT_DIR", audit_dir(who.unwrap_or(As::Caller)))
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    serde_json::from_str(out.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {out} {}", stderr(&o)))
+}
+
+/// As root, the host directories the view binds come without their submounts
+/// (detached copies of their own mounts), but those the interpreter needs
+/// (/usr/local): nothing of the host's other mounts under /usr, nor their paths,
+/// reaches the sandbox. Controls: the host sees both submounts; a rootless run,
+/// whose binds must stay recursive (the documented residue), sees both too.
+#[test]
+fn host_submounts_stay_outside() {
+    if !require_root("host_submounts_stay_outside") {
+        return;
+    }
+    let dir = ["/usr/share/doc", "/usr/src", "/usr/games", "/usr/include"]
+        .into_iter()
+        .find(|d| std::path::Path::new(d).is_dir())
+        .expect("a directory under /usr");
+    let host = with_usr_submounts(dir, None);
+    assert_eq!(
+        (host["dropped"].clone(), host["kept"].clone()),
+        (true.into(), true.into()),
+        "control: {host}"
+    );
+    let v = with_usr_submounts(dir, Some(As::Caller));
+    assert_eq!(v["dropped"], false, "{v}");
+    assert_eq!(v["kept"], true, "{v}");
+    let mounts: Vec<String> = serde_json::from_value(v["mounts"].clone()).unwrap();
+    assert!(!mounts.iter().any(|m| m == dir), "{mounts:?}");
+    let v = with_usr_submounts(dir, Some(As::User));
+    assert_eq!(
+        (v["dropped"].clone(), v["kept"].clone()),
+        (true.into(), true.into()),
+        "rootless: {v}"
+    );
+}
+
 const FS: &str = r#"
 import os, json
 res = {}

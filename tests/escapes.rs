@@ -224,3 +224,74 @@ print(json.dumps({"written": total, "errno": err, "size": st.f_blocks * st.f_frs
         assert!(v["written"].as_i64().unwrap() <= 64 << 20, "{v}");
     }
 }
+
+/// Creates empty files in each directory until the filesystem refuses one (or
+/// `cap` times its inode count is reached) and reports how far it got.
+const INODE_FLOOD: &str = r#"
+import os, json, sys
+res = {}
+for d in sys.argv[1].split(","):
+    os.makedirs(d, exist_ok=True)
+    st = os.statvfs(d)
+    cap = int(sys.argv[2]) if len(sys.argv) > 2 else 3 * st.f_files
+    n = 0; err = None
+    try:
+        while n < cap:
+            os.close(os.open(f"{d}/f{n}", os.O_CREAT | os.O_WRONLY, 0o600)); n += 1
+    except OSError as e:
+        err = e.errno
+    res[d] = {"created": n, "errno": err, "inodes": st.f_files,
+              "size": st.f_blocks * st.f_frsize}
+res["unbounded"] = [l.split()[4] for l in open("/proc/self/mountinfo")
+                    if l.split(" - ")[1].startswith("tmpfs ") and "nr_inodes=" not in l]
+print(json.dumps(res))
+"#;
+
+/// Empty files take no page of a tmpfs: only its inode bound stops a flood of them
+/// (kernel memory that, rootless, no limit charges). Every tmpfs the sandbox can
+/// write to has one inode per 4 KiB of its size. The control: the same flood in a
+/// host directory goes on past the largest of those bounds.
+#[test]
+fn inode_flood_stops_at_the_tmpfs_bound() {
+    let flood = |who: As, level: &str, dirs: &str| {
+        let o = run(
+            who,
+            &["exec", "--trust", level, "-c", INODE_FLOOD, "--", dirs],
+        );
+        let out = stdout(&o);
+        serde_json::from_str::<serde_json::Value>(out.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {out} {}", stderr(&o)))
+    };
+    for who in identities("inode_flood_stops_at_the_tmpfs_bound") {
+        for (level, dirs) in [
+            ("untrusted", "/tmp/flood,/dev/shm/flood"),
+            ("trusted", "/tmp/flood,/sandbox/flood"),
+        ] {
+            let v = flood(who, level, dirs);
+            assert_eq!(
+                v["unbounded"],
+                serde_json::json!([]),
+                "{who:?} {level}: {v}"
+            );
+            for d in dirs.split(',') {
+                let r = &v[d];
+                let (inodes, size) = (r["inodes"].as_u64().unwrap(), r["size"].as_u64().unwrap());
+                assert_eq!(inodes, size / 4096, "{who:?} {level} {d}: {r}");
+                assert_eq!(r["errno"], libc::ENOSPC, "{who:?} {level} {d}: {r}");
+                assert!(
+                    r["created"].as_u64().unwrap() < inodes,
+                    "{who:?} {level} {d}: {r}"
+                );
+            }
+        }
+    }
+    let s = Scratch::new();
+    let dir = s.path().join("flood");
+    let o = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", INODE_FLOOD, dir.to_str().unwrap(), "70000"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let r = &v[dir.to_str().unwrap()];
+    assert_eq!(r["created"], 70000, "control: {r}");
+}

@@ -262,6 +262,66 @@ fn rootless_without_delegation_degrades_and_says_so() {
     assert!(stderr(&o).contains("not enforced"), "{}", stderr(&o));
 }
 
+/// Allocates and touches 16 MiB blocks up to 512 MiB, twice untrusted's memory.
+const MEMORY_BOMB: &str = r#"
+import json
+blocks = []
+err = None
+try:
+    while len(blocks) < 32:
+        blocks.append(b"x" * (16 << 20))
+except MemoryError:
+    err = "MemoryError"
+print(json.dumps({"mib": 16 * len(blocks), "error": err}))
+"#;
+
+/// Rootless without a delegated cgroup, memory is still bounded: each process's
+/// data (RLIMIT_DATA) at the level's memory, and the report says which bound
+/// applied. The control: with the rlimits switched off the same bomb takes twice
+/// the level's memory.
+#[test]
+fn rootless_memory_bomb_is_stopped_near_the_level() {
+    if !require_root("rootless_memory_bomb_is_stopped_near_the_level") {
+        return;
+    }
+    let _serial = heavy();
+    let o = run(
+        As::User,
+        &["exec", "--json", "--trust", "untrusted", "-c", MEMORY_BOMB],
+    );
+    let r = report(&o);
+    if r["cgroup"]["enforced"] == true {
+        eprintln!("note: this host delegates a cgroup subtree to uid {USER_ID}");
+        assert_eq!(r["cgroup"]["memory_bound"], "cgroup", "{r}");
+        return;
+    }
+    assert_eq!(r["cgroup"]["memory_bound"], "per_process", "{r}");
+    assert_eq!(r["cgroup"]["cpu_time_bound"], "per_process", "{r}");
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(v["error"], "MemoryError", "{v}");
+    let mib = v["mib"].as_u64().unwrap();
+    assert!((128..256).contains(&mib), "stopped at {mib} MiB: {v}");
+    assert!(stderr(&o).contains("RLIMIT_DATA"), "{}", stderr(&o));
+    // Control: no rlimits, no cgroup: nothing stops it.
+    let o = run(
+        As::User,
+        &[
+            "exec",
+            "--json",
+            "--trust",
+            "untrusted",
+            "--unsafe-disable-layer",
+            "rlimits",
+            "-c",
+            MEMORY_BOMB,
+        ],
+    );
+    let r = report(&o);
+    assert_eq!(r["cgroup"]["memory_bound"], "none", "{r}");
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(v, serde_json::json!({"mib": 512, "error": null}), "control");
+}
+
 #[test]
 fn bad_cgroup_settings_are_refused_at_load() {
     let s = Scratch::new();

@@ -99,8 +99,9 @@ impl Env {
         std::fs::read_to_string(self.log())
             .unwrap_or_default()
             .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["level"] != "warning")
+            .map(|v| {
                 assert_eq!(v["level"], "error");
                 assert!(v["time"].is_string());
                 v["msg"].as_str().unwrap().to_string()
@@ -304,7 +305,7 @@ except OSError:
 print(json.dumps({'uid': os.getuid(), 'gid': os.getgid(), 'groups': sorted(os.getgroups()),
   'capeff': st['CapEff'], 'capbnd': st['CapBnd'], 'nnp': st['NoNewPrivs'], 'ro': ro,
   'pid': os.getpid(), 'host': os.uname().nodename, 'cwd': os.getcwd(),
-  'masked': [l.split()[4] for l in open('/proc/self/mountinfo') if l.split()[4] in ('/proc/keys', '/proc/sys')],
+  'masked': sorted(l.split()[4] for l in open('/proc/self/mountinfo') if l.split()[4] in ('/proc/keys', '/proc/sys')),
   'keys': len(open('/proc/keys').read()),
   'nofile': __import__('resource').getrlimit(__import__('resource').RLIMIT_NOFILE)}))
 "#;
@@ -502,6 +503,30 @@ fn spec_rootless_runs_in_a_user_namespace() {
     let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "u1"]);
     // Inside: only container uid 0 → host uid 0, one id (the spec's mapping).
     assert_eq!(stdout(&o), "['0', '0', '1']\n");
+    // The strict runtime in a user namespace: Landlock, the open-file cap, the own
+    // boot id and the seccomp kills as without one (the probes' controls are in
+    // hardened_runtime_adds_the_untrusted_levels_hardening).
+    let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    v["process"]["args"] = serde_json::json!(["python3", "-c", STRICT_PROBE]);
+    v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+        "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = env.run_ok(&["--hardened", "run", "--bundle", b.to_str().unwrap(), "u2"]);
+    let strict: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(own.len() == 37 && own != host_boot_id, "{strict}");
+    assert_eq!(strict["threads"], 8, "{strict}");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    v["process"]["args"] = serde_json::json!(["python3", "-c", EXPLOIT_CALL, "io_uring_setup"]);
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = env.run(&["--hardened", "run", "--bundle", b.to_str().unwrap(), "u3"]);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSYS), "{}", stderr(&o));
 }
 
 /// Each bad input fails with a clear message in the JSON log, a non-zero exit,
@@ -1559,21 +1584,6 @@ fn pre_frozen_cgroup_is_refused() {
     std::fs::write(dir.join(file), thawed).unwrap();
     let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "fz2"]);
     assert_eq!(stdout(&o), "42\n");
-    // An existing group is joined only while empty: a second container is refused
-    // the group of a running one, which keeps running.
-    let sleeper = env.bundle("s", |v| {
-        v["linux"]["cgroupsPath"] = "/maibox-frozen-test/c".into();
-        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
-    });
-    env.run_ok(&["run", "-d", "--bundle", sleeper.to_str().unwrap(), "fz3"]);
-    expect_failure(
-        &env,
-        &["create", "--bundle", b.to_str().unwrap(), "fz4"],
-        "already holds processes",
-    );
-    let st = env.run(&["state", "fz3"]);
-    assert!(stdout(&st).contains("\"running\""), "{}", stdout(&st));
-    assert!(env.run(&["delete", "--force", "fz3"]).status.success());
     // The parents maibox made in each hierarchy for the cgroupsPath.
     for h in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
         let _ = std::fs::remove_dir(h.path().join("maibox-frozen-test/c"));
@@ -2655,4 +2665,646 @@ fn seccomp_notify_reaches_the_agent_from_exec() {
     assert_eq!(exec["state"]["id"], "nx1");
     assert_ne!(exec["pid"], init);
     assert!(*answered >= 1);
+}
+
+/// A foreground `run` killed with SIGKILL takes its container with it, even one
+/// whose process runs as a non-root user (the identity switch clears the parent
+/// death signal, which is set again). The control: a detached container outlives
+/// the `create` that made it, as with runc.
+#[test]
+fn foreground_container_dies_with_its_runtime() {
+    if !require_root("foreground_container_dies_with_its_runtime") {
+        return;
+    }
+    use nix::sys::signal::{kill, Signal};
+    use std::io::Read;
+    let env = Env::new();
+    let token = format!("maibox-oci-orphan-{}", std::process::id());
+    let code = "import sys, time; print('ready', flush=True); time.sleep(60)";
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", code, token]);
+        v["process"]["user"] = serde_json::json!({"uid": 1000, "gid": 1000});
+    });
+    let bs = b.to_str().unwrap();
+    let mut child = env
+        .cmd(&["run", "--bundle", bs, "fg"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = [0u8; 6];
+    child.stdout.take().unwrap().read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    assert!(
+        !processes_with(&token).is_empty(),
+        "control: the probe sees it"
+    );
+    kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    wait_for(
+        "the container to die with its runtime",
+        Duration::from_secs(5),
+        || processes_with(&token).is_empty(),
+    );
+    // Control: created and started detached, it runs on after the runtime exits.
+    env.run_ok(&["create", "--bundle", bs, "bg"]);
+    env.run_ok(&["start", "bg"]);
+    wait_for(
+        "the detached container to start",
+        Duration::from_secs(5),
+        || !processes_with(&token).is_empty(),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !processes_with(&token).is_empty(),
+        "the detached container runs on"
+    );
+    env.run_ok(&["delete", "--force", "bg"]);
+    let _ = env.run(&["delete", "--force", "fg"]);
+}
+
+/// One probe of the strict runtime's hardening, as JSON.
+const STRICT_PROBE: &str = r#"
+import json, os, resource, shutil, subprocess, sys, threading
+def read(p):
+    try:
+        return open(p).read()
+    except OSError as e:
+        return "error %d" % e.errno
+res = {"nofile": resource.getrlimit(resource.RLIMIT_NOFILE)}
+res["boot_id"] = read("/proc/sys/kernel/random/boot_id")
+res["cmdline"] = read("/proc/cmdline")
+res["tmp_inodes"] = os.statvfs("/tmp").f_files
+try:
+    os.mknod("/tmp/null", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))
+    res["mknod"] = "ok"
+except OSError as e:
+    res["mknod"] = "error %d" % e.errno
+shutil.copy(sys.executable, "/tmp/py")
+os.chmod("/tmp/py", 0o755)
+try:
+    r = subprocess.run(["/tmp/py", "-c", "print(7)"], capture_output=True, text=True)
+    res["exec_tmp"] = r.stdout.strip()
+except OSError as e:
+    res["exec_tmp"] = "error %d" % e.errno
+out = []
+t = [threading.Thread(target=lambda i=i: out.append(sum(range(i * 1000)))) for i in range(8)]
+[x.start() for x in t]; [x.join() for x in t]
+res["threads"] = len(out)
+res["exec_usr"] = subprocess.run([sys.executable, "-c", "print(6)"], capture_output=True, text=True).stdout.strip()
+print(json.dumps(res))
+"#;
+
+/// A call only an exploit makes, by number: killed under `--hardened`.
+const EXPLOIT_CALL: &str = r#"
+import ctypes, platform, sys
+nr = {"x86_64": {"bpf": 321, "userfaultfd": 323, "io_uring_setup": 425},
+      "aarch64": {"bpf": 280, "userfaultfd": 282, "io_uring_setup": 425}}[platform.machine()][sys.argv[1]]
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(nr, 0, 0, 0)
+print("returned", r, ctypes.get_errno())
+"#;
+
+/// `maibox --hardened`, the strict runtime: an ordinary program runs as under the
+/// plain runtime, while the untrusted level's hardening applies on top of the
+/// bundle: exploit-only calls kill the process, nothing written to a tmpfs runs and
+/// no device node can be made (Landlock),
+/// the open-file limit is capped, the boot id is the container's own, the kernel
+/// command line is masked, and a tmpfs with a size has an inode bound. Controls: the same bundle
+/// under the plain runtime.
+#[test]
+fn hardened_runtime_adds_the_untrusted_levels_hardening() {
+    if !require_root("hardened_runtime_adds_the_untrusted_levels_hardening") {
+        return;
+    }
+    let env = Env::new();
+    let with_tmp = |v: &mut Value| {
+        v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+            "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+    };
+    let b = env.bundle("b", |v| {
+        with_tmp(v);
+        v["process"]["args"] = serde_json::json!(["python3", "-c", STRICT_PROBE]);
+        // The kernel lets a process with CAP_MKNOD make a device node on a nodev
+        // tmpfs; Landlock does not.
+        for set in ["bounding", "effective", "permitted"] {
+            v["process"]["capabilities"][set]
+                .as_array_mut()
+                .unwrap()
+                .push("CAP_MKNOD".into());
+        }
+    });
+    let bs = b.to_str().unwrap();
+    let probe = |args: &[&str]| -> Value {
+        let o = env.run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+    };
+    let strict = probe(&["--hardened", "run", "--bundle", bs, "s1"]);
+    let plain = probe(&["run", "--bundle", bs, "p1"]);
+    assert_eq!(strict["threads"], 8, "{strict}");
+    assert_eq!(strict["exec_usr"], "6", "{strict}");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["exec_tmp"], "7", "control: {plain}");
+    assert_eq!(
+        strict["mknod"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["mknod"], "ok", "control: {plain}");
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    assert_eq!(plain["nofile"], serde_json::json!([1024, 1024]), "control");
+    let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    // Its own: a random id in the kernel's format, not the host's, not empty.
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(
+        own.len() == 37 && own.matches('-').count() == 4 && own != host_boot_id,
+        "{strict}"
+    );
+    assert_eq!(plain["boot_id"], host_boot_id.as_str(), "control");
+    assert_eq!(strict["cmdline"], "", "{strict}");
+    assert_ne!(plain["cmdline"], "", "control");
+    assert_eq!(strict["tmp_inodes"], (16u64 << 20) / 4096, "{strict}");
+    assert!(
+        plain["tmp_inodes"].as_u64().unwrap() > 16 << 20 >> 12,
+        "control: {plain}"
+    );
+    for call in ["bpf", "userfaultfd", "io_uring_setup"] {
+        let b = env.bundle(&format!("k-{call}"), |v| {
+            v["process"]["args"] = serde_json::json!(["python3", "-c", EXPLOIT_CALL, call]);
+        });
+        let bs = b.to_str().unwrap();
+        let o = env.run(&["--hardened", "run", "--bundle", bs, &format!("ks-{call}")]);
+        assert_eq!(
+            o.status.code(),
+            Some(128 + libc::SIGSYS),
+            "{call}: {}",
+            stdout(&o)
+        );
+        let o = env.run(&["run", "--bundle", bs, &format!("kp-{call}")]);
+        assert!(
+            stdout(&o).starts_with("returned"),
+            "control {call}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// `exec` in a container the strict runtime made hardens its process as the init,
+/// without `--hardened` given again (Docker repeats it; a caller may not): the
+/// open-file cap, Landlock (nothing written to /tmp runs) and the seccomp kills.
+/// Control: the same `exec`s in a container of the plain runtime.
+#[test]
+fn hardened_container_hardens_its_execs() {
+    if !require_root("hardened_container_hardens_its_execs") {
+        return;
+    }
+    let env = Env::new();
+    let b = env.bundle("b", |v| {
+        v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+            "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+    });
+    let bs = b.to_str().unwrap();
+    env.run_ok(&["--hardened", "run", "-d", "--bundle", bs, "strict"]);
+    env.run_ok(&["run", "-d", "--bundle", bs, "plain"]);
+    let probe = r#"
+import json, os, resource, shutil, subprocess, sys
+shutil.copy(sys.executable, "/tmp/py-%d" % os.getpid())
+os.chmod("/tmp/py-%d" % os.getpid(), 0o755)
+try:
+    r = subprocess.run(["/tmp/py-%d" % os.getpid(), "-c", "print(7)"], capture_output=True, text=True)
+    x = r.stdout.strip()
+except OSError as e:
+    x = "error %d" % e.errno
+print(json.dumps({"nofile": resource.getrlimit(resource.RLIMIT_NOFILE), "exec_tmp": x}))
+"#;
+    let exec = |id: &str, args: &[&str]| {
+        let mut a = vec!["exec", id, "python3", "-c"];
+        a.extend_from_slice(args);
+        env.run(&a)
+    };
+    let parse = |o: &Output| -> Value {
+        assert!(o.status.success(), "{}", stderr(o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+    };
+    let strict = parse(&exec("strict", &[probe]));
+    let plain = parse(&exec("plain", &[probe]));
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    assert_eq!(plain["nofile"], serde_json::json!([1024, 1024]), "control");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["exec_tmp"], "7", "control: {plain}");
+    let o = exec("strict", &[EXPLOIT_CALL, "io_uring_setup"]);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSYS), "{}", stdout(&o));
+    let o = exec("plain", &[EXPLOIT_CALL, "io_uring_setup"]);
+    assert!(
+        stdout(&o).starts_with("returned"),
+        "control: {}",
+        stderr(&o)
+    );
+    env.run_ok(&["delete", "--force", "strict"]);
+    env.run_ok(&["delete", "--force", "plain"]);
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// `--hardened` is never ignored: outside the OCI verbs (where it would mean
+/// nothing) it is refused. Control: the same run without it.
+#[test]
+fn hardened_is_refused_outside_the_oci_verbs() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.py");
+    std::fs::write(&script, "print(1)\n").unwrap();
+    let s = script.to_str().unwrap();
+    for args in [&["--hardened", "exec", s][..], &["assess", "--hardened", s]] {
+        let o = Command::new(binary()).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            stderr(&o).contains("--hardened is for the OCI runtime verbs"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let o = Command::new(binary()).args(["assess", s]).output().unwrap();
+    assert!(o.status.success(), "control: {}", stderr(&o));
+}
+
+/// `maibox spec`'s template is runc 1.1's: a cgroup namespace only on a unified
+/// (cgroup2) host. On a v1 or hybrid host the container's init and a process
+/// `exec` adds see their group's own path in `/proc/self/cgroup` (runc's bats
+/// "runc exec (cgroup v1+hybrid joins correct cgroup)"), not `/`.
+#[test]
+fn spec_template_has_a_cgroup_namespace_only_on_unified_hosts() {
+    if !require_root("spec_template_has_a_cgroup_namespace_only_on_unified_hosts") {
+        return;
+    }
+    let env = Env::new();
+    let unified = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let tag = format!("maibox-specns-test-{}", std::process::id());
+    let b = env.bundle("b", |v| {
+        let ns = v["linux"]["namespaces"].as_array().unwrap();
+        let has_cgroupns = ns.iter().any(|n| n["type"] == "cgroup");
+        assert_eq!(has_cgroupns, unified, "template namespaces: {ns:?}");
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+        v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
+    });
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "sn1"]);
+    let probe = "print(open('/proc/1/cgroup').read() + open('/proc/self/cgroup').read(), end='')";
+    let o = env.run(&["exec", "sn1", "python3", "-c", probe]);
+    env.run_ok(&["delete", "-f", "sn1"]);
+    remove_cgroup_tree(&tag, &["c"]);
+    assert!(o.status.success(), "exec: {}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(":memory:") || l.starts_with("0::"))
+        .map(|l| l.rsplit(':').next().unwrap())
+        .collect();
+    assert!(!lines.is_empty() && lines.len().is_multiple_of(2), "{out}");
+    let want = if unified {
+        "/".to_string()
+    } else {
+        format!("/{tag}/c")
+    };
+    for l in &lines {
+        assert_eq!(*l, want, "{out}");
+    }
+}
+
+/// A `cgroupsPath` that already holds another container's processes is joined
+/// with runc 1.1's warning (bats "runc run/create should warn about a non-empty
+/// cgroup"); deleting one of the containers leaves the others and their group.
+#[test]
+fn non_empty_cgroup_is_joined_with_a_warning() {
+    if !require_root("non_empty_cgroup_is_joined_with_a_warning") {
+        return;
+    }
+    let env = Env::new();
+    let tag = format!("maibox-shared-test-{}", std::process::id());
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+        v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
+    });
+    let bundle = b.to_str().unwrap();
+    let warning = "container's cgroup is not empty";
+    // Control: the first one, in a fresh group, has no warning.
+    let o = env.run_ok(&["run", "-d", "--bundle", bundle, "sh1"]);
+    assert!(!stderr(&o).contains(warning), "{}", stderr(&o));
+    let o = env.run_ok(&["run", "-d", "--bundle", bundle, "sh2"]);
+    assert!(
+        stderr(&o).contains(&format!("{warning}: 1 process(es) found")),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run_ok(&["create", "--bundle", bundle, "sh3"]);
+    assert!(
+        stderr(&o).contains(&format!("{warning}: 2 process(es) found")),
+        "{}",
+        stderr(&o)
+    );
+    let log = std::fs::read_to_string(env.log()).unwrap();
+    assert!(log.contains("\"level\":\"warning\""), "{log}");
+    let pid = |id: &str| env.state(id)["pid"].as_i64().unwrap();
+    let group = cgroup_file(pid("sh1"), "memory", "cgroup.procs");
+    assert_eq!(group, cgroup_file(pid("sh2"), "memory", "cgroup.procs"));
+    assert_eq!(group, cgroup_file(pid("sh3"), "memory", "cgroup.procs"));
+    // Deleting one (created, then running) kills nothing of the others'.
+    env.run_ok(&["delete", "-f", "sh3"]);
+    env.run_ok(&["delete", "-f", "sh2"]);
+    assert_eq!(env.state("sh1")["status"], "running");
+    assert_eq!(read_trim(&group), pid("sh1").to_string());
+    // Nor of a container under another state root, which maibox cannot list:
+    // its processes are in another pid namespace.
+    let other = Env::new();
+    other.run_ok(&["run", "-d", "--bundle", bundle, "sh4"]);
+    env.run_ok(&["delete", "-f", "sh1"]);
+    assert_eq!(other.state("sh4")["status"], "running");
+    assert_eq!(read_trim(&group), other.state("sh4")["pid"].to_string());
+    other.run_ok(&["delete", "-f", "sh4"]);
+    // The last one out removes the group.
+    assert!(!group.exists(), "{} left behind", group.display());
+    remove_cgroup_tree(&tag, &["c"]);
+}
+
+/// `update --memory-swap -1` lifts the swap limit as runc does (v1:
+/// memory.memsw.limit_in_bytes -1, where the host accounts swap; v2:
+/// memory.swap.max "max"); a memory limit given alone withholds swap again.
+#[test]
+fn update_memory_swap_minus_one_lifts_the_swap_limit() {
+    if !require_root("update_memory_swap_minus_one_lifts_the_swap_limit") {
+        return;
+    }
+    let env = Env::new();
+    let tag = format!("maibox-swap-test-{}", std::process::id());
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+        v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
+        v["linux"]["resources"] = serde_json::json!({"memory": {"limit": 64 << 20}});
+    });
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "sw1"]);
+    let pid = env.state("sw1")["pid"].as_i64().unwrap();
+    let v1 = cgroup_v1();
+    let (file, withheld, lifted) = if v1 {
+        let root = read_trim(Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+        ("memory.memsw.limit_in_bytes", (64 << 20).to_string(), root)
+    } else {
+        ("memory.swap.max", "0".to_string(), "max".to_string())
+    };
+    let swap = cgroup_file(pid, "memory", file);
+    let present = swap.exists();
+    if present {
+        assert_eq!(read_trim(&swap), withheld, "at create");
+    }
+    let o = env.run_ok(&["update", "--memory-swap", "-1", "sw1"]);
+    assert!(!stderr(&o).contains("not applied"), "{}", stderr(&o));
+    if present {
+        assert_eq!(read_trim(&swap), lifted);
+        env.run_ok(&["update", "--memory", "32M", "sw1"]);
+        let again = if v1 {
+            (32 << 20).to_string()
+        } else {
+            "0".into()
+        };
+        assert_eq!(read_trim(&swap), again);
+        // Both at once: the limit, and swap lifted.
+        env.run_ok(&["update", "--memory", "48M", "--memory-swap", "-1", "sw1"]);
+        assert_eq!(read_trim(&swap), lifted);
+        let limit = if v1 {
+            "memory.limit_in_bytes"
+        } else {
+            "memory.max"
+        };
+        assert_eq!(
+            read_trim(&cgroup_file(pid, "memory", limit)),
+            (48 << 20).to_string()
+        );
+    } else {
+        eprintln!("no swap accounting on this host: only the exit status checked");
+    }
+    env.run_ok(&["delete", "-f", "sw1"]);
+    remove_cgroup_tree(&tag, &["c"]);
+}
+
+/// Every OCI verb answers `-h` and `--help` in runc's layout (`NAME:`, then the
+/// verb and its summary); an unknown topic is a clear error. `checkpoint` and
+/// `restore` exist, and fail with "not supported by maibox" and a non-zero
+/// status (what containerd shows the user), leaving a running container as it
+/// was and creating nothing.
+#[test]
+fn help_for_every_verb_and_checkpoint_restore_refused() {
+    if !require_root("help_for_every_verb_and_checkpoint_restore_refused") {
+        return;
+    }
+    let verbs = [
+        "checkpoint",
+        "create",
+        "delete",
+        "events",
+        "features",
+        "kill",
+        "list",
+        "pause",
+        "ps",
+        "restore",
+        "resume",
+        "run",
+        "spec",
+        "start",
+        "state",
+        "update",
+    ];
+    for verb in verbs {
+        for flag in ["-h", "--help"] {
+            let o = Command::new(binary()).args([verb, flag]).output().unwrap();
+            assert!(o.status.success(), "{verb} {flag}: {}", stderr(&o));
+            let out = stdout(&o);
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.first(), Some(&"NAME:"), "{verb} {flag}: {out}");
+            assert!(
+                lines[1].starts_with(&format!("   maibox {verb} - ")),
+                "{verb} {flag}: {out}"
+            );
+            assert!(out.contains("\nUSAGE:\n"), "{verb} {flag}: {out}");
+        }
+    }
+    for args in [&["foo", "-h"][..], &["help", "foo"]] {
+        let o = Command::new(binary()).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            stderr(&o).contains("No help topic for 'foo'"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let env = Env::new();
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+    });
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "cp1"]);
+    let images = env.scratch.path().join("images");
+    // As containerd's runc shim calls them.
+    let o = env.run(&[
+        "checkpoint",
+        "--image-path",
+        images.to_str().unwrap(),
+        "--work-path",
+        images.to_str().unwrap(),
+        "--leave-running",
+        "cp1",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let refusal = "checkpoint of container cp1 is not supported by maibox";
+    assert!(stderr(&o).contains(refusal), "{}", stderr(&o));
+    assert!(env.log_messages().iter().any(|m| m.contains(refusal)));
+    assert_eq!(env.state("cp1")["status"], "running");
+    assert!(!images.exists());
+    let o = env.run(&[
+        "restore",
+        "--bundle",
+        b.to_str().unwrap(),
+        "--image-path",
+        images.to_str().unwrap(),
+        "--detach",
+        "cp2",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("restore of container cp2 is not supported by maibox"),
+        "{}",
+        stderr(&o)
+    );
+    env.run_ok(&["delete", "-f", "cp1"]);
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// Kubernetes' `shareProcessNamespace: true`: a pod's containers join the pid
+/// namespace of its first one by path (as they join its network, ipc and uts
+/// namespaces). The joined container sees the first one's process in /proc,
+/// and the first sees it; deleting the joined one leaves the first running.
+/// Joining a mount namespace stays refused, and a bundle without one too,
+/// each with an error that says why.
+#[test]
+fn pid_namespace_is_shared_by_path_as_in_a_pod() {
+    if !require_root("pid_namespace_is_shared_by_path_as_in_a_pod") {
+        return;
+    }
+    let env = Env::new();
+    let sleeper = |marker: &str| {
+        serde_json::json!([
+            "python3",
+            "-c",
+            format!("import time; time.sleep(60) # {marker}")
+        ])
+    };
+    let a = env.bundle("a", |v| v["process"]["args"] = sleeper("pod-first"));
+    env.run_ok(&["run", "-d", "--bundle", a.to_str().unwrap(), "spa"]);
+    let pid = env.state("spa")["pid"].as_i64().unwrap();
+    let ns = |p: i64, kind: &str| std::fs::read_link(format!("/proc/{p}/ns/{kind}")).unwrap();
+    let join = |v: &mut Value, kinds: &[&str]| {
+        let list = v["linux"]["namespaces"].as_array_mut().unwrap();
+        list.retain(|n| !kinds.contains(&n["type"].as_str().unwrap()));
+        for k in kinds {
+            let file = if *k == "network" { "net" } else { k };
+            list.push(serde_json::json!({"type": k, "path": format!("/proc/{pid}/ns/{file}")}));
+        }
+        v["hostname"] = "".into();
+    };
+    // What the joined container sees: every command line in its /proc, and its pid.
+    let probe = r#"
+import os
+cmds = []
+for p in os.listdir('/proc'):
+    if p.isdigit() and int(p) != os.getpid():
+        try:
+            cmds.append(open(f'/proc/{p}/cmdline').read().replace('\0', ' '))
+        except OSError:
+            pass
+print(os.getpid(), any('pod-first' in c for c in cmds))
+"#;
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
+        join(v, &["pid", "network", "ipc", "uts"]);
+    });
+    let o = env.run_ok(&["run", "--bundle", b.to_str().unwrap(), "spb"]);
+    let out = stdout(&o);
+    let (own_pid, sees) = out.trim().split_once(' ').unwrap();
+    assert_eq!(sees, "True", "{out} {}", stderr(&o));
+    assert_ne!(own_pid, "1", "the first container's init is 1: {out}");
+    // Control: with a pid namespace of its own, the first one's process is not there.
+    let own = env.bundle("c", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", probe]);
+        join(v, &["network", "ipc", "uts"]);
+    });
+    let o = env.run_ok(&["run", "--bundle", own.to_str().unwrap(), "spc"]);
+    assert_eq!(stdout(&o), "1 False\n", "{}", stderr(&o));
+    // A long-lived joined container: in the pod's namespace, seen from the first,
+    // and deleted without touching it.
+    let d = env.bundle("d", |v| {
+        v["process"]["args"] = sleeper("pod-second");
+        join(v, &["pid"]);
+    });
+    env.run_ok(&["run", "-d", "--bundle", d.to_str().unwrap(), "spd"]);
+    let second = env.state("spd")["pid"].as_i64().unwrap();
+    assert_eq!(ns(second, "pid"), ns(pid, "pid"));
+    assert_ne!(ns(second, "mnt"), ns(pid, "mnt"));
+    // The runtime's own children stay in the host's pid namespace.
+    let me = std::process::id() as i64;
+    assert_ne!(ns(me, "pid"), ns(pid, "pid"));
+    let o = env.run(&[
+        "exec",
+        "spa",
+        "python3",
+        "-c",
+        "import os; print(any('pod-second' in open(f'/proc/{p}/cmdline').read() for p in os.listdir('/proc') if p.isdigit()))",
+    ]);
+    assert_eq!(stdout(&o), "True\n", "{}", stderr(&o));
+    env.run_ok(&["delete", "-f", "spd"]);
+    assert_eq!(env.state("spa")["status"], "running");
+    // Refused, each saying why: a mount namespace by path, no mount namespace,
+    // and a file of the wrong type for a pid namespace.
+    let mnt = env.bundle("m", |v| join(v, &["mount"]));
+    expect_create_refused_keeping(
+        &env,
+        &mnt,
+        "spm",
+        "joining an existing mount namespace is refused",
+    );
+    let nomnt = env.bundle("n", |v| {
+        let list = v["linux"]["namespaces"].as_array_mut().unwrap();
+        list.retain(|n| n["type"] != "mount");
+    });
+    expect_create_refused_keeping(&env, &nomnt, "spn", "no mount namespace");
+    let wrong = env.bundle("w", |v| {
+        let list = v["linux"]["namespaces"].as_array_mut().unwrap();
+        list.retain(|n| n["type"] != "pid");
+        list.push(serde_json::json!({"type": "pid", "path": format!("/proc/{pid}/ns/net")}));
+    });
+    expect_create_refused_keeping(&env, &wrong, "spw", "cannot join the pid namespace");
+    env.run_ok(&["delete", "-f", "spa"]);
+    assert!(env.ids().is_empty(), "{:?}", env.ids());
+}
+
+/// `create` of `bundle` fails with `needle` in the log and leaves no state for `id`
+/// (other containers may run).
+fn expect_create_refused_keeping(env: &Env, bundle: &Path, id: &str, needle: &str) {
+    expect_failure(
+        env,
+        &["create", "--bundle", bundle.to_str().unwrap(), id],
+        needle,
+    );
+    assert!(!env.ids().contains(&id.to_string()), "{id} left behind");
 }

@@ -13,12 +13,14 @@
 //!
 //! Every line of a segment is one [`record::Record`]; the records form one hash
 //! chain across all segments (see [`record`] for the canonical serialization and
-//! [`verify`] for what is checked).
+//! [`verify`](mod@verify) for what is checked).
 
 pub mod config;
 pub mod diff;
 pub mod error;
 pub mod keys;
+pub(crate) mod line;
+pub(crate) mod lock;
 pub mod record;
 pub mod render;
 pub mod segments;
@@ -31,7 +33,7 @@ pub use diff::unified_diff;
 pub use error::AuditError;
 pub use keys::key_fingerprint;
 pub use record::{Assessment, Caller, CodeInfo, Event, Kind, Record, RunEnd, RunStart};
-pub use render::{show, tail, tail_with, TailOptions};
+pub use render::{show, tail, tail_with, ShowFilter, TailOptions};
 pub use sources::PreviousSource;
 pub use verify::{verify, verify_pinned, Problem, ProblemKind, VerifyReport};
 pub use writer::{AppendedRecord, AuditLog, Opened};

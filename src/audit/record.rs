@@ -100,6 +100,10 @@ pub struct Caller {
     pub uid: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// How the run reached maibox when not from the caller's own command: a server
+    /// names itself here (`maibox serve` pid and socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// The code that was run.

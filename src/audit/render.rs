@@ -98,55 +98,7 @@ pub fn render(e: &Entry, with_diff: bool) -> String {
     }
     match r.kind.as_str() {
         "run_start" => {
-            let uid = b
-                .pointer("/caller/uid")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            let name = b
-                .pointer("/caller/name")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            s.push_str(&format!(
-                " user={uid}({name}) trust={} code={} ({} B)",
-                b.get("trust_level").and_then(Value::as_str).unwrap_or("?"),
-                short(
-                    b.pointer("/code/sha256")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                ),
-                b.pointer("/code/size").and_then(Value::as_u64).unwrap_or(0),
-            ));
-            if let Some(p) = b.pointer("/code/path").and_then(Value::as_str) {
-                s.push_str(&format!(" path={p}"));
-            }
-            s.push_str(&format!(
-                " verdict={} findings={}",
-                b.pointer("/assessment/verdict")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?"),
-                compact(b.pointer("/assessment/findings"))
-            ));
-            if let Some(o) = b.get("override_reason").and_then(Value::as_str) {
-                s.push_str(&format!(" override={o:?}"));
-            }
-            s.push_str(&format!(
-                " limits={} layers={}",
-                compact(b.get("limits")),
-                compact(b.get("layers"))
-            ));
-            s.push('\n');
-            if let Some(d) = b.pointer("/code/diff").and_then(Value::as_str) {
-                if with_diff {
-                    for l in d.lines() {
-                        s.push_str(&format!("    | {l}\n"));
-                    }
-                } else {
-                    s.push_str(&format!(
-                        "    changed since previous version: {} diff lines (--run to show)\n",
-                        d.lines().count()
-                    ));
-                }
-            }
+            run_start(b, with_diff, &mut s);
             return s;
         }
         "run_end" => {
@@ -171,6 +123,60 @@ pub fn render(e: &Entry, with_diff: bool) -> String {
     s
 }
 
+/// The rest of a `run_start` line: who ran what code, at which trust, with
+/// what verdict, limits and layers; then the diff (or its size).
+fn run_start(b: &Value, with_diff: bool, s: &mut String) {
+    let uid = b
+        .pointer("/caller/uid")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let name = b
+        .pointer("/caller/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    s.push_str(&format!(
+        " user={uid}({name}) trust={} code={} ({} B)",
+        b.get("trust_level").and_then(Value::as_str).unwrap_or("?"),
+        short(
+            b.pointer("/code/sha256")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        ),
+        b.pointer("/code/size").and_then(Value::as_u64).unwrap_or(0),
+    ));
+    if let Some(p) = b.pointer("/code/path").and_then(Value::as_str) {
+        s.push_str(&format!(" path={p}"));
+    }
+    s.push_str(&format!(
+        " verdict={} findings={}",
+        b.pointer("/assessment/verdict")
+            .and_then(Value::as_str)
+            .unwrap_or("?"),
+        compact(b.pointer("/assessment/findings"))
+    ));
+    if let Some(o) = b.get("override_reason").and_then(Value::as_str) {
+        s.push_str(&format!(" override={o:?}"));
+    }
+    s.push_str(&format!(
+        " limits={} layers={}",
+        compact(b.get("limits")),
+        compact(b.get("layers"))
+    ));
+    s.push('\n');
+    if let Some(d) = b.pointer("/code/diff").and_then(Value::as_str) {
+        if with_diff {
+            for l in d.lines() {
+                s.push_str(&format!("    | {l}\n"));
+            }
+        } else {
+            s.push_str(&format!(
+                "    changed since previous version: {} diff lines (--run to show)\n",
+                d.lines().count()
+            ));
+        }
+    }
+}
+
 fn emit(out: &mut dyn Write, e: &Entry, json: bool, with_diff: bool) -> Result<(), AuditError> {
     let res = if json {
         out.write_all(&e.raw).and_then(|_| out.write_all(b"\n"))
@@ -182,28 +188,35 @@ fn emit(out: &mut dyn Write, e: &Entry, json: bool, with_diff: bool) -> Result<(
 
 /// Prints records, optionally only those of one run (full id or a prefix)
 /// and/or from a point in time on. `json` prints the stored lines verbatim.
+/// Which records `show` prints.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShowFilter<'a> {
+    /// Only this run's records (a prefix of its id).
+    pub run: Option<&'a str>,
+    /// Only records from this time on (RFC 3339, a date, or an age such as 2h).
+    pub since: Option<&'a str>,
+    /// Only the last N of the records that pass the other filters.
+    pub last: Option<usize>,
+}
+
 pub fn show(
     dir: &Path,
-    run: Option<&str>,
-    since: Option<&str>,
+    filter: ShowFilter,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<(), AuditError> {
-    let since = since.map(parse_since).transpose()?;
-    for e in read_records(dir)? {
-        if let Some(r) = &e.record {
-            if run.is_some_and(|want| !r.run_id.as_deref().is_some_and(|id| id.starts_with(want))) {
-                continue;
-            }
-            if let Some(t0) = since {
-                if record::parse_time(&r.time).map_or(true, |t| t < t0) {
-                    continue;
-                }
-            }
-        } else if run.is_some() || since.is_some() {
-            continue;
+    let (run, since) = (filter.run, filter.since.map(parse_since).transpose()?);
+    let keep = |e: &Entry| match &e.record {
+        Some(r) => {
+            run.is_none_or(|want| r.run_id.as_deref().is_some_and(|id| id.starts_with(want)))
+                && since.is_none_or(|t0| record::parse_time(&r.time).is_ok_and(|t| t >= t0))
         }
-        emit(out, &e, json, run.is_some())?;
+        None => run.is_none() && since.is_none(),
+    };
+    let shown: Vec<Entry> = read_records(dir)?.into_iter().filter(keep).collect();
+    let skip = filter.last.map_or(0, |n| shown.len().saturating_sub(n));
+    for e in &shown[skip..] {
+        emit(out, e, json, run.is_some())?;
     }
     Ok(())
 }
@@ -333,7 +346,7 @@ mod tests {
         log.append_run_start(&s).unwrap();
         log.append_run_end(&sample_end("abcdef-1")).unwrap();
         let mut out = Vec::new();
-        show(d.path(), Some("abcdef"), None, false, &mut out).unwrap();
+        show(d.path(), run_filter("abcdef"), false, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.matches(" run=abcdef-1").count(), 2, "{text}");
         assert!(text.contains("user=1000(alice) trust=untrusted"), "{text}");
@@ -342,14 +355,14 @@ mod tests {
         assert!(text.contains("exit={\"code\":0}"), "{text}");
         assert!(!text.contains("run-0"), "{text}");
         let mut out = Vec::new();
-        show(d.path(), None, None, true, &mut out).unwrap();
+        show(d.path(), ShowFilter::default(), true, &mut out).unwrap();
         let raw = fs_lines(d.path());
         assert_eq!(String::from_utf8(out).unwrap(), raw);
         let mut out = Vec::new();
-        show(d.path(), None, Some("2999-01-01"), false, &mut out).unwrap();
+        show(d.path(), since("2999-01-01"), false, &mut out).unwrap();
         assert!(out.is_empty());
         let mut out = Vec::new();
-        show(d.path(), None, Some("1h"), false, &mut out).unwrap();
+        show(d.path(), since("1h"), false, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out)
                 .unwrap()
@@ -358,7 +371,31 @@ mod tests {
                 .count(),
             5
         );
-        assert!(show(d.path(), None, Some("last tuesday"), false, &mut Vec::new()).is_err());
+        assert!(show(d.path(), since("last tuesday"), false, &mut Vec::new()).is_err());
+        // The last N of what the other filters select, in log order.
+        let mut out = Vec::new();
+        let last_two = ShowFilter {
+            last: Some(2),
+            ..since("1h")
+        };
+        show(d.path(), last_two, true, &mut out).unwrap();
+        let tail: Vec<&str> = raw.lines().rev().take(2).collect();
+        let shown = String::from_utf8(out).unwrap();
+        assert_eq!(shown.lines().rev().collect::<Vec<_>>(), tail, "{shown}");
+    }
+
+    fn run_filter(run: &str) -> ShowFilter<'_> {
+        ShowFilter {
+            run: Some(run),
+            ..Default::default()
+        }
+    }
+
+    fn since(since: &str) -> ShowFilter<'_> {
+        ShowFilter {
+            since: Some(since),
+            ..Default::default()
+        }
     }
 
     fn fs_lines(dir: &Path) -> String {

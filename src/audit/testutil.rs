@@ -33,6 +33,7 @@ pub fn sample_start(run_id: &str) -> RunStart {
         caller: super::Caller {
             uid: 1000,
             name: Some("alice".into()),
+            via: None,
         },
         trust_level: "untrusted".into(),
         code: super::CodeInfo {

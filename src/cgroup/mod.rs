@@ -6,6 +6,11 @@
 //! path here is absolute, under a configurable parent (default `/maibox`) at the root
 //! of each hierarchy; nothing relative to maibox's own cgroup is ever touched.
 
+pub mod freezer;
+pub mod hierarchy;
+pub mod oci;
+pub mod resources;
+pub mod stats;
 mod v1;
 mod v2;
 
@@ -177,6 +182,10 @@ pub struct RunCgroup {
     joined: Vec<PathBuf>,
     pub limits: Limits,
     removed: bool,
+    /// The group held someone else's processes when it was joined: they are
+    /// never killed by this value's drop (a failed `create` kills its own
+    /// init by pid).
+    shared: bool,
 }
 
 /// Name of a run's group: the owner's pid and start time let the next maibox tell a
@@ -224,32 +233,42 @@ fn owner_alive(name: &str) -> bool {
     }
 }
 
-/// An existing group with processes in it belongs to someone else's container.
-fn refuse_busy(dir: &Path) -> Result<(), CgroupError> {
-    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-    if procs.trim().is_empty() {
-        return Ok(());
-    }
-    Err(CgroupError::Invalid(format!(
-        "{} already holds processes ({}); give the container a cgroupsPath of its own",
-        dir.display(),
-        procs
-            .split_whitespace()
-            .take(5)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
+/// How many processes the groups at `dirs` already hold (each counted once):
+/// another container's, when an OCI `cgroupsPath` names a group in use.
+pub fn processes_in(dirs: &[PathBuf]) -> usize {
+    let mut pids: Vec<i32> = dirs.iter().flat_map(|d| procs(d)).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.len()
+}
+
+/// Where a run's group goes under `cfg.parent`, relative to a hierarchy's root.
+fn run_rel(cfg: &CgroupConfig, run_id: &str) -> PathBuf {
+    Path::new(cfg.parent.trim_start_matches('/')).join(group_name(run_id))
 }
 
 impl RunCgroup {
+    /// The directories [`RunCgroup::create`] would make for `run_id`, known before
+    /// they exist (a cleaner armed before them removes them, see [`crate::teardown`]).
+    pub fn planned_dirs(layout: &Layout, cfg: &CgroupConfig, run_id: &str) -> Vec<PathBuf> {
+        let rel = run_rel(cfg, run_id);
+        let mut dirs: Vec<PathBuf> = match layout {
+            Layout::V2 { root } => vec![root.join(&rel)],
+            Layout::V1 { controllers } => controllers.values().map(|m| m.join(&rel)).collect(),
+            Layout::None => Vec::new(),
+        };
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
     pub fn create(
         layout: &Layout,
         cfg: &CgroupConfig,
         run_id: &str,
         limits: Limits,
     ) -> Result<RunCgroup, CgroupError> {
-        let name = group_name(run_id);
-        let rel = Path::new(cfg.parent.trim_start_matches('/')).join(&name);
+        let rel = run_rel(cfg, run_id);
         let dirs = match layout {
             Layout::V2 { root } => v2::create(
                 root,
@@ -271,14 +290,16 @@ impl RunCgroup {
             joined: Vec::new(),
             limits,
             removed: false,
+            shared: false,
         })
     }
 
     /// A group at `rel` under every hierarchy's root, as an OCI `cgroupsPath` names it
     /// (never relative to maibox's own cgroup). Unlike a run's group, an existing
     /// empty group is joined, as runc does (a caller may prepare it, or freeze it to
-    /// be refused); one that already holds processes is refused: two containers
-    /// never share one.
+    /// be refused). One that already holds processes is joined too, as runc 1.1
+    /// does (the caller warns): its processes are never killed here, and only
+    /// the groups this call made are removed when the value is dropped.
     pub fn create_at(
         layout: &Layout,
         rel: &Path,
@@ -293,17 +314,10 @@ impl RunCgroup {
         .into_iter()
         .filter(|d| d.is_dir())
         .collect();
+        let shared = processes_in(&joined) > 0;
         let dirs = match layout {
-            Layout::V2 { root } => {
-                refuse_busy(&root.join(rel))?;
-                v2::create(root, parent, rel, &limits, true)?
-            }
-            Layout::V1 { controllers } => {
-                for mount in controllers.values() {
-                    refuse_busy(&mount.join(rel))?;
-                }
-                v1::create(controllers, rel, &limits, true)?
-            }
+            Layout::V2 { root } => v2::create(root, parent, rel, &limits, true)?,
+            Layout::V1 { controllers } => v1::create(controllers, rel, &limits, true)?,
             Layout::None => {
                 return Err(CgroupError::Invalid(
                     "no cgroup hierarchy with a memory controller is mounted".into(),
@@ -316,6 +330,7 @@ impl RunCgroup {
             joined,
             limits,
             removed: false,
+            shared,
         })
     }
 
@@ -354,6 +369,32 @@ impl RunCgroup {
             .collect()
     }
 
+    /// Lowers the group's memory, CPU and pids limits (a warm sandbox's, to a
+    /// request's). On v1 the memory limit goes before its memsw twin, which may not
+    /// be below it: lowering keeps that order right.
+    pub fn lower(&self, l: Limits) -> Result<(), CgroupError> {
+        match &self.layout {
+            Layout::V2 { .. } => self.dirs.values().try_for_each(|d| v2::set_limits(d, &l)),
+            _ => v1::set_limits(&self.dirs, &l),
+        }
+    }
+
+    /// The group's share of contended CPU: the least while a warm sandbox prepares (a
+    /// run in progress comes first), the default once it serves. Best effort: a host
+    /// without the file keeps its default.
+    pub fn cpu_share(&self, least: bool) {
+        let (file, low, normal) = match &self.layout {
+            Layout::V2 { .. } => ("cpu.weight", "1", "100"),
+            _ => ("cpu.shares", "2", "1024"),
+        };
+        for d in self.dirs.values() {
+            let p = d.join(file);
+            if p.exists() {
+                let _ = write("set the CPU share", &p, if least { low } else { normal });
+            }
+        }
+    }
+
     pub fn stats(&self) -> Usage {
         match &self.layout {
             Layout::V2 { .. } => v2::stats(&self.dirs),
@@ -378,7 +419,9 @@ impl RunCgroup {
         if self.removed {
             return Ok(());
         }
-        self.kill_all();
+        if !self.shared {
+            self.kill_all();
+        }
         let mut last = Ok(());
         for dir in self.dirs.values().filter(|d| !self.joined.contains(d)) {
             last = last.and(rmdir_retry(dir));
@@ -391,17 +434,8 @@ impl RunCgroup {
         self.dirs.values().cloned().collect()
     }
 
-    /// The groups this run made (not those it joined), which its end removes.
-    pub fn own_dirs(&self) -> Vec<PathBuf> {
-        self.dirs
-            .values()
-            .filter(|d| !self.joined.contains(d))
-            .cloned()
-            .collect()
-    }
-
-    /// Leaves the removal to a [`crate::teardown::Cleaner`] that holds
-    /// [`RunCgroup::own_dirs`].
+    /// Leaves the removal to a [`crate::teardown::Cleaner`] armed with
+    /// [`RunCgroup::planned_dirs`].
     pub fn hand_off(mut self) {
         self.removed = true;
     }

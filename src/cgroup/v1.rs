@@ -14,8 +14,30 @@ pub fn create(
     l: &Limits,
     join_existing: bool,
 ) -> Result<BTreeMap<String, PathBuf>, CgroupError> {
-    let mut dirs = BTreeMap::new();
     // Groups this call made: only these are removed when a limit cannot be set.
+    let (dirs, made) = create_dirs(controllers, rel, join_existing)?;
+    if let Err(e) = set_limits(&dirs, l) {
+        for d in &made {
+            let _ = std::fs::remove_dir(d);
+        }
+        return Err(e);
+    }
+    if !dirs.contains_key("memory") {
+        return Err(CgroupError::Invalid(
+            "the v1 memory controller is not mounted".into(),
+        ));
+    }
+    Ok(dirs)
+}
+
+/// The run's group in each controller's hierarchy: controller → directory,
+/// and the directories this call made.
+fn create_dirs(
+    controllers: &BTreeMap<String, PathBuf>,
+    rel: &Path,
+    join_existing: bool,
+) -> Result<(BTreeMap<String, PathBuf>, Vec<PathBuf>), CgroupError> {
+    let mut dirs = BTreeMap::new();
     let mut made = Vec::new();
     // cpu and cpuacct are often co-mounted: one directory serves both.
     let mut seen = std::collections::BTreeSet::new();
@@ -34,66 +56,57 @@ pub fn create(
         }
         dirs.insert(name.clone(), dir);
     }
+    Ok((dirs, made))
+}
+
+/// Writes the limits of `l`; a zero limit is "not limited" (an OCI spec may
+/// leave any of them out).
+pub fn set_limits(dirs: &BTreeMap<String, PathBuf>, l: &Limits) -> Result<(), CgroupError> {
     let set = |ctl: &str, file: &str, v: String, step: &'static str| -> Result<(), CgroupError> {
         match dirs.get(ctl) {
             Some(d) if d.join(file).exists() => write(step, &d.join(file), &v),
             _ => Ok(()),
         }
     };
-    // A zero limit is "not limited" (an OCI spec may leave any of them out).
-    let result = (|| {
-        if l.memory_bytes > 0 {
-            set(
-                "memory",
-                "memory.limit_in_bytes",
-                l.memory_bytes.to_string(),
-                "set memory.limit_in_bytes",
-            )?;
-            // No swap: memsw equal to the memory limit (only where swap accounting exists).
-            set(
-                "memory",
-                "memory.memsw.limit_in_bytes",
-                l.memory_bytes.to_string(),
-                "set memory.memsw.limit_in_bytes",
-            )?;
-        }
-        if l.pids > 0 {
-            set("pids", "pids.max", l.pids.to_string(), "set pids.max")?;
-        }
-        if l.cpus <= 0.0 {
-            return Ok(());
-        }
-        let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
-        let cpu = if dirs.contains_key("cpu") {
-            "cpu"
-        } else {
-            "cpuacct"
-        };
+    if l.memory_bytes > 0 {
         set(
-            cpu,
-            "cpu.cfs_period_us",
-            PERIOD_US.to_string(),
-            "set cpu.cfs_period_us",
+            "memory",
+            "memory.limit_in_bytes",
+            l.memory_bytes.to_string(),
+            "set memory.limit_in_bytes",
         )?;
+        // No swap: memsw equal to the memory limit (only where swap accounting exists).
         set(
-            cpu,
-            "cpu.cfs_quota_us",
-            quota.to_string(),
-            "set cpu.cfs_quota_us",
-        )
-    })();
-    if let Err(e) = result {
-        for d in &made {
-            let _ = std::fs::remove_dir(d);
-        }
-        return Err(e);
+            "memory",
+            "memory.memsw.limit_in_bytes",
+            l.memory_bytes.to_string(),
+            "set memory.memsw.limit_in_bytes",
+        )?;
     }
-    if !dirs.contains_key("memory") {
-        return Err(CgroupError::Invalid(
-            "the v1 memory controller is not mounted".into(),
-        ));
+    if l.pids > 0 {
+        set("pids", "pids.max", l.pids.to_string(), "set pids.max")?;
     }
-    Ok(dirs)
+    if l.cpus <= 0.0 {
+        return Ok(());
+    }
+    let quota = ((l.cpus * PERIOD_US as f64).round() as u64).max(1000);
+    let cpu = if dirs.contains_key("cpu") {
+        "cpu"
+    } else {
+        "cpuacct"
+    };
+    set(
+        cpu,
+        "cpu.cfs_period_us",
+        PERIOD_US.to_string(),
+        "set cpu.cfs_period_us",
+    )?;
+    set(
+        cpu,
+        "cpu.cfs_quota_us",
+        quota.to_string(),
+        "set cpu.cfs_quota_us",
+    )
 }
 
 fn dir_of<'a>(dirs: &'a BTreeMap<String, PathBuf>, ctl: &str) -> Option<&'a PathBuf> {

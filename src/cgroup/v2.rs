@@ -30,7 +30,14 @@ pub fn create(
         std::fs::create_dir(&dir).map_err(super::io("create the run's cgroup", &dir))?;
         RemoveOnError(Some(dir.clone()))
     };
-    // A zero limit is "not limited" (an OCI spec may leave any of them out).
+    set_limits(&dir, l)?;
+    std::mem::forget(guard);
+    Ok(BTreeMap::from([("unified".to_string(), dir)]))
+}
+
+/// Writes the limits of `l` into the group at `dir`; a zero limit is "not limited"
+/// (an OCI spec may leave any of them out).
+pub fn set_limits(dir: &Path, l: &Limits) -> Result<(), CgroupError> {
     if l.memory_bytes > 0 {
         write(
             "set memory.max",
@@ -52,8 +59,7 @@ pub fn create(
             &format!("{quota} {PERIOD_US}"),
         )?;
     }
-    std::mem::forget(guard);
-    Ok(BTreeMap::from([("unified".to_string(), dir)]))
+    Ok(())
 }
 
 struct RemoveOnError(Option<PathBuf>);

@@ -199,24 +199,9 @@ fn open_path(setting: &'static str, path: &Path) -> Result<PathFd, ConfineError>
     })
 }
 
-/// Restricts the calling thread (and everything it execs or forks) to `spec`.
-/// Call it in the single-threaded child, after pivot_root, before the seccomp
-/// filter. Sets no_new_privs (required by the kernel; harmless if already set).
-pub fn apply_landlock(spec: &LandlockSpec) -> Result<LandlockOutcome, ConfineError> {
-    validate_spec(spec)?;
-    let (kernel_abi, why_none) = landlock_support();
-    if kernel_abi == 0 {
-        let why = why_none.unwrap_or_else(|| "the kernel has no Landlock".to_string());
-        if spec.required {
-            return Err(ConfineError::LandlockRequired(why));
-        }
-        return Ok(LandlockOutcome {
-            abi: 0,
-            kernel_abi: 0,
-            status: format!("not enforced: {why}"),
-        });
-    }
-
+/// The ruleset for `spec`: the accesses handled (all of [`TARGET_ABI`]'s), the
+/// scopes, and a rule for each path and port it allows.
+fn ruleset(spec: &LandlockSpec) -> Result<landlock::RulesetCreated, ConfineError> {
     let abi = TARGET_ABI;
     // Best effort: on an older kernel the crate drops the rights that ABI lacks
     // (e.g. no Truncate on ABI 2, no TCP on ABI < 4, no scoping on ABI < 6),
@@ -262,7 +247,28 @@ pub fn apply_landlock(spec: &LandlockSpec) -> Result<LandlockOutcome, ConfineErr
                 .map_err(ll("adding a TCP bind port"))?;
         }
     }
-    let status = created
+    Ok(created)
+}
+
+/// Restricts the calling thread (and everything it execs or forks) to `spec`.
+/// Call it in the single-threaded child, after pivot_root, before the seccomp
+/// filter. Sets no_new_privs (required by the kernel; harmless if already set).
+pub fn apply_landlock(spec: &LandlockSpec) -> Result<LandlockOutcome, ConfineError> {
+    validate_spec(spec)?;
+    let (kernel_abi, why_none) = landlock_support();
+    if kernel_abi == 0 {
+        let why = why_none.unwrap_or_else(|| "the kernel has no Landlock".to_string());
+        if spec.required {
+            return Err(ConfineError::LandlockRequired(why));
+        }
+        return Ok(LandlockOutcome {
+            abi: 0,
+            kernel_abi: 0,
+            status: format!("not enforced: {why}"),
+        });
+    }
+
+    let status = ruleset(spec)?
         .restrict_self()
         .map_err(ll("restricting the process"))?;
     let (abi_enforced, text) = match status.ruleset {

@@ -12,14 +12,15 @@
 compile_error!("maibox's seccomp filter is written for x86_64 and aarch64 only");
 
 pub mod landlock;
-pub mod notify;
+pub mod landlock_mounts;
 pub mod seccomp;
-pub mod syscalls;
+
+pub use self::seccomp::{notify, syscalls};
 
 use std::path::PathBuf;
 
 pub use self::landlock::{apply_landlock, landlock_abi, LandlockOutcome, LandlockSpec};
-pub use self::notify::Notify;
+pub use self::seccomp::notify::Notify;
 pub use self::seccomp::{
     allowed_syscalls, build_filter, build_filter_notify, install_filter, install_filter_listening,
     validate_profile, DenyAction, NetAccess, SeccompProfile,

@@ -734,6 +734,35 @@ fn int80_i386_killed() {
     }
 }
 
+/// The strict OCI runtime's guard kills the listed calls and the x32 ABI, and
+/// leaves every other call to the filters stacked with it. Controls: the same
+/// calls unfiltered are not killed.
+#[test]
+fn kill_guard_kills_listed_calls_and_allows_the_rest() {
+    fn bpf() -> i32 {
+        sc!(libc::SYS_bpf, 0x7fff, 0, 0)
+    }
+    fn userfaultfd() -> i32 {
+        sc!(libc::SYS_userfaultfd, 0)
+    }
+    fn getpid() -> i32 {
+        sc!(libc::SYS_getpid)
+    }
+    let guard = seccomp::kill_guard(&SeccompProfile::untrusted().kill_on);
+    for probe in [bpf as fn() -> i32, userfaultfd] {
+        assert!(matches!(run(None, probe), Outcome::Exited(_)), "control");
+        assert_eq!(run(Some(&guard), probe), SIGSYS);
+    }
+    assert_eq!(run(Some(&guard), getpid), Outcome::Exited(0));
+    #[cfg(target_arch = "x86_64")]
+    {
+        fn x32() -> i32 {
+            sc!(libc::SYS_getpid | 0x4000_0000)
+        }
+        assert_eq!(run(Some(&guard), x32), SIGSYS);
+    }
+}
+
 #[test]
 fn unknown_syscall_numbers_denied() {
     // A number no kernel has yet: ENOSYS unfiltered, EPERM (default action) filtered.

@@ -4,13 +4,18 @@
 //! is nodev), so the harmless ones are bind-mounted from the host, like bubblewrap does.
 
 use super::mounts::{
-    bind, fd_path, mkdir_p, set_attr, tmpfs, touch, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
-    MOUNT_ATTR_RDONLY,
+    bind, fd_path, mkdir_p, set_attr, tmpfs, tmpfs_options, touch, MOUNT_ATTR_NOEXEC,
+    MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
 };
 use crate::error::{SetupError, Step, StepContext};
 use nix::mount::{mount, MsFlags};
 use std::os::fd::OwnedFd;
 use std::path::Path;
+
+/// /dev holds only mount points and links.
+const DEV_SIZE: u64 = 64 << 10;
+/// POSIX shared memory and semaphores (multiprocessing's).
+const SHM_SIZE: u64 = 16 << 20;
 
 pub const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -30,7 +35,7 @@ pub fn build(dev: &Path, devices: &[(String, OwnedFd)]) -> Result<(), SetupError
         step,
         dev,
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-        "size=64k,mode=0755",
+        &tmpfs_options(DEV_SIZE, "0755"),
     )?;
     for (name, fd) in devices {
         let p = dev.join(name);
@@ -61,7 +66,7 @@ pub fn build(dev: &Path, devices: &[(String, OwnedFd)]) -> Result<(), SetupError
         step,
         &shm,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        "size=16m,mode=1777",
+        &tmpfs_options(SHM_SIZE, "1777"),
     )?;
     let mq = dev.join("mqueue");
     mkdir_p(step, &mq)?;

@@ -3,6 +3,7 @@
 
 use super::sync::{Channel, ChildUsage, Msg};
 use crate::error::{SetupError, Step, StepContext};
+use crate::outcome::Confined;
 use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult, Pid};
@@ -10,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-/// Signals the supervisor blocks before clone and init waits for synchronously.
-pub const HANDLED: &[Signal] = &[
-    Signal::SIGCHLD,
+/// The signals a caller may send the code: the supervisor forwards them to init,
+/// which passes them on to the code.
+pub const FORWARDED: &[Signal] = &[
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
@@ -21,10 +22,16 @@ pub const HANDLED: &[Signal] = &[
     Signal::SIGUSR2,
 ];
 
+/// Signals the supervisor blocks before clone and init waits for synchronously: the
+/// forwarded ones and SIGCHLD.
+fn handled() -> impl Iterator<Item = Signal> {
+    FORWARDED.iter().copied().chain([Signal::SIGCHLD])
+}
+
 pub fn handled_set() -> SigSet {
     let mut s = SigSet::empty();
-    for sig in HANDLED {
-        s.add(*sig);
+    for sig in handled() {
+        s.add(sig);
     }
     s
 }
@@ -39,17 +46,8 @@ pub struct Payload {
     /// Allowlist mode: a bridge from 127.0.0.1:PORT to the proxy's socket, forked
     /// by init before the payload and confined like it.
     pub bridge: Option<(u16, std::path::PathBuf)>,
-}
-
-/// What the confinement step enforced, reported to the supervisor.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Confined {
-    pub landlock: Option<crate::confine::LandlockOutcome>,
-    pub seccomp: bool,
-    /// The seccomp filter's notification listener, which the payload hands to the
-    /// supervisor (never across exec: see `install_filter_listening`).
-    #[serde(skip)]
-    pub listener: Option<std::sync::Arc<OwnedFd>>,
+    /// Descriptors 3, 4, ... that the payload inherits (a warm sandbox's pipes).
+    pub extra_fds: i32,
 }
 
 /// Messages from the payload to init over a close-on-exec pipe, one JSON line each.
@@ -67,14 +65,14 @@ extern "C" fn noop(_: libc::c_int) {}
 pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     // PID 1 only receives signals it has a handler for; a no-op handler plus a
     // blocked mask lets sigwait pick them up in order.
-    for sig in HANDLED {
+    for sig in handled() {
         let sa = SigAction::new(
             SigHandler::Handler(noop),
             SaFlags::SA_NOCLDSTOP,
             SigSet::empty(),
         );
         // SAFETY: installing a trivial async-signal-safe handler.
-        if unsafe { sigaction(*sig, &sa) }.is_err() {
+        if unsafe { sigaction(sig, &sa) }.is_err() {
             return fail(chan, SetupError::new(Step::Exec, "install signal handlers"));
         }
     }
@@ -126,7 +124,7 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     // Init never writes to the run's output: without its copies, the supervisor sees
     // end-of-file once the payload and whatever it started are gone, and need not
     // wait for init's own exit (the namespaces' teardown) to finish the run.
-    for fd in 0..=2 {
+    for fd in 0..3 + payload.extra_fds {
         let _ = nix::unistd::close(fd);
     }
     supervise(chan, child)

@@ -2,9 +2,11 @@
 //!
 //! Split like an OCI runtime: [`prepare`] builds the whole sandbox and leaves its
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
-//! [`crate::monitor`] supervises it to the end.
+//! the supervisor (`src/supervise/`) watches it to the end.
 
 pub mod cgroupfs;
+mod chain;
+pub(crate) mod clone;
 pub mod console;
 pub mod dev;
 
@@ -15,10 +17,12 @@ pub mod net;
 pub mod oci;
 pub mod privs;
 pub mod procfs;
+pub mod procname;
 pub mod rlimit;
 pub mod rootfs;
 pub mod spawn;
 pub mod sync;
+pub mod trees;
 pub mod userns;
 
 pub use crate::error::{SetupError, Step};
@@ -28,7 +32,6 @@ use crate::error::StepContext;
 use crate::policy::{Layer, Policy};
 use init::Payload;
 use nix::fcntl::OFlag;
-use nix::sys::signal::SigSet;
 use nix::unistd::Pid;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -50,6 +53,8 @@ pub struct Job<'a> {
     pub script: &'a [u8],
     pub args: &'a [String],
     pub stdin: StdinMode,
+    /// Descriptors the payload gets as 3, 4, ... (a warm sandbox's pipes).
+    pub extra_fds: Vec<std::os::fd::BorrowedFd<'a>>,
 }
 
 /// A sandbox whose init is set up and waits for `start`.
@@ -59,15 +64,21 @@ pub struct Prepared {
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
     pub stdin: Option<OwnedFd>,
-    pub created_at: Instant,
     pub setup_time: Duration,
     pub timings_us: Vec<(String, u64)>,
-    /// The caller's signal mask, restored when the run is over.
-    pub old_sigmask: SigSet,
 }
 
 /// How long the child may take to build its view before we give up on it.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The run's cgroup as the supervisor made it, for the sandbox.
+pub struct Joined {
+    /// The v1 `tasks` files through which the sandbox joins the group itself
+    /// (empty when the supervisor moved it, or there is no group).
+    pub tasks: Vec<OwnedFd>,
+    /// A group bounds the sandbox's memory and CPU as a whole.
+    pub limited: bool,
+}
 
 /// Builds the sandbox. While it builds its view, the supervisor, otherwise idle,
 /// first runs `cgroup` with the sandbox's host pid: it makes the run's cgroup and
@@ -76,25 +87,10 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// A failure of either ends the sandbox before any code runs.
 pub fn prepare(
     job: &Job,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Joined, SetupError>,
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
-    let old_sigmask = init::block_handled()?;
-    let r = prepare_inner(job, cgroup, meanwhile, created_at, old_sigmask);
-    if r.is_err() {
-        let _ = old_sigmask.thread_set_mask();
-    }
-    r
-}
-
-fn prepare_inner(
-    job: &Job,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
-    meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
-    created_at: Instant,
-    old_sigmask: SigSet,
-) -> Result<Prepared, SetupError> {
     let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -111,6 +107,11 @@ fn prepare_inner(
         ),
     };
     let payload = build_payload(job)?;
+    let extra = job
+        .extra_fds
+        .iter()
+        .map(|fd| sync::high_copy(*fd))
+        .collect::<Result<Vec<_>, _>>()?;
     let spawned = spawn::spawn(
         job.policy,
         job.script,
@@ -119,6 +120,7 @@ fn prepare_inner(
             stdin: in_r,
             stdout: out_w,
             stderr: err_w,
+            extra,
         },
         &mut |_| Ok(()),
     )?;
@@ -137,22 +139,23 @@ fn prepare_inner(
         stdout: out_r,
         stderr: err_r,
         stdin: in_w,
-        created_at,
         setup_time: created_at.elapsed(),
         timings_us,
-        old_sigmask,
     })
 }
 
 fn send_cgroup(
     s: &spawn::Spawned,
-    cgroup: &mut dyn FnMut(Pid) -> Result<Vec<OwnedFd>, SetupError>,
+    cgroup: &mut dyn FnMut(Pid) -> Result<Joined, SetupError>,
 ) -> Result<(), SetupError> {
     use std::os::fd::AsFd;
-    for fd in cgroup(s.pid)? {
+    let joined = cgroup(s.pid)?;
+    for fd in &joined.tasks {
         s.chan.send_fd(&Msg::CgroupTasks, fd.as_fd())?;
     }
-    s.chan.send(&Msg::CgroupDone)
+    s.chan.send(&Msg::CgroupDone {
+        limited: joined.limited,
+    })
 }
 
 fn queued_failure(s: &spawn::Spawned) -> Option<SetupError> {
@@ -217,6 +220,27 @@ fn cstring(step: Step, s: &str) -> Result<CString, SetupError> {
 fn build_payload(job: &Job) -> Result<Payload, SetupError> {
     let p = job.policy;
     let program = cstring(Step::Exec, &p.interpreter.path.display().to_string())?;
+    let (argv, envp) = command_line(job, &program)?;
+    let filter = seccomp_filter(p)?;
+    let landlock = p.has(Layer::Landlock).then(|| p.landlock.clone());
+    Ok(Payload {
+        program,
+        argv,
+        envp,
+        extra_fds: job.extra_fds.len() as i32,
+        bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
+            (
+                crate::net::DEFAULT_BRIDGE_PORT,
+                std::path::PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
+            )
+        }),
+        confine: Box::new(move || confine_payload(landlock.as_ref(), filter.as_ref())),
+    })
+}
+
+/// The interpreter's argv and the code's environment.
+fn command_line(job: &Job, program: &CString) -> Result<(Vec<CString>, Vec<CString>), SetupError> {
+    let p = job.policy;
     let script = format!("{}/{}", rootfs::SCRIPT_DIR, rootfs::SCRIPT_NAME);
     // argv[0] is the full path: Python derives sys.executable and its prefix from
     // it, and a bare "python3" would resolve to whichever python3 is first on PATH.
@@ -238,64 +262,58 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
             envp.push(cstring(Step::Exec, &format!("{k}={}", p.identity.user))?);
         }
     }
-    // Compiled here, in the supervisor: installing it in the child is then a single
-    // allocation-free syscall right before execve.
-    let filter = if p.has(Layer::Seccomp) {
-        // `none` still has `lo`, and local TCP/UDP sockets must work there: the
-        // network namespace is what keeps them from leaving.
-        let net = match p.network {
-            crate::config::NetworkMode::None | crate::config::NetworkMode::Allowlist => {
-                confine::NetAccess::Loopback
-            }
-        };
-        // Kills go through the supervisor so that the report can name the call.
-        let notify = confine::Notify {
-            kills: true,
-            denials: p.seccomp.audit_denials,
-        };
-        Some(
-            confine::build_filter_notify(&p.seccomp, net, notify)
-                .step(Step::Seccomp, "build the seccomp filter")?,
-        )
-    } else {
-        None
+    Ok((argv, envp))
+}
+
+/// Compiled here, in the supervisor: installing it in the child is then a single
+/// allocation-free syscall right before execve.
+fn seccomp_filter(p: &Policy) -> Result<Option<seccompiler::BpfProgram>, SetupError> {
+    if !p.has(Layer::Seccomp) {
+        return Ok(None);
+    }
+    // `none` still has `lo`, and local TCP/UDP sockets must work there: the
+    // network namespace is what keeps them from leaving.
+    let net = match p.network {
+        crate::config::NetworkMode::None | crate::config::NetworkMode::Allowlist => {
+            confine::NetAccess::Loopback
+        }
     };
-    let landlock = p.has(Layer::Landlock).then(|| p.landlock.clone());
-    Ok(Payload {
-        program,
-        argv,
-        envp,
-        bridge: (p.network == crate::config::NetworkMode::Allowlist).then(|| {
-            (
-                crate::net::DEFAULT_BRIDGE_PORT,
-                std::path::PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
-            )
-        }),
-        confine: Box::new(move || {
-            // Landlock first: the seccomp allowlist has no landlock syscalls.
-            let landlock = match &landlock {
-                Some(spec) => Some(
-                    confine::apply_landlock(spec)
-                        .step(Step::Landlock, "apply the Landlock ruleset")?,
-                ),
-                None => None,
-            };
-            let mut listener = None;
-            if let Some(f) = &filter {
-                if confine::notify::needs_listener(f) {
-                    listener = Some(std::sync::Arc::new(
-                        confine::install_filter_listening(f)
-                            .step(Step::Seccomp, "install the seccomp filter")?,
-                    ));
-                } else {
-                    confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
-                }
-            }
-            Ok(init::Confined {
-                landlock,
-                seccomp: filter.is_some(),
-                listener,
-            })
-        }),
+    // Kills go through the supervisor so that the report can name the call.
+    let notify = confine::Notify {
+        kills: true,
+        denials: p.seccomp.audit_denials,
+    };
+    confine::build_filter_notify(&p.seccomp, net, notify)
+        .step(Step::Seccomp, "build the seccomp filter")
+        .map(Some)
+}
+
+/// The payload's last step before execve: Landlock first (the seccomp allowlist has
+/// no landlock syscalls), then the filter.
+fn confine_payload(
+    landlock: Option<&confine::LandlockSpec>,
+    filter: Option<&seccompiler::BpfProgram>,
+) -> Result<crate::outcome::Confined, SetupError> {
+    let landlock = match landlock {
+        Some(spec) => {
+            Some(confine::apply_landlock(spec).step(Step::Landlock, "apply the Landlock ruleset")?)
+        }
+        None => None,
+    };
+    let mut listener = None;
+    if let Some(f) = filter {
+        if confine::notify::needs_listener(f) {
+            listener = Some(std::sync::Arc::new(
+                confine::install_filter_listening(f)
+                    .step(Step::Seccomp, "install the seccomp filter")?,
+            ));
+        } else {
+            confine::install_filter(f).step(Step::Seccomp, "install the seccomp filter")?;
+        }
+    }
+    Ok(crate::outcome::Confined {
+        landlock,
+        seccomp: filter.is_some(),
+        listener,
     })
 }

@@ -79,6 +79,70 @@ pub fn change_attr(
     Ok(())
 }
 
+/// Sets `attrs` and the propagation type `propagation` (MS_PRIVATE...) on the
+/// mount `fd` refers to (a detached one from open_tree, say).
+pub fn set_attr_fd(
+    step: Step,
+    fd: &OwnedFd,
+    attrs: u64,
+    propagation: u64,
+) -> Result<(), SetupError> {
+    use std::os::fd::AsRawFd;
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation,
+        userns_fd: 0,
+    };
+    // SAFETY: an empty C string, a valid descriptor and an initialized mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(SetupError::new(
+            step,
+            format!("mount_setattr: {}", std::io::Error::last_os_error()),
+        ));
+    }
+    Ok(())
+}
+
+/// Attaches the detached mount `fd` (from open_tree) at `target`.
+pub fn move_mount(step: Step, fd: &OwnedFd, target: &Path) -> Result<(), SetupError> {
+    use std::os::fd::AsRawFd;
+    let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
+        .step(step, format!("path {}", target.display()))?;
+    // SAFETY: valid C strings and descriptor; move_mount only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    if rc != 0 {
+        return Err(SetupError::new(
+            step,
+            format!(
+                "move_mount onto {}: {}",
+                target.display(),
+                std::io::Error::last_os_error()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Opens a host path as an O_PATH descriptor, before the host view is covered.
 pub fn open_path(step: Step, p: &Path) -> Result<OwnedFd, SetupError> {
     let fd = open(p, OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
@@ -114,6 +178,26 @@ pub fn bind(step: Step, src: &str, target: &Path, recursive: bool) -> Result<(),
         .step(step, format!("bind {src} on {}", target.display()))
 }
 
+/// One inode per this many bytes of a tmpfs's size. A tmpfs bounds its pages by
+/// `size`, but its inodes, without `nr_inodes`, only by half the host's RAM: empty
+/// files take no page, so a size-capped tmpfs would still hold hundreds of thousands
+/// of them, each about 1 KiB of kernel memory that no limit charges when no cgroup
+/// does (rootless). One inode per page keeps that memory near a quarter of the size.
+pub const BYTES_PER_INODE: u64 = 4096;
+/// Mount points, links and a few files: the smallest tmpfs still holds them.
+const MIN_INODES: u64 = 256;
+
+/// The inode bound of a tmpfs of `size` bytes.
+pub fn inodes_for(size: u64) -> u64 {
+    (size / BYTES_PER_INODE).max(MIN_INODES)
+}
+
+/// Mount options of a tmpfs of `size` bytes with its inode bound, and `mode`.
+pub fn tmpfs_options(size: u64, mode: &str) -> String {
+    format!("size={size},nr_inodes={},mode={mode}", inodes_for(size))
+}
+
+/// Mounts a tmpfs; `data` names its size and inode bound (see [`tmpfs_options`]).
 pub fn tmpfs(step: Step, target: &Path, flags: MsFlags, data: &str) -> Result<(), SetupError> {
     mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(data)).step(
         step,

@@ -1,5 +1,6 @@
 //! Identity switch, capability sets, no_new_privs, session and file descriptors.
 
+use super::sync::Channel;
 use crate::error::{SetupError, Step, StepContext};
 use crate::policy::{IdMapping, Layer, Policy};
 use caps::CapSet;
@@ -87,6 +88,27 @@ pub fn close_fds_except(keep: &[i32]) -> Result<(), SetupError> {
             }
         }
         lo = lo.max(k.saturating_add(1));
+    }
+    Ok(())
+}
+
+/// SIGKILL when the supervisor dies. A supervisor that died before the signal was set
+/// sends none, so its side of the channel is checked after: a hang-up there means it is
+/// gone, and the child ends itself. (getppid cannot tell: in its own pid namespace the
+/// child sees 0 for its parent, alive or not.)
+pub(crate) fn die_with(chan: &Channel) -> Result<(), SetupError> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")?;
+    let mut fds = [PollFd::new(chan.as_fd(), PollFlags::empty())];
+    let hung_up = poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR));
+    if hung_up {
+        // SAFETY: _exit in the cloned child: nothing of the supervisor's may run here.
+        unsafe { libc::_exit(125) }
     }
     Ok(())
 }

@@ -4,7 +4,9 @@ use crate::error::{SetupError, Step, StepContext};
 use crate::policy::Policy;
 use nix::sys::resource::{setrlimit, Resource};
 
-pub fn apply(policy: &Policy) -> Result<(), SetupError> {
+/// The level's rlimits; with `memory_per_process` (no cgroup bounds the sandbox),
+/// its memory too, as a bound on each process's data (see [`memory_bound`]).
+pub fn apply(policy: &Policy, memory_per_process: bool) -> Result<(), SetupError> {
     let l = &policy.limits;
     let set = |r: Resource, v: u64, what: &str| {
         setrlimit(r, v, v).step(Step::Rlimits, format!("setrlimit {what}={v}"))
@@ -15,12 +17,47 @@ pub fn apply(policy: &Policy) -> Result<(), SetupError> {
     // NPROC is counted per user in the sandbox's own user namespace, so it bounds
     // this sandbox's processes and threads without touching the host user's count.
     set(Resource::RLIMIT_NPROC, l.pids, "NPROC")?;
+    if memory_per_process {
+        let m = memory_bound(l.memory_bytes);
+        set(Resource::RLIMIT_DATA, m, "DATA")?;
+    }
     if let Some(cpu) = l.cpu_time {
         // Per process, a fallback for runs without a cgroup: SIGXCPU at the soft
         // limit (reported as a `cpu` violation), SIGKILL a second later.
         let soft = cpu.as_secs_f64().ceil() as u64;
         setrlimit(Resource::RLIMIT_CPU, soft, soft + 1)
             .step(Step::Rlimits, format!("setrlimit CPU={soft}"))?;
+    }
+    Ok(())
+}
+
+/// The per-process memory bound of a sandbox without a cgroup: RLIMIT_DATA at the
+/// level's memory. RLIMIT_DATA counts what can become anonymous memory (heap,
+/// anonymous mappings, thread stacks) and, unlike RLIMIT_AS, not the interpreter's
+/// libraries nor address space reserved but never made writable, which would fail
+/// ordinary code long before it used its memory. It bounds each process, not the
+/// sandbox: `pids` processes may each take it, and tmpfs files and kernel memory are
+/// outside it (the tmpfs sizes and inode bounds cap those).
+pub fn memory_bound(memory_bytes: u64) -> u64 {
+    memory_bytes
+}
+
+/// One rlimit by its kernel number, as an OCI spec gives it (checked at parse time;
+/// nix's `Resource` cannot be built from a number).
+pub fn set_raw(resource: u32, soft: u64, hard: u64) -> Result<(), SetupError> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: a valid rlimit struct; the resource number was checked at parse time.
+    if unsafe { libc::setrlimit(resource as _, &lim) } != 0 {
+        return Err(SetupError::new(
+            Step::Rlimits,
+            format!(
+                "setrlimit({resource}, {soft}, {hard}): {}",
+                std::io::Error::last_os_error()
+            ),
+        ));
     }
     Ok(())
 }

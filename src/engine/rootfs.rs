@@ -9,6 +9,7 @@ use super::mounts::{
     self, bind, fd_path, mkdir_p, open_path, set_attr, tmpfs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC,
     MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
 };
+use super::trees::Tree;
 use super::{dev, etc, procfs};
 use crate::error::{SetupError, Step, StepContext};
 use crate::policy::Policy;
@@ -28,9 +29,23 @@ pub const SCRIPT_NAME: &str = "main.py";
 const TOP_LEVEL: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 
 enum Source {
-    Dir { at: PathBuf, fd: OwnedFd },
-    File { at: PathBuf, fd: OwnedFd },
-    Symlink { at: PathBuf, target: PathBuf },
+    Dir {
+        at: PathBuf,
+        fd: OwnedFd,
+    },
+    /// A detached copy of the host's mount (see [`super::trees`]).
+    Tree {
+        at: PathBuf,
+        fd: OwnedFd,
+    },
+    File {
+        at: PathBuf,
+        fd: OwnedFd,
+    },
+    Symlink {
+        at: PathBuf,
+        target: PathBuf,
+    },
 }
 
 /// Host paths needed by the view, opened before the base tmpfs covers anything.
@@ -40,67 +55,102 @@ pub struct Sources {
     devices: Vec<(String, OwnedFd)>,
 }
 
-pub fn open_sources(policy: &Policy) -> Result<Sources, SetupError> {
+/// A host path the view takes, before anything is opened.
+enum Planned {
+    Dir(PathBuf),
+    File(PathBuf),
+    Symlink { at: PathBuf, target: PathBuf },
+}
+
+/// The host paths of the Python view built from host binds (none for an image root).
+fn plan(policy: &Policy) -> Result<Vec<Planned>, SetupError> {
     let step = Step::OpenSources;
+    let mut out = Vec::new();
+    if policy.fs.rootfs.is_some() {
+        return Ok(out);
+    }
+    let link = |at: &Path| -> Result<Planned, SetupError> {
+        let target = std::fs::read_link(at).step(step, format!("read link {}", at.display()))?;
+        Ok(Planned::Symlink {
+            at: at.to_path_buf(),
+            target,
+        })
+    };
+    out.push(Planned::Dir("/usr".into()));
+    for name in TOP_LEVEL {
+        let host = Path::new("/").join(name);
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.file_type().is_symlink() => out.push(link(&host)?),
+            Ok(m) if m.is_dir() => out.push(Planned::Dir(host)),
+            _ => {}
+        }
+    }
+    for (p, is_dir) in etc::HOST_FILES {
+        let host = Path::new(p);
+        match std::fs::symlink_metadata(host) {
+            Ok(m) if m.file_type().is_symlink() && !is_dir => out.push(link(host)?),
+            Ok(_) if *is_dir => out.push(Planned::Dir(host.into())),
+            Ok(_) => out.push(Planned::File(host.into())),
+            Err(_) => {}
+        }
+    }
+    if let Some(prefix) = &policy.interpreter.extra_bind {
+        out.push(Planned::Dir(prefix.clone()));
+    }
+    Ok(out)
+}
+
+/// The host directories the view binds (for [`super::trees`]).
+pub(super) fn host_dirs(policy: &Policy) -> Vec<PathBuf> {
+    plan(policy)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| match p {
+            Planned::Dir(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Opens the view's host paths. A directory with a tree from the supervisor
+/// ([`super::trees`]) is attached from it; the trees left over are the submounts
+/// the view keeps, attached after their parents.
+pub fn open_sources(policy: &Policy, trees: &[Tree]) -> Result<Sources, SetupError> {
+    let step = Step::OpenSources;
+    let dup = |t: &Tree| {
+        t.fd.try_clone()
+            .step(step, format!("dup the tree of {}", t.at.display()))
+    };
+    let mut trees: Vec<&Tree> = trees.iter().collect();
     let mut binds = Vec::new();
+    for p in plan(policy)? {
+        binds.push(match p {
+            Planned::Dir(at) => match trees.iter().position(|t| t.at == at) {
+                Some(i) => Source::Tree {
+                    fd: dup(trees.remove(i))?,
+                    at,
+                },
+                None => Source::Dir {
+                    fd: open_path(step, &at)?,
+                    at,
+                },
+            },
+            Planned::File(at) => Source::File {
+                fd: open_path(step, &at)?,
+                at,
+            },
+            Planned::Symlink { at, target } => Source::Symlink { at, target },
+        });
+    }
+    for t in trees {
+        binds.push(Source::Tree {
+            at: t.at.clone(),
+            fd: dup(t)?,
+        });
+    }
     let image = match &policy.fs.rootfs {
         Some(img) => Some(open_path(step, img)?),
-        None => {
-            binds.push(Source::Dir {
-                at: "/usr".into(),
-                fd: open_path(step, Path::new("/usr"))?,
-            });
-            for name in TOP_LEVEL {
-                let host = Path::new("/").join(name);
-                match std::fs::symlink_metadata(&host) {
-                    Ok(m) if m.file_type().is_symlink() => {
-                        let target = std::fs::read_link(&host)
-                            .step(step, format!("read link {}", host.display()))?;
-                        binds.push(Source::Symlink { at: host, target });
-                    }
-                    Ok(m) if m.is_dir() => binds.push(Source::Dir {
-                        fd: open_path(step, &host)?,
-                        at: host,
-                    }),
-                    _ => {}
-                }
-            }
-            for (p, is_dir) in etc::HOST_FILES {
-                let host = Path::new(p);
-                match std::fs::symlink_metadata(host) {
-                    Ok(m) if m.file_type().is_symlink() && !is_dir => {
-                        let target = std::fs::read_link(host)
-                            .step(step, format!("read link {}", host.display()))?;
-                        binds.push(Source::Symlink {
-                            at: host.into(),
-                            target,
-                        });
-                    }
-                    Ok(_) => {
-                        let fd = open_path(step, host)?;
-                        binds.push(if *is_dir {
-                            Source::Dir {
-                                at: host.into(),
-                                fd,
-                            }
-                        } else {
-                            Source::File {
-                                at: host.into(),
-                                fd,
-                            }
-                        });
-                    }
-                    Err(_) => {}
-                }
-            }
-            if let Some(prefix) = &policy.interpreter.extra_bind {
-                binds.push(Source::Dir {
-                    at: prefix.clone(),
-                    fd: open_path(step, prefix)?,
-                });
-            }
-            None
-        }
+        None => None,
     };
     if let Some(sock) = &policy.proxy_socket {
         binds.push(Source::File {
@@ -130,7 +180,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
         Step::RootTmpfs,
         base,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        &format!("size={},mode=0755", policy.fs.root_size),
+        &mounts::tmpfs_options(policy.fs.root_size, "0755"),
     )?;
     let root = base.join("root");
     mkdir_p(Step::RootTmpfs, &root)?;
@@ -169,7 +219,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
         Step::Tmp,
         &tmp,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        &format!("size={},mode=1777", policy.fs.tmp_size),
+        &mounts::tmpfs_options(policy.fs.tmp_size, "1777"),
     )?;
     for b in &src.binds {
         bind_host(&root, b)?;
@@ -180,6 +230,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
     procfs::mount(
         &root.join("proc"),
         policy.has(crate::policy::Layer::ProcMasks),
+        base,
     )?;
     dev::build(&root.join("dev"), &src.devices)?;
     install_script(&root, policy, script)?;
@@ -213,6 +264,13 @@ fn bind_host(root: &Path, b: &Source) -> Result<(), SetupError> {
                 format!("symlink {} -> {}", p.display(), target.display()),
             )
         }
+        Source::Tree { at, fd } => {
+            let p = inside(at);
+            mkdir_p(step, &p)?;
+            mounts::move_mount(step, fd, &p)
+        }
+        // Recursive: a plain bind of a host mount with submounts is refused in a
+        // user namespace (a rootless run's; see super::trees).
         Source::Dir { at, fd } => {
             let p = inside(at);
             mkdir_p(step, &p)?;
@@ -254,7 +312,7 @@ fn install_script(root: &Path, policy: &Policy, script: &[u8]) -> Result<(), Set
         step,
         &dir,
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        &format!("size={},mode=0755", policy.fs.root_size),
+        &mounts::tmpfs_options(policy.fs.root_size, "0755"),
     )?;
     let file = dir.join(SCRIPT_NAME);
     std::fs::write(&file, script).step(step, format!("write {}", file.display()))?;

@@ -1,21 +1,21 @@
-//! Creating the sandbox process: clone into new namespaces, map ids, let the child
-//! build its view, and wait until it is ready to start the payload.
+//! The supervisor's side of creating a sandbox: clone into new namespaces (the child
+//! then runs [`super::chain`]), write the id maps, and hand the channel back. Both
+//! views of a policy, and every front door, come through here.
 
-use super::init::{self, Payload};
-use super::rootfs;
+pub use super::chain::ChildStdio;
+
+use super::chain::{self, Child};
+use super::init::Payload;
 use super::sync::{self, Channel, Msg};
-use super::{net, privs, rlimit, userns};
-use crate::error::{SetupError, Step, StepContext};
+use super::userns;
+use crate::error::{SetupError, Step};
 use crate::policy::{Layer, Policy, View};
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::Instant;
 
 /// Namespaces created together with the sandbox process. The child creates two
-/// more itself: the network namespace first thing (see [`early_namespaces`]), and
-/// the cgroup namespace once it is in the run's cgroup, so that its root is that
-/// group.
+/// more itself: the network namespace first thing, and the cgroup namespace once it
+/// is in the run's cgroup, so that its root is that group (see [`super::chain`]).
 fn namespaces(policy: &Policy) -> CloneFlags {
     if let View::Oci(v) = &policy.view {
         return super::oci::clone_flags(v);
@@ -32,25 +32,26 @@ fn namespaces(policy: &Policy) -> CloneFlags {
     f
 }
 
-/// Child-side ends of the stdio pipes.
-pub struct ChildStdio {
-    pub stdin: OwnedFd,
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
+/// An OCI spec's existing PID namespace (`linux.namespaces[].path`), which the
+/// init is cloned into: joining one takes effect for children only.
+fn joined_pid_ns(policy: &Policy) -> Option<std::os::fd::BorrowedFd<'_>> {
+    let View::Oci(v) = &policy.view else {
+        return None;
+    };
+    let fd = v
+        .namespaces
+        .join
+        .iter()
+        .find(|j| j.flag == libc::CLONE_NEWPID)?
+        .fd?;
+    // SAFETY: the namespace file the runtime opened for this create; it stays
+    // open until the spawn returns (see `open_joined_namespaces`).
+    Some(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
 }
 
 pub struct Spawned {
     pub pid: Pid,
     pub chan: Channel,
-}
-
-/// Everything the child needs; moved into it by clone's copy of our memory.
-struct ChildCtx<'a> {
-    policy: &'a Policy,
-    script: &'a [u8],
-    payload: Payload,
-    stdio: ChildStdio,
-    chan: Channel,
 }
 
 const STACK_SIZE: usize = 1 << 20;
@@ -62,23 +63,29 @@ pub fn spawn(
     stdio: ChildStdio,
     before_maps: &mut dyn FnMut(Pid) -> Result<(), SetupError>,
 ) -> Result<Spawned, SetupError> {
-    let (parent_chan, child_chan) = sync::pair()?;
-    let mut ctx = ChildCtx {
+    let (parent_chan, mut child_chan) = sync::pair()?;
+    if !stdio.extra.is_empty() {
+        child_chan = child_chan.raised()?;
+    }
+    // Made here, in the host's mount namespace, before clone.
+    let trees = super::trees::for_view(policy)?;
+    let mut child = Child {
         policy,
         script,
         payload,
         stdio,
+        trees,
         chan: child_chan,
+        parent_end: parent_chan.raw_fd(),
     };
     // A zeroed Vec of this size comes from calloc/mmap: pages are only touched
     // as the child's stack grows.
     let mut stack = vec![0u8; STACK_SIZE];
-    let cb = Box::new(|| child_main(&mut ctx) as isize);
-    // SAFETY: the supervisor is single-threaded at this point, so the child's copy
-    // of the address space has no locks held by other threads.
-    let pid = unsafe { nix::sched::clone(cb, &mut stack, namespaces(policy), Some(libc::SIGCHLD)) }
-        .map_err(clone_error)?;
-    drop(ctx);
+    let cb = Box::new(|| chain::main(&mut child) as isize);
+    let pid =
+        super::clone::clone_sandbox(cb, &mut stack, namespaces(policy), joined_pid_ns(policy))
+            .map_err(clone_error)?;
+    drop(child);
     let kill_child = |e: SetupError| {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
         let _ = nix::sys::wait::waitpid(pid, None);
@@ -114,147 +121,6 @@ fn clone_error(e: nix::errno::Errno) -> SetupError {
     };
     SetupError::new(
         Step::Clone,
-        format!("clone with new user/pid/mount/ipc/uts namespaces: {e}{hint}"),
-    )
-}
-
-fn child_main(ctx: &mut ChildCtx) -> i32 {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child_run(ctx)));
-    r.unwrap_or(125)
-}
-
-fn child_run(ctx: &mut ChildCtx) -> i32 {
-    if let View::Oci(v) = &ctx.policy.view {
-        return super::oci::child_run(v, &ctx.stdio, &ctx.chan);
-    }
-    match child_setup(ctx) {
-        Ok(()) => {}
-        Err(e) => {
-            let _ = ctx.chan.send(&Msg::Failed(e));
-            return 125;
-        }
-    }
-    match ctx.chan.recv() {
-        Ok(Some(Msg::Start)) => init::run(&ctx.chan, &ctx.payload),
-        _ => 125,
-    }
-}
-
-fn timed(t: &mut Vec<(String, u64)>, name: &str, since: &mut Instant) {
-    let now = Instant::now();
-    t.push((
-        name.to_string(),
-        now.duration_since(*since).as_micros() as u64,
-    ));
-    *since = now;
-}
-
-fn child_setup(ctx: &mut ChildCtx) -> Result<(), SetupError> {
-    let mut t = Vec::new();
-    let mut since = Instant::now();
-    // If the supervisor dies, the sandbox dies with it: nothing may run unsupervised.
-    parent_death_signal()?;
-    early_namespaces(ctx.policy)?;
-    timed(&mut t, "network", &mut since);
-    for (fd, target) in [
-        (&ctx.stdio.stdin, 0),
-        (&ctx.stdio.stdout, 1),
-        (&ctx.stdio.stderr, 2),
-    ] {
-        nix::unistd::dup2(fd.as_raw_fd(), target).step(Step::Pipes, "dup2 stdio")?;
-    }
-    match ctx.chan.recv()? {
-        Some(Msg::MapsWritten) => {}
-        other => {
-            return Err(SetupError::new(
-                Step::Sync,
-                format!("expected MapsWritten from the supervisor, got {other:?}"),
-            ))
-        }
-    }
-    timed(&mut t, "wait-maps", &mut since);
-    privs::become_ns_root(ctx.policy)?;
-    if ctx.policy.has(Layer::NestedUserns) {
-        forbid_nested_userns()?;
-    }
-    timed(&mut t, "namespaces", &mut since);
-    // Opened here, not in the supervisor: a bind source must belong to the mount
-    // namespace that does the binding.
-    let sources = rootfs::open_sources(ctx.policy)?;
-    rootfs::build(ctx.policy, sources, ctx.script)?;
-    timed(&mut t, "rootfs", &mut since);
-    join_cgroup(&ctx.chan)?;
-    if ctx.policy.has(Layer::CgroupNs) {
-        nix::sched::unshare(CloneFlags::CLONE_NEWCGROUP)
-            .step(Step::Cgroup, "unshare the cgroup namespace")?;
-    }
-    timed(&mut t, "cgroup", &mut since);
-    if ctx.policy.has(Layer::UtsNs) {
-        nix::unistd::sethostname(&ctx.policy.hostname).step(Step::Hostname, "sethostname")?;
-    }
-    if ctx.policy.has(Layer::Rlimits) {
-        rlimit::apply(ctx.policy)?;
-    }
-    privs::new_session()?;
-    privs::close_fds_except(&[ctx.chan.raw_fd()])?;
-    privs::drop_privileges(ctx.policy)?;
-    // Changing credentials cleared the parent-death signal: set it again. Should the
-    // supervisor already be gone, the wait for `Start` below ends at end-of-file.
-    parent_death_signal()?;
-    timed(&mut t, "privileges", &mut since);
-    ctx.chan.send(&Msg::Ready { timings_us: t })
-}
-
-/// Joins the run's cgroup, which the supervisor makes while this process builds
-/// its root. On v1 the supervisor sends the `tasks` files and this process moves
-/// itself: a thread that moves itself skips the global threadgroup lock, and its
-/// RCU grace period, that moving another process takes (measured here: 0.05 ms
-/// against 10 ms). Nothing of the code runs before this: the payload is forked
-/// later, inside the group.
-fn join_cgroup(chan: &Channel) -> Result<(), SetupError> {
-    chan.recv_fds_until(
-        |m| matches!(m, Msg::CgroupDone),
-        Step::Sync,
-        "the run's cgroup from the supervisor",
-        |m, fd| match m {
-            Msg::CgroupTasks => {
-                nix::unistd::write(&fd, b"0").step(Step::Cgroup, "join the run's cgroup")?;
-                Ok(())
-            }
-            other => Err(SetupError::new(
-                Step::Sync,
-                format!("expected a cgroup tasks file, got {other:?}"),
-            )),
-        },
-    )
-}
-
-/// The network namespace, with `lo` up. Creating one is the costliest part of
-/// clone (0.6 ms here: the kernel registers loopback and the per-namespace
-/// sysctls); made by the child, it overlaps the supervisor's work on the id maps,
-/// the cgroup and the audit log, where clone would make the supervisor wait for
-/// it. The child may: a new user namespace's first process holds every
-/// capability in it from the start, before its id maps are written.
-fn early_namespaces(policy: &Policy) -> Result<(), SetupError> {
-    if policy.has(Layer::NetNs) {
-        nix::sched::unshare(CloneFlags::CLONE_NEWNET)
-            .step(Step::Namespaces, "unshare the network namespace")?;
-        net::loopback_up()?;
-    }
-    Ok(())
-}
-
-fn parent_death_signal() -> Result<(), SetupError> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .step(Step::Session, "prctl(PR_SET_PDEATHSIG, SIGKILL)")
-}
-
-/// user.max_user_namespaces is counted per user namespace: 0 in ours means neither the
-/// code nor anything it starts can create a nested one (bubblewrap's --disable-userns),
-/// whatever the seccomp profile allows.
-fn forbid_nested_userns() -> Result<(), SetupError> {
-    std::fs::write("/proc/sys/user/max_user_namespaces", "0").step(
-        Step::Namespaces,
-        "set user.max_user_namespaces to 0 inside the sandbox",
+        format!("clone with new user/pid/mount/ipc/uts namespaces (or into a joined pid namespace): {e}{hint}"),
     )
 }

@@ -21,14 +21,16 @@ pub enum Msg {
     /// cgroup, opened by the supervisor, through which init joins it.
     CgroupTasks,
     /// Supervisor → init: the run's cgroup is ready (every `tasks` file is sent, or
-    /// the supervisor moved init itself, or there is none).
-    CgroupDone,
+    /// the supervisor moved init itself, or there is none). `limited`: a group
+    /// bounds the sandbox's memory and CPU as a whole; without one, init bounds each
+    /// process instead.
+    CgroupDone { limited: bool },
     /// Init → supervisor: the sandbox is fully set up and waits for `Start`.
     Ready { timings_us: Vec<(String, u64)> },
     /// Init → supervisor: a setup step failed; nothing of the payload ran.
     Failed(SetupError),
     /// Init → supervisor: the payload runs, confined as described.
-    Started(super::init::Confined),
+    Started(crate::outcome::Confined),
     /// Init → supervisor: the payload could not be executed.
     ExecFailed { errno: i32, message: String },
     /// Payload → supervisor, with the fd attached: the seccomp filter's listener.
@@ -126,7 +128,7 @@ impl Channel {
     /// that names what was `expected`.
     pub fn recv_fds_until(
         &self,
-        done: impl Fn(&Msg) -> bool,
+        mut done: impl FnMut(&Msg) -> bool,
         step: Step,
         expected: &str,
         mut each: impl FnMut(Msg, OwnedFd) -> Result<(), SetupError>,
@@ -148,6 +150,22 @@ impl Channel {
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }
+
+    /// The same channel on a descriptor above the low numbers a child places its
+    /// inherited pipes at.
+    pub fn raised(self) -> Result<Channel, SetupError> {
+        Ok(Channel {
+            fd: high_copy(self.fd.as_fd())?,
+        })
+    }
+}
+
+/// A close-on-exec copy of `fd` numbered 100 or above.
+pub fn high_copy(fd: BorrowedFd) -> Result<OwnedFd, SetupError> {
+    nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(100))
+        // SAFETY: a fresh descriptor owned by nothing else.
+        .map(|n| unsafe { OwnedFd::from_raw_fd(n) })
+        .step(Step::Pipes, "move a descriptor above 100")
 }
 
 impl AsFd for Channel {

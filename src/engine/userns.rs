@@ -38,3 +38,15 @@ pub fn write_maps(pid: Pid, mapping: IdMapping, uid: u32, gid: u32) -> Result<()
     )?;
     Ok(())
 }
+
+/// Blocks until the supervisor has written the id maps: nothing in the new user
+/// namespace has an identity before.
+pub fn wait_for_maps(chan: &super::sync::Channel) -> Result<(), SetupError> {
+    match chan.recv()? {
+        Some(super::sync::Msg::MapsWritten) => Ok(()),
+        other => Err(SetupError::new(
+            Step::Sync,
+            format!("expected MapsWritten from the supervisor, got {other:?}"),
+        )),
+    }
+}

@@ -168,6 +168,9 @@ pub struct PreparedProxy {
     dir: tempfile::TempDir,
 }
 
+/// The proxy's socket in its directory.
+pub const SOCKET_FILE: &str = "proxy.sock";
+
 /// Socket directories are named `maibox-proxy-<owner pid>-<start time>-XXXX`.
 const DIR_PREFIX: &str = "maibox-proxy-";
 
@@ -190,10 +193,41 @@ pub fn cleanup_stale(dir: &Path) -> usize {
 /// Validates `cfg`, creates a fresh private directory under `dir` and binds
 /// `proxy.sock` in it. Spawns nothing.
 pub fn prepare(cfg: &NetConfig, dir: &Path) -> Result<PreparedProxy, NetError> {
-    validate(cfg)?;
     let prefix = format!("{DIR_PREFIX}{}-", crate::cgroup::owner_tag());
-    let sock_dir = tempfile::Builder::new()
-        .prefix(&prefix)
+    prepare_in(cfg, dir, tempfile::Builder::new().prefix(&prefix))
+}
+
+/// The socket directory [`prepare_for_run`] makes for `run_id` under `dir`, known
+/// before it exists (a cleaner armed before it removes it, see [`crate::teardown`]).
+pub fn run_socket_dir(dir: &Path, run_id: &str) -> PathBuf {
+    dir.join(format!(
+        "{DIR_PREFIX}{}-{run_id}",
+        crate::cgroup::owner_tag()
+    ))
+}
+
+/// [`prepare`], in the directory [`run_socket_dir`] names.
+pub fn prepare_for_run(
+    cfg: &NetConfig,
+    dir: &Path,
+    run_id: &str,
+) -> Result<PreparedProxy, NetError> {
+    let planned = run_socket_dir(dir, run_id);
+    let name = planned.file_name().unwrap_or_default().to_os_string();
+    prepare_in(
+        cfg,
+        dir,
+        tempfile::Builder::new().prefix(&name).rand_bytes(0),
+    )
+}
+
+fn prepare_in(
+    cfg: &NetConfig,
+    dir: &Path,
+    builder: &mut tempfile::Builder,
+) -> Result<PreparedProxy, NetError> {
+    validate(cfg)?;
+    let sock_dir = builder
         .tempdir_in(dir)
         .map_err(|source| NetError::SocketDir {
             dir: dir.to_path_buf(),
@@ -208,7 +242,7 @@ pub fn prepare(cfg: &NetConfig, dir: &Path) -> Result<PreparedProxy, NetError> {
             source,
         },
     )?;
-    let socket = sock_dir.path().join("proxy.sock");
+    let socket = sock_dir.path().join(SOCKET_FILE);
     let listener = UnixListener::bind(&socket).map_err(|source| NetError::Bind {
         path: socket.clone(),
         source,

@@ -561,35 +561,8 @@ async fn plain(
     host_raw: String,
     port: u16,
 ) -> Response<Body> {
-    let method = req.method().clone();
-    if method != Method::GET && method != Method::HEAD {
-        return refused(
-            &ticket,
-            format!("method {method} not allowed (only GET and HEAD, and CONNECT for TLS)"),
-        );
-    }
-    match req.uri().scheme_str() {
-        Some("http") => {}
-        Some(other) => {
-            return refused(
-                &ticket,
-                format!("scheme {other} in a plain request (use CONNECT for https)"),
-            )
-        }
-        None => {
-            return refused(
-                &ticket,
-                "not a proxy request: the URI must be absolute (http://host/...)".into(),
-            )
-        }
-    }
-    let has_body = req.headers().contains_key(TRANSFER_ENCODING)
-        || req
-            .headers()
-            .get(CONTENT_LENGTH)
-            .is_some_and(|v| v.to_str().map(|s| s.trim() != "0").unwrap_or(true));
-    if has_body {
-        return refused(&ticket, "request body not allowed".into());
+    if let Err(why) = plain_allowed(&req) {
+        return refused(&ticket, why);
     }
     let host = match check_target(&state, &host_raw, port, Kind::PlainHttp) {
         Ok(h) => h,
@@ -600,34 +573,82 @@ async fn plain(
         Err(e) => return upstream_error(&ticket, e),
     };
     ticket.set_address(addr);
+    let out = match upstream_request(&req, &host, port) {
+        Ok(r) => r,
+        Err(why) => return refused(&ticket, why),
+    };
+    forward(state, stream, out, ticket).await
+}
 
+/// Only GET and HEAD of an absolute http:// URI, without a body.
+fn plain_allowed(req: &Request<hyper::body::Incoming>) -> Result<(), String> {
+    let method = req.method();
+    if method != Method::GET && method != Method::HEAD {
+        return Err(format!(
+            "method {method} not allowed (only GET and HEAD, and CONNECT for TLS)"
+        ));
+    }
+    match req.uri().scheme_str() {
+        Some("http") => {}
+        Some(other) => {
+            return Err(format!(
+                "scheme {other} in a plain request (use CONNECT for https)"
+            ))
+        }
+        None => {
+            return Err("not a proxy request: the URI must be absolute (http://host/...)".into())
+        }
+    }
+    let has_body = req.headers().contains_key(TRANSFER_ENCODING)
+        || req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .is_some_and(|v| v.to_str().map(|s| s.trim() != "0").unwrap_or(true));
+    if has_body {
+        return Err("request body not allowed".into());
+    }
+    Ok(())
+}
+
+/// The request as the upstream gets it: its path, its headers without hop-by-hop
+/// ones, and the checked host.
+fn upstream_request(
+    req: &Request<hyper::body::Incoming>,
+    host: &str,
+    port: u16,
+) -> Result<Request<Empty<Bytes>>, String> {
     let path = req
         .uri()
         .path_and_query()
         .map(|p| p.as_str())
+        .filter(|p| !p.is_empty())
         .unwrap_or("/");
-    let path = if path.is_empty() { "/" } else { path };
     let mut headers = req.headers().clone();
     strip_hop_by_hop(&mut headers);
     let host_header = if port == 80 {
-        host.clone()
+        host.to_string()
     } else {
         format!("{host}:{port}")
     };
-    let mut out = match Request::builder()
-        .method(method)
+    let mut out = Request::builder()
+        .method(req.method().clone())
         .uri(path)
         .body(Empty::<Bytes>::new())
-    {
-        Ok(r) => r,
-        Err(e) => return refused(&ticket, format!("cannot rebuild request: {e}")),
-    };
+        .map_err(|e| format!("cannot rebuild request: {e}"))?;
     *out.headers_mut() = headers;
-    match HeaderValue::from_str(&host_header) {
-        Ok(v) => out.headers_mut().insert(HOST, v),
-        Err(e) => return refused(&ticket, format!("bad host header: {e}")),
-    };
+    let v = HeaderValue::from_str(&host_header).map_err(|e| format!("bad host header: {e}"))?;
+    out.headers_mut().insert(HOST, v);
+    Ok(out)
+}
 
+/// Sends `out` on `stream`, counting its bytes against the run's budget, and streams
+/// the response back.
+async fn forward(
+    state: Arc<State>,
+    stream: TcpStream,
+    out: Request<Empty<Bytes>>,
+    ticket: Ticket,
+) -> Response<Body> {
     let limit_hit = Arc::new(AtomicBool::new(false));
     let io = TokioIo::new(Counted::new(
         stream,

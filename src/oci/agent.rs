@@ -7,8 +7,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 
-use super::cli::{OciError, OCI_VERSION};
-use super::seccomp::Notify;
+use super::error::OciError;
+use super::state::OCI_VERSION;
+use crate::confine::seccomp::oci::Notify;
 
 /// The process the listener belongs to, and its container.
 pub struct Owner<'a> {

@@ -15,10 +15,10 @@ use nix::fcntl::OFlag;
 use nix::sched::CloneFlags;
 use nix::unistd::{fork, ForkResult};
 
-use super::cli::OciError;
-use super::view::OciMount;
+use super::error::OciError;
 use crate::engine::spawn::Spawned;
 use crate::engine::sync::Msg;
+use crate::policy::oci::OciMount;
 
 fn refused(m: impl Into<String>) -> OciError {
     OciError::Refused(m.into())

@@ -1,23 +1,25 @@
-//! The runc-compatible verbs: `create`, `start`, `state`, `kill`, `delete`, `run`,
-//! `list`, `spec`. Errors are written to `--log` (JSON lines with `--log-format
-//! json`, as containerd's shim reads them) and to stderr, with a non-zero exit.
+//! The runc-compatible command line: the global flags ([`Global`]), the verbs
+//! ([`Verb`], each run by its file in [`super::commands`]) and the dispatch.
+//! Errors are written to `--log` (JSON lines with `--log-format json`, as
+//! containerd's shim reads them) and to stderr, with a non-zero exit.
 
-use super::bundle::{self, BundleError, Waivable};
-use super::hooks::{self, HookError};
-use super::state::{self, Container, Saved, StateError, Status};
-use crate::engine::{spawn, SetupError};
-use crate::policy::View;
+use super::bundle::Waivable;
+use super::commands::{self, create::CreateArgs};
+use super::error::OciError;
+use super::state;
 use clap::{Args, Subcommand, ValueEnum};
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+
+/// The runtime-spec version of the states maibox reports (`maibox -v` prints it).
+pub use super::state::OCI_VERSION;
 
 /// runc's global flags; accepted before the verb (where Docker puts them).
+/// They are global to the whole command line, so that `maibox --root R exec
+/// ID ...` still parses as runc's exec, but only the OCI verbs' help shows them
+/// (see [`scope_global_flags`]).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "OCI runtime options (runc's, before the verb)")]
 pub struct Global {
     /// Directory for container state.
     #[arg(long, global = true, default_value = state::DEFAULT_ROOT)]
@@ -25,13 +27,19 @@ pub struct Global {
     /// Where errors are logged (default: stderr only).
     #[arg(long, global = true)]
     pub log: Option<PathBuf>,
+    /// Format of the --log lines.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Debug lines to --log (or stderr).
     #[arg(long, global = true)]
     pub debug: bool,
     /// Refused: maibox manages cgroupfs paths only.
     #[arg(long, global = true)]
     pub systemd_cgroup: bool,
+    /// A strict runtime: the untrusted level's kernel hardening (seccomp kills,
+    /// Landlock, an open-file cap, /proc masks) on top of any bundle (docs/oci.md).
+    #[arg(long, global = true)]
+    pub hardened: bool,
     /// Let a spec run although maibox does not enforce these of its fields yet
     /// (comma-separated). The container is weaker than its spec says.
     #[arg(
@@ -43,6 +51,37 @@ pub struct Global {
     )]
     pub unenforced: Vec<Waivable>,
 }
+
+/// Hides [`Global`]'s flags from the help of every subcommand that is not an
+/// OCI verb (`exec`, `audit show`, ...), where they do nothing. They stay
+/// global, so they still parse anywhere: each such subcommand gets a hidden
+/// copy of them, which clap then passes on to its own subcommands instead of
+/// the shown one.
+pub fn scope_global_flags(cmd: clap::Command) -> clap::Command {
+    let hidden: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    cmd.mut_subcommands(|sc| {
+        if <Verb as Subcommand>::has_subcommand(sc.get_name()) {
+            let name = match sc.get_name() {
+                "oci-exec" => "exec",
+                n => n,
+            };
+            let template = RUNC_HELP.replace("{verb}", name);
+            sc.help_template(template)
+        } else {
+            hidden.iter().fold(sc, |sc, a| sc.arg(a.clone()))
+        }
+    })
+}
+
+/// The OCI verbs' help in runc's layout (urfave/cli's `NAME:`, `USAGE:`,
+/// `OPTIONS:` sections, the verb's name and summary on the second line), which
+/// runc's callers and tests read; maibox's own subcommands keep clap's.
+/// `{verb}` is filled in here, the rest by clap.
+const RUNC_HELP: &str = "NAME:\n   maibox {verb} - {about}\n\nUSAGE:\n   {usage}\n\n{all-args}";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -101,12 +140,12 @@ pub enum Verb {
     },
     /// OCI: change a running container's limits, from runc's flags or a
     /// LinuxResources JSON (`-r FILE`, `-r -` for stdin, as `docker update` sends it).
-    Update(super::update::UpdateArgs),
+    Update(commands::update::UpdateArgs),
     /// OCI: print what this runtime implements (runtime-spec features.md), as JSON.
     Features,
     /// OCI: print a container's resource usage and OOM notices as JSON lines
     /// (every --interval, or once with --stats).
-    Events(super::events::EventsArgs),
+    Events(commands::events::EventsArgs),
     /// OCI: freeze every process of a container.
     Pause { id: String },
     /// OCI: thaw a paused container.
@@ -114,7 +153,11 @@ pub enum Verb {
     /// OCI: run a process in a running container (`exec --process FILE ID`; the
     /// `maibox exec` of Python code is told apart by these flags).
     #[command(name = "oci-exec", hide = true)]
-    OciExec(super::exec::ExecArgs),
+    OciExec(commands::exec::ExecArgs),
+    /// OCI: not supported by maibox (runc's CRIU checkpoint); fails with a clear error.
+    Checkpoint(commands::checkpoint::CheckpointArgs),
+    /// OCI: not supported by maibox (runc's CRIU restore); fails with a clear error.
+    Restore(commands::checkpoint::RestoreArgs),
     /// OCI: write a template config.json.
     Spec {
         #[arg(long)]
@@ -129,51 +172,6 @@ pub enum Verb {
 pub enum ListFormat {
     Table,
     Json,
-}
-
-#[derive(Args, Debug)]
-pub struct CreateArgs {
-    /// The bundle directory (default: the current directory).
-    #[arg(long, short = 'b', default_value = ".")]
-    pub bundle: PathBuf,
-    #[arg(long)]
-    pub pid_file: Option<PathBuf>,
-    #[arg(long)]
-    pub console_socket: Option<PathBuf>,
-    /// Accepted for compatibility: maibox always uses pivot_root.
-    #[arg(long)]
-    pub no_pivot: bool,
-    /// Accepted for compatibility: no session keyring is created.
-    #[arg(long)]
-    pub no_new_keyring: bool,
-    /// Pass the caller's descriptors 3 to 3+N-1 to the container's process.
-    #[arg(long, default_value_t = 0)]
-    pub preserve_fds: u32,
-    pub id: String,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum OciError {
-    #[error(transparent)]
-    Bundle(#[from] BundleError),
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error(transparent)]
-    Setup(#[from] SetupError),
-    #[error(transparent)]
-    Hook(#[from] HookError),
-    #[error("{0}")]
-    Refused(String),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-}
-
-fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> OciError {
-    let what = what.into();
-    move |source| OciError::Io { what, source }
 }
 
 /// Runs one verb; returns the process exit code. Errors are logged here.
@@ -202,10 +200,20 @@ pub fn main(g: &Global, verb: Verb) -> i32 {
     }
 }
 
-fn log_error(g: &Global, msg: &str) {
+/// An error line to stderr, and to `--log` when given.
+pub(crate) fn log_error(g: &Global, msg: &str) {
     eprintln!("maibox: error: {msg}");
     if let Some(path) = &g.log {
         append_log(path, g.log_format, "error", msg);
+    }
+}
+
+/// A warning line to stderr, and to `--log` when given (runc's
+/// `level=warning`): the verb goes on.
+pub(crate) fn log_warning(g: &Global, msg: &str) {
+    eprintln!("maibox: warning: {msg}");
+    if let Some(path) = &g.log {
+        append_log(path, g.log_format, "warning", msg);
     }
 }
 
@@ -256,903 +264,145 @@ fn dispatch(g: &Global, verb: Verb) -> Result<i32, OciError> {
         ),
     );
     match verb {
-        Verb::Create(a) => create(g, &a, false).map(|_| 0),
-        Verb::Start { id } => start(g, &id).map(|_| 0),
-        Verb::State { id } => {
-            let c = Container::open(&g.root, &id, false)?;
-            let s = c.load()?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&state_json(&s, c.status(&s))).unwrap_or_default()
-            );
-            Ok(0)
-        }
+        Verb::Create(a) => commands::create::create(g, &a, false).map(|_| 0),
+        Verb::Start { id } => commands::start::start(g, &id).map(|_| 0),
+        Verb::State { id } => commands::state::state(g, &id).map(|_| 0),
         Verb::Kill { all, id, signal } => {
-            let sig = parse_signal(signal.as_deref().unwrap_or("TERM"))?;
-            kill(g, &id, sig, all).map(|_| 0)
+            let sig = commands::kill::parse_signal(signal.as_deref().unwrap_or("TERM"))?;
+            commands::kill::kill(g, &id, sig, all).map(|_| 0)
         }
-        Verb::Delete { force, id } => delete(g, &id, force).map(|_| 0),
+        Verb::Delete { force, id } => commands::delete::delete(g, &id, force).map(|_| 0),
         Verb::Run {
             create: a,
             detach,
             keep,
-        } => run(g, &a, detach, keep),
+        } => commands::run::run(g, &a, detach, keep),
         Verb::List { format, quiet } => {
-            super::list::list(g, format, quiet);
+            commands::list::list(g, format, quiet);
             Ok(0)
         }
-        Verb::Spec { rootless, bundle } => spec(rootless, bundle.as_deref()).map(|_| 0),
-        Verb::OciExec(a) => super::exec::exec(g, &a),
-        Verb::Update(a) => super::update::update(g, &a).map(|_| 0),
+        Verb::Spec { rootless, bundle } => {
+            commands::spec::spec(rootless, bundle.as_deref()).map(|_| 0)
+        }
+        Verb::OciExec(a) => commands::exec::exec(g, &a),
+        Verb::Update(a) => commands::update::update(g, &a).map(|_| 0),
         Verb::Features => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&features()).unwrap_or_default()
+                serde_json::to_string_pretty(&commands::features::features()).unwrap_or_default()
             );
             Ok(0)
         }
-        Verb::Events(a) => super::events::events(g, &a),
-        Verb::Pause { id } => pause(g, &id, true).map(|_| 0),
-        Verb::Resume { id } => pause(g, &id, false).map(|_| 0),
+        Verb::Events(a) => commands::events::events(g, &a),
+        Verb::Pause { id } => commands::pause::pause(g, &id, true).map(|_| 0),
+        Verb::Resume { id } => commands::pause::pause(g, &id, false).map(|_| 0),
         Verb::Ps {
             format,
             id,
             ps_args,
-        } => {
-            let c = Container::open(&g.root, &id, false)?;
-            let s = c.load()?;
-            let pids = if c.status(&s) == Status::Stopped {
-                Vec::new()
-            } else {
-                container_pids(&s)
-            };
-            match format {
-                ListFormat::Json => println!("{}", serde_json::json!(pids)),
-                ListFormat::Table => ps_table(&pids, &ps_args)?,
-            }
-            Ok(0)
-        }
+        } => commands::ps::ps(g, format, &id, &ps_args).map(|_| 0),
+        Verb::Checkpoint(a) => commands::checkpoint::checkpoint(&a).map(|_| 0),
+        Verb::Restore(a) => commands::checkpoint::restore(&a).map(|_| 0),
     }
 }
 
-/// The runtime-spec version of the states maibox reports.
-pub const OCI_VERSION: &str = "1.0.2";
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches, Parser};
 
-/// The state as the runtime spec defines it (`ociVersion`, `id`, `status`, `pid`,
-/// `bundle`, `annotations`). A stopped container has no pid.
-pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "ociVersion": OCI_VERSION,
-        "id": s.id,
-        "status": status,
-        "bundle": s.bundle,
-        "rootfs": s.bundle.join("rootfs"),
-        "created": s.created,
-        "owner": "",
-        "annotations": s.annotations,
-    });
-    if status != Status::Stopped {
-        v["pid"] = s.pid.into();
-    } else {
-        v["pid"] = 0.into();
-    }
-    v
-}
-
-/// A signal by name or number; `None` for 0, which only checks that the
-/// container's processes exist.
-pub fn parse_signal(s: &str) -> Result<Option<Signal>, OciError> {
-    let bad = || OciError::Refused(format!("invalid signal {s:?}"));
-    if let Ok(n) = s.parse::<i32>() {
-        if n == 0 {
-            return Ok(None);
-        }
-        return Signal::try_from(n).map(Some).map_err(|_| bad());
-    }
-    let up = s.to_ascii_uppercase();
-    let name = if up.starts_with("SIG") {
-        up
-    } else {
-        format!("SIG{up}")
-    };
-    name.parse::<Signal>().map(Some).map_err(|_| bad())
-}
-
-struct Created {
-    container: Container,
-    saved: Saved,
-    /// The pty master of a foreground `run` with `terminal: true`.
-    console: Option<OwnedFd>,
-}
-
-/// Sets a container up and leaves its init blocked on the start FIFO. With
-/// `foreground` (`run`), the container dies with this process.
-fn create(g: &Global, a: &CreateArgs, foreground: bool) -> Result<Created, OciError> {
-    // Before this command opens anything of its own.
-    let preserved = super::fds::inherited(a.preserve_fds);
-    state::check_id(&a.id)?;
-    let waived: BTreeSet<Waivable> = g.unenforced.iter().copied().collect();
-    // Validate everything before claiming the id: a bad bundle leaves nothing behind.
-    let mut loaded = bundle::load(&a.bundle, &waived)?;
-    if let View::Oci(view) = &mut loaded.policy.view {
-        view.preserve_fds = preserved;
-    }
-    let container = Container::create(&g.root, &a.id)?;
-    match create_in(g, a, &container, &mut loaded, foreground) {
-        Ok((saved, console)) => Ok(Created {
-            container,
-            saved,
-            console,
-        }),
-        Err(e) => {
-            let _ = container.remove();
-            Err(e)
-        }
-    }
-}
-
-fn create_in(
-    g: &Global,
-    a: &CreateArgs,
-    container: &Container,
-    loaded: &mut bundle::Loaded,
-    foreground: bool,
-) -> Result<(Saved, Option<OwnedFd>), OciError> {
-    let fifo = container.fifo();
-    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
-        .map_err(|e| io_err("create the start FIFO")(e.into()))?;
-    let View::Oci(view) = &mut loaded.policy.view else {
-        return Err(OciError::Refused("internal: not an OCI view".into()));
-    };
-    // O_RDWR never blocks on a FIFO, and keeps it open for `start`'s
-    // non-blocking open. The init inherits it (see OciView::start_fifo).
-    let gate = nix::fcntl::open(
-        &fifo,
-        nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| io_err("open the start FIFO")(e.into()))?;
-    // SAFETY: a fresh descriptor owned by nothing else.
-    let gate = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(gate) };
-    view.start_fifo = Some(std::os::fd::AsRawFd::as_raw_fd(&gate));
-    view.die_with_parent = foreground;
-    // Namespaces to join, opened here so that a bad path fails before the clone;
-    // the init inherits them.
-    let mut ns_files = Vec::new();
-    for j in &mut view.namespaces.join {
-        let f = std::fs::File::open(&j.path).map_err(|e| {
-            OciError::Refused(format!(
-                "linux.namespaces: cannot open the {} namespace {}: {e}",
-                j.kind,
-                j.path.display()
-            ))
-        })?;
-        j.fd = Some(std::os::fd::AsRawFd::as_raw_fd(&f));
-        ns_files.push(f);
-    }
-    // Our end of the console socket of a foreground `run`, which relays the pty itself.
-    let mut own_console: Option<OwnedFd> = None;
-    let console = match (&a.console_socket, view.process.terminal) {
-        (Some(p), true) => Some(crate::engine::console::connect(p)?),
-        (None, false) => None,
-        (Some(_), false) => {
-            return Err(OciError::Refused(
-                "--console-socket given but process.terminal is false: there is no pty to \
-                 send (set process.terminal to true or drop --console-socket)"
-                    .into(),
-            ))
-        }
-        (None, true) if foreground => {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-                .map_err(io_err("create the console socket pair"))?;
-            own_console = Some(ours.into());
-            Some(OwnedFd::from(theirs))
-        }
-        (None, true) => {
-            return Err(OciError::Refused(
-                "process.terminal is true: give --console-socket to receive the pty".into(),
-            ))
-        }
-    };
-    view.console = console.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
-    let pid_ns = view.namespaces.pid;
-    let hooks_value = loaded
-        .spec
-        .hooks()
-        .as_ref()
-        .and_then(|h| serde_json::to_value(h).ok());
-    view.hooks = hooks_value.clone();
-    view.hooks_sync = [
-        "prestart",
-        "createRuntime",
-        "createContainer",
-        "startContainer",
-    ]
-    .iter()
-    .any(|stage| {
-        hooks_value
-            .as_ref()
-            .and_then(|h| h.get(*stage))
-            .is_some_and(|l| l.as_array().is_some_and(|a| !a.is_empty()))
-    });
-    let hooks_sync = view.hooks_sync;
-    let bind_sources = view
-        .bind_sources_from_runtime()
-        .then(|| view.mounts.clone());
-    let notify = view.seccomp.as_ref().and_then(|c| c.notify.clone());
-    let dup = |fd: std::os::fd::BorrowedFd| -> Result<OwnedFd, OciError> {
-        fd.try_clone_to_owned().map_err(io_err("duplicate stdio"))
-    };
-    let stdio = spawn::ChildStdio {
-        stdin: dup(std::io::stdin().as_fd())?,
-        stdout: dup(std::io::stdout().as_fd())?,
-        stderr: dup(std::io::stderr().as_fd())?,
-    };
-    // The OCI child finds its program inside the container's root itself (so that a
-    // missing one fails `create`); the engine's payload slot carries nothing here.
-    let payload = crate::engine::init::Payload {
-        program: c"/".into(),
-        argv: Vec::new(),
-        envp: Vec::new(),
-        confine: Box::new(|| Ok(Default::default())),
-        bridge: None,
-    };
-    let group = container_cgroup(&loaded.spec, &a.id)?;
-    let mut attach = |pid: Pid| -> Result<(), SetupError> {
-        if let Some(g) = &group {
-            g.attach(pid.as_raw())
-                .map_err(|e| SetupError::new(crate::error::Step::Cgroup, e.to_string()))?;
-        }
-        Ok(())
-    };
-    let spawned = spawn::spawn(&loaded.policy, &[], payload, stdio, &mut attach)?;
-    // The init has its own copy now; ours would keep `start`'s open from failing
-    // once the init is gone.
-    drop(gate);
-    drop(ns_files);
-    let pid = spawned.pid;
-    let kill_it = |e: OciError| {
-        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(pid, None);
-        e
-    };
-    // Before anything else: the init waits for them to build the root.
-    if let Some(mounts) = &bind_sources {
-        super::bindsrc::send(&spawned, mounts).map_err(kill_it)?;
-    }
-    if hooks_sync {
-        runtime_hooks(&spawned, &a.id, loaded, hooks_value.as_ref()).map_err(kill_it)?;
-    }
-    if let Some(n) = notify.as_ref() {
-        forward_listener(&spawned, &a.id, loaded, n).map_err(kill_it)?;
-    }
-    crate::engine::wait_ready(&spawned).map_err(|e| kill_it(e.into()))?;
-    if let Some(g) = &group {
-        g.apply_devices()
-            .map_err(|e| kill_it(OciError::Refused(format!("container device rules: {e}"))))?;
-    }
-    drop(console);
-    let master = match &own_console {
-        Some(sock) => Some(
-            crate::engine::console::receive_master(sock.as_fd()).map_err(|e| kill_it(e.into()))?,
-        ),
-        None => None,
-    };
-    let start_time = state::proc_stat(pid.as_raw())
-        .map(|(_, t)| t)
-        .ok_or_else(|| kill_it(OciError::Refused("the container init vanished".into())))?;
-    let saved = Saved {
-        id: a.id.clone(),
-        pid: pid.as_raw(),
-        start_time,
-        bundle: loaded.bundle.clone(),
-        created: state::now_rfc3339(),
-        annotations: loaded
-            .spec
-            .annotations()
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .collect::<BTreeMap<_, _>>(),
-        pid_ns,
-        hooks: hooks_value,
-        owner: nix::unistd::geteuid().as_raw(),
-        cgroup_paths: group
-            .as_ref()
-            .map(ContainerCgroup::paths)
-            .unwrap_or_default(),
-    };
-    container.save(&saved).map_err(|e| kill_it(e.into()))?;
-
-    if let Some(p) = &a.pid_file {
-        write_pid_file(p, pid.as_raw()).map_err(kill_it)?;
-    }
-    log_debug(g, &format!("created container {} (pid {pid})", a.id));
-    if let Some(g) = group {
-        g.persist();
-    }
-    Ok((saved, master))
-}
-
-/// The runtime's share of the hooks at create: the init has mounted the
-/// container's filesystems and waits before pivot_root; `prestart` and
-/// `createRuntime` run here (host namespaces), then the init runs
-/// `createContainer` with the state sent back.
-fn runtime_hooks(
-    spawned: &spawn::Spawned,
-    id: &str,
-    loaded: &bundle::Loaded,
-    hooks_value: Option<&serde_json::Value>,
-) -> Result<(), OciError> {
-    use crate::engine::sync::Msg;
-    match spawned.chan.recv()? {
-        Some(Msg::HooksPoint) => {}
-        Some(Msg::Failed(e)) => return Err(e.into()),
-        other => {
-            return Err(OciError::Refused(format!(
-                "the container init ended before its hooks ({other:?})"
-            )))
-        }
-    }
-    // "created", as runtime-tools' hooks_stdin check expects: the container's
-    // process and namespaces exist by now.
-    let state = serde_json::json!({
-        "ociVersion": OCI_VERSION,
-        "id": id,
-        "status": "created",
-        "pid": spawned.pid.as_raw(),
-        "bundle": loaded.bundle,
-        "annotations": loaded.spec.annotations().clone().unwrap_or_default(),
-    });
-    for stage in ["prestart", "createRuntime"] {
-        hooks::run(hooks_value, stage, &state)?;
-    }
-    spawned.chan.send(&Msg::HooksDone {
-        state: state.to_string(),
-    })?;
-    Ok(())
-}
-
-/// SCMP_ACT_NOTIFY: the init's seccomp listener goes to the agent at the
-/// spec's `listenerPath` (see [`super::agent`]).
-fn forward_listener(
-    spawned: &spawn::Spawned,
-    id: &str,
-    loaded: &bundle::Loaded,
-    n: &crate::oci::seccomp::Notify,
-) -> Result<(), OciError> {
-    use crate::engine::sync::Msg;
-    let fd = match spawned.chan.recv_with_fd()? {
-        Some((Msg::SeccompListener, Some(fd))) => fd,
-        Some((Msg::Failed(e), _)) => return Err(e.into()),
-        other => {
-            return Err(OciError::Refused(format!(
-                "expected the seccomp listener from the container init, got {:?}",
-                other.map(|(m, _)| m)
-            )))
-        }
-    };
-    let owner = super::agent::Owner {
-        id,
-        pid: spawned.pid.as_raw(),
-        status: "creating",
-        bundle: &loaded.bundle,
-        annotations: serde_json::json!(loaded.spec.annotations().clone().unwrap_or_default()),
-    };
-    super::agent::hand_over(n, &owner, &fd)
-}
-
-/// The container's cgroup: maibox's limits group plus, for device rules, the v1
-/// devices group. Removed on drop unless [`ContainerCgroup::persist`]ed.
-struct ContainerCgroup {
-    limits: Option<crate::cgroup::RunCgroup>,
-    /// v1 groups outside maibox's own hierarchies: devices, freezer, cpuacct,
-    /// cpuset, and the unified group of a hybrid host.
-    extra: Vec<PathBuf>,
-    /// Groups that existed before this create: never removed by its failure.
-    preexisting: Vec<PathBuf>,
-    /// Device rules, applied by [`ContainerCgroup::apply_devices`].
-    devices: Option<(DeviceRules, Vec<(bool, String)>)>,
-}
-
-enum DeviceRules {
-    /// A v1 devices group.
-    V1(PathBuf),
-    /// A v2 group, for a device program.
-    V2(PathBuf),
-}
-
-impl ContainerCgroup {
-    fn attach(&self, pid: i32) -> Result<(), crate::cgroup::CgroupError> {
-        if let Some(l) = &self.limits {
-            l.attach(pid)?;
-        }
-        for d in &self.extra {
-            let f = d.join("cgroup.procs");
-            std::fs::write(&f, pid.to_string()).map_err(|e| crate::cgroup::CgroupError::Io {
-                step: "attach the container to its devices/freezer cgroup",
-                path: f,
-                source: e,
-            })?;
-        }
-        Ok(())
+    /// maibox's shape: runc's flags flattened at the top, the OCI verbs beside
+    /// other subcommands, one with subcommands of its own.
+    #[derive(Parser)]
+    struct Top {
+        #[command(flatten)]
+        oci: Global,
+        #[command(subcommand)]
+        cmd: Cmd,
     }
 
-    fn apply_devices(&self) -> Result<(), String> {
-        match &self.devices {
-            Some((DeviceRules::V1(dir), rules)) => {
-                crate::oci::cgroup::write_device_rules(dir, rules)
-            }
-            Some((DeviceRules::V2(dir), rules)) => crate::oci::devfilter::attach(dir, rules),
-            None => Ok(()),
-        }
-    }
-
-    fn paths(&self) -> Vec<PathBuf> {
-        let mut v = self.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
-        v.extend(self.extra.iter().cloned());
-        v
-    }
-
-    fn persist(mut self) {
-        self.extra.clear();
-        if let Some(l) = self.limits.take() {
-            l.persist();
-        }
-    }
-}
-
-impl Drop for ContainerCgroup {
-    fn drop(&mut self) {
-        let ours: Vec<PathBuf> = std::mem::take(&mut self.extra)
-            .into_iter()
-            .filter(|d| !self.preexisting.contains(d))
-            .collect();
-        let _ = crate::cgroup::remove_dirs(&ours);
-    }
-}
-
-fn container_cgroup(
-    spec: &oci_spec::runtime::Spec,
-    id: &str,
-) -> Result<Option<ContainerCgroup>, OciError> {
-    let linux = spec.linux().clone().unwrap_or_default();
-    let Some(want) = crate::oci::cgroup::from_spec(&linux, id)? else {
-        return Ok(None);
-    };
-    let refuse =
-        |e: String| OciError::Refused(format!("container cgroup {}: {e}", want.rel.display()));
-    let layout = crate::cgroup::detect();
-    let preexisting = crate::oci::cgroup::existing_groups(&want.rel);
-    let limits = crate::cgroup::RunCgroup::create_at(&layout, &want.rel, want.limits)
-        .map_err(|e| refuse(e.to_string()))?;
-    if let Some(r) = linux.resources() {
-        crate::oci::cgroup::apply_exact(&limits.paths(), r).map_err(refuse)?;
-    }
-    let mut group = ContainerCgroup {
-        limits: Some(limits),
-        extra: Vec::new(),
-        preexisting,
-        devices: None,
-    };
-    group
-        .extra
-        .extend(crate::oci::cgroup::create_side_groups(&want.rel, &layout).map_err(refuse)?);
-    // A group someone froze beforehand would freeze the init mid-setup (and the
-    // runtime with it, waiting): refused, as runc does.
-    if crate::oci::cgroup::frozen(&group.paths()) {
-        return Err(refuse(
-            "the container's cgroup unexpectedly frozen (thaw it or choose another cgroupsPath)"
-                .into(),
-        ));
-    }
-    // On v1 the cpuset group is made in any case (inheriting its parent's CPUs
-    // and memory nodes), so that `update --cpuset-cpus` has it; on v2 the
-    // container's group takes cpuset files once the controller is enabled.
-    let v1_cpuset =
-        matches!(layout, crate::cgroup::Layout::V1 { .. }) && crate::oci::cgroup::has_v1("cpuset");
-    let cpuset = want
-        .cpuset
-        .clone()
-        .or_else(|| v1_cpuset.then(|| (String::new(), String::new())));
-    if let Some((cpus, mems)) = &cpuset {
-        let v2_dir = match layout {
-            crate::cgroup::Layout::V2 { .. } => group
-                .limits
-                .as_ref()
-                .and_then(|l| l.paths().into_iter().next()),
-            _ => None,
-        };
-        group.extra.extend(
-            crate::oci::cgroup::apply_cpuset(&want.rel, cpus, mems, v2_dir.as_deref())
-                .map_err(|e| refuse(format!("cpuset: {e}")))?,
-        );
-    }
-    if !want.blkio.is_empty() {
-        if let (crate::cgroup::Layout::V2 { .. }, Some(dir)) =
-            (&layout, group.paths().first().cloned())
-        {
-            crate::oci::cgroup::enable_v2_controller(&dir, "io")
-                .map_err(|e| refuse(format!("blockIO: {e}")))?;
-        }
-        crate::oci::blkio::apply(&group.paths(), &want.blkio)
-            .map_err(|e| refuse(format!("blockIO: {e}")))?;
-    }
-    if !want.devices.is_empty() {
-        // The rules are written once the init has made the container's device
-        // nodes (as runc does): a "deny all" would stop its mknod.
-        match crate::oci::cgroup::devices_group(&want.rel).map_err(refuse)? {
-            Some(d) => {
-                group.extra.push(d.clone());
-                group.devices = Some((DeviceRules::V1(d), want.devices.clone()));
-            }
-            // cgroup v2: the rules become a device program on the container's group.
-            None if matches!(layout, crate::cgroup::Layout::V2 { .. }) => {
-                let dirs = group.limits.as_ref().map(|l| l.paths()).unwrap_or_default();
-                let dir = dirs
-                    .first()
-                    .ok_or_else(|| refuse("no cgroup v2 directory for the device rules".into()))?;
-                group.devices = Some((DeviceRules::V2(dir.clone()), want.devices.clone()));
-            }
-            None => {
-                return Err(refuse(
-                    "the spec gives device rules but this host has neither a v1 devices controller nor cgroup v2 to enforce them".into(),
-                ))
-            }
-        }
-    }
-    Ok(Some(group))
-}
-
-/// Written to a temporary name and renamed: a reader never sees a partial pid.
-fn write_pid_file(p: &Path, pid: i32) -> Result<(), OciError> {
-    let tmp = p.with_extension("maibox-tmp");
-    std::fs::write(&tmp, pid.to_string()).map_err(io_err(format!("write {}", tmp.display())))?;
-    std::fs::rename(&tmp, p).map_err(io_err(format!("write {}", p.display())))
-}
-
-fn start(g: &Global, id: &str) -> Result<(), OciError> {
-    let c = Container::open(&g.root, id, true)?;
-    let s = c.load()?;
-    let status = c.status(&s);
-    if status != Status::Created {
-        return Err(OciError::Refused(format!(
-            "cannot start container {id}: it is {status}, not created"
-        )));
-    }
-    let fifo = c.fifo();
-    // Non-blocking: the init holds the FIFO open, so ENXIO means it is gone.
-    let fd = nix::fcntl::open(
-        &fifo,
-        nix::fcntl::OFlag::O_WRONLY | nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| {
-        OciError::Refused(format!(
-            "cannot start container {id}: init not waiting ({e})"
-        ))
-    })?;
-    // SAFETY: a fresh descriptor owned by nothing else.
-    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    nix::unistd::write(&fd, b"0").map_err(|e| io_err("write the start FIFO")(e.into()))?;
-    drop(fd);
-    std::fs::remove_file(&fifo).map_err(io_err("remove the start FIFO"))?;
-    let st = state_json(&s, Status::Running);
-    if let Err(e) = hooks::run(s.hooks.as_ref(), "poststart", &st) {
-        // The container runs already; the spec says to log and go on.
-        log_error(g, &e.to_string());
-    }
-    Ok(())
-}
-
-/// Every process of the container: from its cgroup when it has one (processes that
-/// `exec` added included), else its init and its PID namespace.
-fn container_pids(s: &Saved) -> Vec<i32> {
-    let mut pids = cgroup_pids(s);
-    if pids.is_empty() {
-        pids = processes(s);
-    }
-    pids.sort_unstable();
-    pids.dedup();
-    pids
-}
-
-/// The processes in the container's cgroup (none when it has none).
-fn cgroup_pids(s: &Saved) -> Vec<i32> {
-    s.cgroup_paths
-        .first()
-        .and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-        .unwrap_or_default()
-}
-
-/// Processes of the container: its init, plus everything in its PID namespace.
-fn processes(s: &Saved) -> Vec<i32> {
-    let mut pids = vec![s.pid];
-    if !s.pid_ns {
-        return pids;
-    }
-    let Ok(ns) = std::fs::read_link(format!("/proc/{}/ns/pid", s.pid)) else {
-        return pids;
-    };
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if p != s.pid && std::fs::read_link(format!("/proc/{p}/ns/pid")).ok() == Some(ns.clone()) {
-            pids.push(p);
-        }
-    }
-    pids
-}
-
-fn kill(g: &Global, id: &str, sig: Option<Signal>, all: bool) -> Result<(), OciError> {
-    let c = Container::open(&g.root, id, true)?;
-    let s = c.load()?;
-    let targets = match (c.status(&s), all) {
-        (Status::Stopped, false) => {
-            return Err(OciError::Refused(format!("container {id} is not running")))
-        }
-        // As runc: --all on a stopped container is no error. Whatever its
-        // cgroup still holds gets the signal; its init's pid, which may be
-        // someone else's by now, never does.
-        (Status::Stopped, true) => cgroup_pids(&s),
-        (_, true) => container_pids(&s),
-        (_, false) => vec![s.pid],
-    };
-    for p in targets {
-        nix::sys::signal::kill(Pid::from_raw(p), sig).map_err(|e| {
-            let name = sig.map_or("0", |s| s.as_str());
-            OciError::Refused(format!("kill {p} with {name}: {e}"))
-        })?;
-    }
-    // A frozen task acts on SIGKILL only once thawed.
-    if sig == Some(Signal::SIGKILL) && crate::oci::cgroup::frozen(&s.cgroup_paths) {
-        crate::oci::cgroup::set_frozen(&s.cgroup_paths, false).map_err(OciError::Refused)?;
-    }
-    Ok(())
-}
-
-/// The runtime-spec `features` document: only what maibox enforces.
-fn features() -> serde_json::Value {
-    let caps: Vec<String> = caps::all()
-        .into_iter()
-        .map(|c| c.to_string())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    serde_json::json!({
-        "ociVersionMin": "1.0.0",
-        "ociVersionMax": "1.2.0",
-        "hooks": ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"],
-        "mountOptions": ["ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
-            "relatime", "norelatime", "strictatime", "noatime", "nodiratime", "bind", "rbind",
-            "private", "rprivate", "slave", "rslave", "shared", "rshared", "nosymfollow",
-            "symfollow", "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec", "rexec",
-            "rnoatime", "rrelatime", "rstrictatime", "rnodiratime", "rdiratime",
-            "rnosymfollow", "rsymfollow"],
-        "linux": {
-            "namespaces": ["mount", "pid", "network", "ipc", "uts", "cgroup", "user"],
-            "capabilities": caps,
-            "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false},
-            "seccomp": {
-                "enabled": true,
-                "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
-                    "SCMP_ACT_KILL_THREAD", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP",
-                    "SCMP_ACT_TRACE", "SCMP_ACT_LOG", "SCMP_ACT_NOTIFY"],
-                "operators": ["SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ",
-                    "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ"],
-                "archs": [if cfg!(target_arch = "x86_64") { "SCMP_ARCH_X86_64" } else { "SCMP_ARCH_AARCH64" }],
-                "knownFlags": ["SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
-                    "SECCOMP_FILTER_FLAG_SPEC_ALLOW"],
-                "supportedFlags": ["SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
-                    "SECCOMP_FILTER_FLAG_SPEC_ALLOW"]
-            },
-            "apparmor": {"enabled": false},
-            "selinux": {"enabled": false}
+    #[derive(clap::Subcommand)]
+    #[allow(clippy::large_enum_variant)]
+    enum Cmd {
+        Other {
+            #[command(subcommand)]
+            sub: Option<Sub>,
         },
-        "annotations": {"io.maibox.version": env!("CARGO_PKG_VERSION")}
-    })
-}
-
-/// `pause` / `resume`: freeze or thaw every process of the container.
-fn pause(g: &Global, id: &str, freeze: bool) -> Result<(), OciError> {
-    let c = Container::open(&g.root, id, true)?;
-    let s = c.load()?;
-    let (from, verb) = if freeze {
-        (Status::Running, "pause")
-    } else {
-        (Status::Paused, "resume")
-    };
-    let status = c.status(&s);
-    if status != from {
-        return Err(OciError::Refused(format!(
-            "cannot {verb} container {id}: it is {status}, not {from}"
-        )));
+        #[command(flatten)]
+        Oci(Verb),
     }
-    crate::oci::cgroup::set_frozen(&s.cgroup_paths, freeze)
-        .map_err(|e| OciError::Refused(format!("{verb} container {id}: {e}")))
-}
 
-/// Waits until the init has ended (a zombie counts: its parent reaps it).
-fn wait_gone(s: &Saved, limit: Duration) -> bool {
-    let until = Instant::now() + limit;
-    while state::alive(s.pid, s.start_time) {
-        if Instant::now() >= until {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    #[derive(clap::Subcommand)]
+    enum Sub {
+        Show,
     }
-    true
-}
 
-fn delete(g: &Global, id: &str, force: bool) -> Result<(), OciError> {
-    let c = match Container::open(&g.root, id, true) {
-        Ok(c) => c,
-        Err(StateError::NotFound(_)) if force => return Ok(()),
-        Err(e) => return Err(e.into()),
-    };
-    let s = c.load()?;
-    match c.status(&s) {
-        status @ (Status::Running | Status::Paused) if !force => {
-            return Err(OciError::Refused(format!(
-                "cannot delete container {id}: it is {status} (stop it or use --force)"
-            )))
-        }
-        Status::Stopped => {}
-        // A created container never ran its process: deleting it is always allowed.
-        Status::Created | Status::Running | Status::Paused => {
-            for p in container_pids(&s) {
-                let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
-            }
-            if crate::oci::cgroup::frozen(&s.cgroup_paths) {
-                let _ = crate::oci::cgroup::set_frozen(&s.cgroup_paths, false);
-            }
-            if !wait_gone(&s, Duration::from_secs(5)) {
-                return Err(OciError::Refused(format!(
-                    "container {id}: init {} did not die after SIGKILL",
-                    s.pid
-                )));
+    fn help(args: &[&str]) -> String {
+        let e = scope_global_flags(Top::command())
+            .try_get_matches_from(args)
+            .expect_err("--help ends the parse");
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
+        e.to_string()
+    }
+
+    fn parse(args: &[&str]) -> Top {
+        let mut m = scope_global_flags(Top::command())
+            .try_get_matches_from(args)
+            .unwrap();
+        Top::from_arg_matches_mut(&mut m).unwrap()
+    }
+
+    #[test]
+    fn runc_flags_show_only_in_the_oci_verbs_help_and_parse_everywhere() {
+        let flags = [
+            "--root ",
+            "--log ",
+            "--log-format ",
+            "--debug",
+            "--systemd-cgroup",
+        ];
+        for args in [
+            &["t", "create", "--help"][..],
+            &["t", "--help"],
+            &["t", "kill", "--help"],
+        ] {
+            let h = help(args);
+            for f in flags {
+                assert!(h.contains(f), "{args:?} lacks {f}: {h}");
             }
         }
-    }
-    let st = state_json(&s, Status::Stopped);
-    if let Err(e) = crate::cgroup::remove_dirs(&s.cgroup_paths) {
-        log_error(g, &format!("container {id}: {e}"));
-    }
-    c.remove()?;
-    if let Err(e) = hooks::run(s.hooks.as_ref(), "poststop", &st) {
-        log_error(g, &e.to_string());
-    }
-    Ok(())
-}
-
-fn run(g: &Global, a: &CreateArgs, detach: bool, keep: bool) -> Result<i32, OciError> {
-    let Created {
-        container,
-        saved,
-        console,
-    } = create(g, a, !detach)?;
-    drop(container);
-    let pid = Pid::from_raw(saved.pid);
-    if let Err(e) = start(g, &a.id) {
-        let _ = delete(g, &a.id, true);
-        return Err(e);
-    }
-    if detach {
-        return Ok(0);
-    }
-    let relay = match console {
-        Some(master) => Some(
-            crate::engine::console::relay(master).map_err(io_err("relay the container's pty"))?,
-        ),
-        None => None,
-    };
-    let code = loop {
-        match nix::sys::wait::waitpid(pid, None) {
-            Ok(nix::sys::wait::WaitStatus::Exited(_, c)) => break c,
-            Ok(nix::sys::wait::WaitStatus::Signaled(_, s, _)) => break 128 + s as i32,
-            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(io_err("wait for the container")(e.into())),
+        for args in [
+            &["t", "other", "--help"][..],
+            &["t", "other", "show", "--help"],
+        ] {
+            let h = help(args);
+            for f in flags {
+                assert!(!h.contains(f), "{args:?} shows {f}: {h}");
+            }
         }
-    };
-    if let Some(r) = relay {
-        r.finish();
+        // Control: without the scoping, the other subcommands show them too.
+        let e = Top::command()
+            .try_get_matches_from(["t", "other", "--help"])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--root "), "{e}");
+        // Still accepted before any verb, and after one (as before).
+        let t = parse(&["t", "--root", "/r", "--log-format", "json", "other", "show"]);
+        assert_eq!(t.oci.root, Path::new("/r"));
+        assert_eq!(t.oci.log_format, LogFormat::Json);
+        assert!(matches!(
+            t.cmd,
+            Cmd::Other {
+                sub: Some(Sub::Show)
+            }
+        ));
+        let t = parse(&["t", "other", "show", "--debug", "--root", "/s"]);
+        assert!(t.oci.debug);
+        assert_eq!(t.oci.root, Path::new("/s"));
+        let t = parse(&[
+            "t", "--root", "/r", "--log", "/l", "create", "--bundle", "/b", "c1",
+        ]);
+        assert_eq!(t.oci.log.as_deref(), Some(Path::new("/l")));
+        assert!(matches!(t.cmd, Cmd::Oci(Verb::Create(ref a)) if a.id == "c1"));
     }
-    log_debug(g, &format!("container {} exited with {code}", a.id));
-    if !keep {
-        delete(g, &a.id, true)?;
-    }
-    Ok(code)
-}
-
-/// runc's `ps` table: ps(1) with the caller's options (default -ef), its
-/// header and the lines of the container's processes.
-fn ps_table(pids: &[i32], args: &[String]) -> Result<(), OciError> {
-    let args: Vec<&str> = if args.is_empty() {
-        vec!["-ef"]
-    } else {
-        args.iter().map(String::as_str).collect()
-    };
-    let out = std::process::Command::new("ps")
-        .args(&args)
-        .output()
-        .map_err(io_err("run ps"))?;
-    if !out.status.success() {
-        return Err(OciError::Refused(format!(
-            "ps {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    let header = lines.next().unwrap_or("");
-    let col = header
-        .split_whitespace()
-        .position(|h| h == "PID")
-        .ok_or_else(|| OciError::Refused("ps output has no PID column".into()))?;
-    println!("{header}");
-    for l in lines {
-        let pid = l
-            .split_whitespace()
-            .nth(col)
-            .and_then(|p| p.parse::<i32>().ok());
-        if pid.is_some_and(|p| pids.contains(&p)) {
-            println!("{l}");
-        }
-    }
-    Ok(())
-}
-
-fn deny_all_devices() -> oci_spec::runtime::LinuxResources {
-    let mut deny = oci_spec::runtime::LinuxDeviceCgroup::default();
-    deny.set_allow(false);
-    deny.set_access(Some("rwm".into()));
-    let mut r = oci_spec::runtime::LinuxResources::default();
-    r.set_devices(Some(vec![deny]));
-    r
-}
-
-fn spec(rootless: bool, dir: Option<&Path>) -> Result<(), OciError> {
-    let dir = dir.unwrap_or(Path::new("."));
-    let path = dir.join("config.json");
-    if path.exists() {
-        return Err(OciError::Refused(format!(
-            "{} exists; remove it first",
-            path.display()
-        )));
-    }
-    let mut s = if rootless {
-        oci_spec::runtime::Spec::rootless(
-            nix::unistd::geteuid().as_raw(),
-            nix::unistd::getegid().as_raw(),
-        )
-    } else {
-        oci_spec::runtime::Spec::default()
-    };
-    // As runc's template: every device denied but the default ones (which the
-    // device rules always allow). A rootless container has no cgroup to
-    // enforce that with, so its template asks for no resources at all.
-    if let Some(l) = s.linux_mut() {
-        l.set_resources(if rootless {
-            None
-        } else {
-            Some(deny_all_devices())
-        });
-    }
-    // As runc's template: an interactive shell on a pty, and no inheritable
-    // capabilities (CVE-2022-29162: inheritable capabilities reach programs
-    // the container executes with file capabilities).
-    s.set_hostname(Some("maibox".into()));
-    if let Some(p) = s.process_mut() {
-        p.set_terminal(Some(true));
-        if let Some(mut c) = p.capabilities().clone() {
-            c.set_inheritable(None);
-            p.set_capabilities(Some(c));
-        }
-    }
-    let text = serde_json::to_string_pretty(&s)
-        .map_err(|e| OciError::Refused(format!("encode the spec: {e}")))?;
-    std::fs::write(&path, text + "\n").map_err(io_err(format!("write {}", path.display())))
 }

@@ -1,24 +1,18 @@
-//! The OCI runtime front door: runc-compatible verbs ([`cli`]) that turn a bundle
+//! The OCI runtime front door: runc-compatible verbs ([`cli`] parses and
+//! dispatches, [`commands`] has one file per verb) that turn a bundle
 //! ([`bundle`]) into the engine's [`crate::policy::Policy`] with an OCI view
-//! ([`view`]), keep container state under `--root` ([`state`]) and run the spec's
-//! hooks ([`hooks`]); `linux.seccomp` is compiled by [`seccomp`]; `events`
-//! reports usage ([`stats`]) and OOM notices ([`events`]).
+//! ([`view`]), keep container state under `--root` ([`state`]) and run the
+//! spec's hooks ([`hooks`]). `linux.seccomp` is compiled by
+//! [`crate::confine::seccomp::oci`]; the container's cgroup is
+//! [`crate::cgroup::oci`].
 
 pub mod agent;
 pub mod bindsrc;
-pub mod blkio;
 pub mod bundle;
-pub mod cgroup;
 pub mod cli;
-pub mod devfilter;
-pub mod events;
-pub mod exec;
+pub mod commands;
+pub mod error;
 pub mod fds;
-pub mod hooks;
-pub mod list;
-pub mod seccomp;
+pub mod harden;
+pub mod pids;
 pub mod state;
-pub mod stats;
-pub mod subcgroup;
-pub mod update;
-pub mod view;

@@ -59,12 +59,19 @@ pub struct Saved {
     pub annotations: BTreeMap<String, String>,
     /// The container has its own PID namespace (so killing its init ends it all).
     pub pid_ns: bool,
+    /// That namespace's identity (`pid:[INODE]`, read at create): a process of
+    /// its cgroup in another namespace is someone else's (see `delete`).
+    #[serde(default)]
+    pub pid_ns_id: Option<String>,
     /// The spec's hooks, kept for `start` (poststart) and `delete` (poststop).
     pub hooks: Option<serde_json::Value>,
     pub owner: u32,
     /// The container's cgroup directories (one per hierarchy), removed by `delete`.
     #[serde(default)]
     pub cgroup_paths: Vec<PathBuf>,
+    /// Made by a strict runtime (`--hardened`): `exec` hardens its processes too.
+    #[serde(default)]
+    pub hardened: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -198,7 +205,7 @@ impl Container {
             Status::Stopped
         } else if self.fifo().exists() {
             Status::Created
-        } else if super::cgroup::frozen(&s.cgroup_paths) {
+        } else if crate::cgroup::freezer::frozen(&s.cgroup_paths) {
             Status::Paused
         } else {
             Status::Running
@@ -223,6 +230,14 @@ pub fn list(root: &Path) -> Vec<String> {
         .unwrap_or_default();
     ids.sort();
     ids
+}
+
+/// The saved state of container `id` under `root`, read without its lock
+/// (state.json is replaced by a rename, so a reader sees a whole one): for a
+/// look at the other containers that must not wait on their verbs.
+pub fn peek(root: &Path, id: &str) -> Option<Saved> {
+    let text = std::fs::read(root.join(id).join(STATE_FILE)).ok()?;
+    serde_json::from_slice(&text).ok()
 }
 
 /// (state letter, start time) from /proc/PID/stat.
@@ -268,6 +283,30 @@ pub fn now_rfc3339() -> String {
         rem % 60,
         d.subsec_nanos()
     )
+}
+
+/// The runtime-spec version of the states maibox reports.
+pub const OCI_VERSION: &str = "1.0.2";
+
+/// The state as the runtime spec defines it (`ociVersion`, `id`, `status`, `pid`,
+/// `bundle`, `annotations`). A stopped container has no pid.
+pub fn state_json(s: &Saved, status: Status) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "ociVersion": OCI_VERSION,
+        "id": s.id,
+        "status": status,
+        "bundle": s.bundle,
+        "rootfs": s.bundle.join("rootfs"),
+        "created": s.created,
+        "owner": "",
+        "annotations": s.annotations,
+    });
+    if status != Status::Stopped {
+        v["pid"] = s.pid.into();
+    } else {
+        v["pid"] = 0.into();
+    }
+    v
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod docker;
+pub mod server;
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;

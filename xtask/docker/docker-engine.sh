@@ -23,7 +23,9 @@
 #   TEST_IMAGE      test image to import if missing (default maibox-python:test): the host's
 #                   /usr/bin/python3 with its stdlib and shared libraries, /bin/sh, and an
 #                   /etc/passwd with root, sandbox (1000:1000) and nobody. Made in seconds.
-#   EXTRA_RUNTIMES  more OCI runtimes to register, "name=/abs/path ..." (e.g. "maibox=/usr/local/bin/maibox")
+#   EXTRA_RUNTIMES  more OCI runtimes to register, "name=/abs/path[,ARG...] ..." (e.g.
+#                   "maibox=/usr/local/bin/maibox maibox-strict=/usr/local/bin/maibox,--hardened":
+#                   ARGs become the runtime's runtimeArgs)
 #   ENGINE_DIR      where the PID file and dockerd.log go (default /tmp/docker-engine)
 set -euo pipefail
 
@@ -53,6 +55,12 @@ install_packages() {
     CLEANUP+=(/usr/sbin/policy-rc.d)
   fi
   apt-get update -qq
+  # A dpkg run killed half-way leaves apt refusing every install until the
+  # unpacked packages are configured: finish that run first.
+  if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+    echo "an earlier dpkg run was interrupted: dpkg --configure -a"
+    DEBIAN_FRONTEND=noninteractive dpkg --configure -a >/dev/null
+  fi
   DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 
@@ -67,8 +75,14 @@ exec unshare -m sh -c 'mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.cont
 EOF
     chmod 755 "$CRUN_HYBRID"; crun=$CRUN_HYBRID
   fi
-  local rt="\"crun\": {\"path\": \"$crun\"}" kv
-  for kv in $EXTRA_RUNTIMES; do rt+=", \"${kv%%=*}\": {\"path\": \"${kv#*=}\"}"; done
+  local rt="\"crun\": {\"path\": \"$crun\"}" kv spec args
+  for kv in $EXTRA_RUNTIMES; do
+    spec=${kv#*=}; args=""
+    if [ "$spec" != "${spec%%,*}" ]; then
+      args=$(printf '"%s", ' $(echo "${spec#*,}" | tr , ' ')); args=", \"runtimeArgs\": [${args%, }]"
+    fi
+    rt+=", \"${kv%%=*}\": {\"path\": \"${spec%%,*}\"$args}"
+  done
   local new="{ \"runtimes\": { $rt } }"
   mkdir -p /etc/docker
   if [ "$(cat /etc/docker/daemon.json 2>/dev/null)" != "$new" ]; then

@@ -57,6 +57,21 @@ pub fn ensure(root: &Path) -> Result<Option<PathBuf>> {
 
 fn install(venv: &Path) -> Result<()> {
     eprintln!("==> installing Bandit {VERSION} into {}", venv.display());
+    make_venv(venv)?;
+    let st = Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .arg(format!("bandit=={VERSION}"))
+        .status()
+        .context("running pip install bandit")?;
+    if !st.success() {
+        bail!("pip install bandit=={VERSION} failed ({st}); PyPI must be reachable");
+    }
+    Ok(())
+}
+
+/// A fresh virtual environment at `venv` (emptied if it was there), with Debian's
+/// python3-venv installed first where the interpreter lacks ensurepip.
+pub fn make_venv(venv: &Path) -> Result<()> {
     // Debian's own interpreter: the one apt's python3-venv completes.
     let python = if Path::new("/usr/bin/python3").exists() {
         "/usr/bin/python3"
@@ -80,14 +95,6 @@ fn install(venv: &Path) -> Result<()> {
                 venv.display()
             );
         }
-    }
-    let st = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check"])
-        .arg(format!("bandit=={VERSION}"))
-        .status()
-        .context("running pip install bandit")?;
-    if !st.success() {
-        bail!("pip install bandit=={VERSION} failed ({st}); PyPI must be reachable");
     }
     Ok(())
 }

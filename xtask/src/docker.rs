@@ -45,7 +45,10 @@ pub fn up(root: &Path) -> Result<Option<Engine>> {
     let runtime = root.join("target/debug/maibox");
     let st = Command::new(&script)
         .arg("up")
-        .env("EXTRA_RUNTIMES", format!("maibox={}", runtime.display()))
+        .env(
+            "EXTRA_RUNTIMES",
+            format!("maibox={0} maibox-strict={0},--hardened", runtime.display()),
+        )
         .current_dir(root)
         .status()
         .context("running xtask/docker/docker-engine.sh up")?;

@@ -8,7 +8,10 @@ use std::process::Command;
 mod assess_table;
 mod bandit;
 mod bench;
+mod cri;
 mod docker;
+mod progress;
+mod pytests;
 mod rootfs;
 mod vm;
 
@@ -30,11 +33,16 @@ fn run() -> Result<()> {
         Some("rootfs") => rootfs::rootfs(&args[1..]),
         Some("test-vm") => vm::test_vm(root()),
         Some("test-docker") => docker::test_docker(root()),
+        Some("test-cri") => cri::test_cri(root()),
+        Some("test-python") => {
+            cargo(&["build", "-p", "maibox"])?;
+            pytests::test(&root())
+        }
         Some("check-aarch64") => check_aarch64(),
         Some("bandit") => install_bandit(),
         Some("assess-table") => assess_table::assess_table(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask assess-table [--bin PATH] | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
+            eprintln!("usage: cargo xtask test | cargo xtask test-vm | cargo xtask test-docker | cargo xtask test-cri | cargo xtask test-python | cargo xtask check-aarch64 | cargo xtask bandit | cargo xtask assess-table [--bin PATH] | cargo xtask bench [--rounds N] [--layers] [--workers N] [--duration S] [--peers a,b] [--rootfs DIR] | cargo xtask rootfs DIR [--from debootstrap|host] [--python PATH] [--mirror URL] [--suite SUITE]");
             std::process::exit(2)
         }
     }
@@ -66,9 +74,11 @@ fn cargo_env(args: &[&str], envs: &[(&str, &Path)]) -> Result<()> {
 }
 
 /// The project's test command: formatting, lints, every test on this host (with a local
-/// Docker engine for the Docker lane), then the engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
+/// Docker engine for the Docker lane and a containerd with its CRI plugin for the CRI lane),
+/// then the engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
 fn test() -> Result<()> {
     cargo(&["fmt", "--all", "--check"])?;
+    cri::ensure_protoc()?;
     cargo(&[
         "clippy",
         "--workspace",
@@ -87,8 +97,14 @@ fn test() -> Result<()> {
         .map(|b| ("MAIBOX_BANDIT", b.as_path()))
         .collect();
     let engine = docker::up(&root())?;
+    let cri_lane = cri::up(&root())?;
     // Every failing test binary is reported, not only the first.
-    cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs)?;
+    let tests = cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs);
+    // The Python package's tests run whatever the Rust tests said: both are reported.
+    let python = pytests::test(&root());
+    tests?;
+    python?;
+    drop(cri_lane);
     drop(engine);
     vm::test_vm(root())
 }

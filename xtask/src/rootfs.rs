@@ -8,6 +8,7 @@
 //! from the host's interpreter (maibox::image::build). The default is debootstrap when
 //! it is installed and we are root (it needs root to chown and mknod), host otherwise.
 
+use crate::progress::{Progress, Stage, Work};
 use anyhow::{bail, Context, Result};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -97,41 +98,19 @@ pub fn rootfs(args: &[String]) -> Result<()> {
         },
     };
     let t = Instant::now();
-    let recipe = maibox::image::recipe();
+    let progress = Progress::new("rootfs", stages(from, &o.python));
+    progress.begin_as_planned(0);
     let what = match from {
         From::Host => {
             let built = maibox::image::build(&dest, &o.python)?;
+            progress.begin_as_planned(1);
             format!(
                 "from this host's {} ({} files, hard links where the filesystem allows)",
                 o.python.display(),
                 built.files
             )
         }
-        From::Debootstrap => {
-            if !root {
-                bail!("debootstrap needs root (it creates device nodes and files owned by other users); run as root, or build from this host's interpreter with --from host");
-            }
-            let debootstrap = crate::which("debootstrap").context("debootstrap is not installed: apt-get install debootstrap, or build from this host's interpreter with --from host")?;
-            let source = match &o.mirror {
-                Some(m) => Source {
-                    uri: m.clone(),
-                    keyring: None,
-                    file: "--mirror".into(),
-                },
-                None => apt_source(&o.suite)?,
-            };
-            debootstrap_into(&debootstrap, &dest, &o.suite, &source, &recipe.packages)?;
-            let pruned = maibox::image::prune(&dest, &recipe)?;
-            maibox::image::finish(&dest, &recipe)?;
-            format!(
-                "debootstrap --variant=minbase {} from {} (packages: {}; pruned {} paths, {:.1} MiB)",
-                o.suite,
-                source.uri,
-                recipe.packages.join(" "),
-                pruned.paths,
-                pruned.bytes as f64 / 1048576.0
-            )
-        }
+        From::Debootstrap => from_debootstrap(&o, &dest, root, &progress)?,
     };
     let secs = t.elapsed().as_secs_f64();
     // The same check `maibox exec --rootfs` makes: a build that left no usable
@@ -139,6 +118,7 @@ pub fn rootfs(args: &[String]) -> Result<()> {
     maibox::interpreter::resolve_in_image(&dest, "auto")
         .with_context(|| format!("the image in {} has no usable python", dest.display()))?;
     let size = maibox::image::disk_usage(&dest)?;
+    drop(progress);
     println!(
         "root image in {}: {what}; {:.1} MiB on disk (du), built in {secs:.1} s{}",
         dest.display(),
@@ -153,6 +133,61 @@ pub fn rootfs(args: &[String]) -> Result<()> {
         dest.display()
     );
     Ok(())
+}
+
+/// debootstrap's minbase with the recipe's packages, pruned and finished; says what it built.
+fn from_debootstrap(o: &Options, dest: &Path, root: bool, progress: &Progress) -> Result<String> {
+    if !root {
+        bail!("debootstrap needs root (it creates device nodes and files owned by other users); run as root, or build from this host's interpreter with --from host");
+    }
+    let debootstrap = crate::which("debootstrap").context("debootstrap is not installed: apt-get install debootstrap, or build from this host's interpreter with --from host")?;
+    let source = match &o.mirror {
+        Some(m) => Source {
+            uri: m.clone(),
+            keyring: None,
+            file: "--mirror".into(),
+        },
+        None => apt_source(&o.suite)?,
+    };
+    let recipe = maibox::image::recipe();
+    debootstrap_into(
+        &debootstrap,
+        dest,
+        (&o.suite, &source),
+        &recipe.packages,
+        progress,
+    )?;
+    progress.begin_as_planned(1);
+    let pruned = maibox::image::prune(dest, &recipe)?;
+    maibox::image::finish(dest, &recipe)?;
+    progress.begin_as_planned(2);
+    Ok(format!(
+        "debootstrap --variant=minbase {} from {} (packages: {}; pruned {} paths, {:.1} MiB)",
+        o.suite,
+        source.uri,
+        recipe.packages.join(" "),
+        pruned.paths,
+        pruned.bytes as f64 / 1048576.0
+    ))
+}
+
+/// The steps of a build, for the progress line; none has a length known beforehand.
+fn stages(from: From, python: &Path) -> Vec<Stage> {
+    let check = Stage::new("checking the image", Work::Open);
+    match from {
+        From::Host => vec![
+            Stage::new(
+                format!("copying {} and what it loads", python.display()),
+                Work::Open,
+            ),
+            check,
+        ],
+        From::Debootstrap => vec![
+            Stage::new("debootstrap", Work::Open),
+            Stage::new("pruning", Work::Open),
+            check,
+        ],
+    }
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
@@ -343,9 +378,9 @@ fn apt_proxy(scheme: &str) -> Option<String> {
 fn debootstrap_into(
     debootstrap: &str,
     dest: &Path,
-    suite: &str,
-    source: &Source,
+    (suite, source): (&str, &Source),
     packages: &[String],
+    progress: &Progress,
 ) -> Result<()> {
     let mut cmd = Command::new(debootstrap);
     cmd.arg("--variant=minbase");
@@ -359,12 +394,12 @@ fn debootstrap_into(
     for (scheme, var) in [("http", "http_proxy"), ("https", "https_proxy")] {
         if std::env::var_os(var).is_none() {
             if let Some(p) = apt_proxy(scheme) {
-                eprintln!("==> {var}={p} (apt's Acquire::{scheme}::Proxy)");
+                progress.note(&format!("==> {var}={p} (apt's Acquire::{scheme}::Proxy)"));
                 cmd.env(var, p);
             }
         }
     }
-    eprintln!(
+    progress.note(&format!(
         "==> {} (mirror from {})",
         std::iter::once(cmd.get_program())
             .chain(cmd.get_args())
@@ -372,10 +407,13 @@ fn debootstrap_into(
             .collect::<Vec<_>>()
             .join(" "),
         source.file
-    );
-    let st = cmd
-        .status()
-        .with_context(|| format!("running {debootstrap}"))?;
+    ));
+    let st = if progress.visible() {
+        status_on_the_line(&mut cmd, progress)
+    } else {
+        cmd.status()
+    }
+    .with_context(|| format!("running {debootstrap}"))?;
     if !st.success() {
         let log = dest.join("debootstrap/debootstrap.log");
         let log = if log.is_file() {
@@ -391,6 +429,59 @@ fn debootstrap_into(
         );
     }
     Ok(())
+}
+
+/// On a terminal: runs `cmd` with its output shown one line at a time on the progress
+/// line (debootstrap prints hundreds), and its last lines printed if it fails.
+fn status_on_the_line(
+    cmd: &mut Command,
+    progress: &Progress,
+) -> std::io::Result<std::process::ExitStatus> {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let readers: Vec<Box<dyn std::io::Read + Send>> = [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for r in readers {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut last = std::collections::VecDeque::new();
+    // Ends when both pipes are closed, that is when the command (and anything it
+    // left holding them) is gone.
+    for line in rx {
+        progress.set_detail(&line);
+        last.push_back(line);
+        if last.len() > 20 {
+            last.pop_front();
+        }
+    }
+    let st = child.wait()?;
+    if !st.success() {
+        for l in &last {
+            progress.note(l);
+        }
+    }
+    Ok(st)
 }
 
 /// python3's version from the image's dpkg database, when it has one.

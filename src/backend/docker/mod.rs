@@ -14,10 +14,11 @@ pub mod spec;
 mod stats;
 mod supervise;
 
-use crate::engine::{SetupError, StdinMode, Step};
-use crate::monitor::Outcome;
-use crate::policy::Policy;
-use crate::run::{Code, Context, Run};
+use super::Job;
+use crate::error::{SetupError, Step};
+use crate::io::{Io, Notices, Stdin};
+use crate::outcome::Outcome;
+use crate::report::{EngineInfo, Facts};
 
 pub use report::planned_layers;
 
@@ -25,18 +26,19 @@ pub use report::planned_layers;
 #[derive(Default)]
 pub struct Applied {
     pub layers: Option<crate::report::Layers>,
-    pub engine: Option<report::EngineInfo>,
+    pub engine: Option<EngineInfo>,
     pub setup_ms: f64,
     pub steps: Vec<(String, u64)>,
 }
 
-pub fn run(
-    policy: &Policy,
-    code: &Code,
-    args: &[String],
-    stdin: StdinMode,
-    mut ctx: Context,
-) -> Run {
+/// A run that ended before the engine was asked for anything.
+pub(crate) fn failed(e: SetupError) -> (Outcome, Facts) {
+    let outcome = Outcome::setup_failed(e);
+    let facts = report::facts(Applied::default());
+    (outcome, facts)
+}
+
+pub(crate) fn run(job: &Job, io: Io, notices: &mut Notices) -> (Outcome, Facts) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,44 +46,39 @@ pub fn run(
         Ok(rt) => rt,
         Err(e) => {
             let e = SetupError::new(Step::Engine, format!("starting the Docker client: {e}"));
-            return report::finish(policy, supervise::setup_failed(e), ctx, Applied::default());
+            return failed(e);
         }
     };
-    let stats = ctx.stats.take();
-    let (outcome, applied) = rt.block_on(session(policy, code, args, stdin, &ctx.run_id, stats));
+    let (outcome, applied) = rt.block_on(session(job, io, notices));
     // The stdin reader may still be blocked in read(2): do not wait for it.
     rt.shutdown_background();
-    report::finish(policy, outcome, ctx, applied)
+    (outcome, report::facts(applied))
 }
 
-async fn session(
-    policy: &Policy,
-    code: &Code,
-    args: &[String],
-    stdin: StdinMode,
-    run_id: &str,
-    stats: Option<crate::run::StatsSink>,
-) -> (Outcome, Applied) {
+/// Records how long a step took, from the previous one.
+fn step(name: &str, applied: &mut Applied, t: &mut std::time::Instant) {
+    applied
+        .steps
+        .push((name.to_string(), t.elapsed().as_micros() as u64));
+    *t = std::time::Instant::now();
+}
+
+async fn session(job: &Job<'_>, io: Io<'_>, notices: &mut Notices<'_>) -> (Outcome, Applied) {
+    let policy = job.policy;
     let t0 = std::time::Instant::now();
     let mut applied = Applied::default();
-    let step = |name: &str, applied: &mut Applied, t: &mut std::time::Instant| {
-        applied
-            .steps
-            .push((name.to_string(), t.elapsed().as_micros() as u64));
-        *t = std::time::Instant::now();
-    };
     let mut t = t0;
     // Caught from here on, so that Ctrl-C can never leave a container behind.
-    let mut signals = match supervise::Signals::install() {
+    let mut signals = match supervise::Signals::install(io.forward_signals) {
         Ok(s) => s,
-        Err(e) => return (supervise::setup_failed(e), applied),
+        Err(e) => return (Outcome::setup_failed(e), applied),
     };
     let request_timeout = policy.limits.timeout + std::time::Duration::from_secs(60);
     let engine = match client::connect(request_timeout).await {
         Ok(e) => e,
-        Err(e) => return (supervise::setup_failed(e.into()), applied),
+        Err(e) => return (Outcome::setup_failed(e.into()), applied),
     };
-    applied.engine = Some(report::EngineInfo::of(&engine, policy));
+    applied.engine = Some(report::engine_info(&engine, policy));
     step("engine", &mut applied, &mut t);
     labels::cleanup_stale(&engine.docker).await;
     step("cleanup-stale", &mut applied, &mut t);
@@ -90,18 +87,18 @@ async fn session(
         r = image::ensure(&engine, &policy.docker.image, policy.docker.pull) => r.map_err(SetupError::from),
         sig = signals.recv() => Err(SetupError::new(
             Step::Image,
-            format!("interrupted by {} before the code ran", crate::monitor::signal_name(sig)),
+            format!("interrupted by {} before the code ran", crate::outcome::signal_name(sig)),
         )),
     };
     if let Err(e) = ensured {
-        return (supervise::setup_failed(e), applied);
+        return (Outcome::setup_failed(e), applied);
     }
     step("image", &mut applied, &mut t);
     let req = spec::Request {
         policy,
-        args,
-        stdin: stdin == StdinMode::Pump,
-        labels: labels::for_run(run_id),
+        args: job.args,
+        stdin: !matches!(io.stdin, Stdin::Null),
+        labels: labels::for_run(job.run_id),
     };
     let created = engine
         .docker
@@ -111,7 +108,7 @@ async fn session(
         Ok(c) => c.id,
         Err(e) => {
             let e = error::DockerError::api(Step::Container, "creating the container", e);
-            return (supervise::setup_failed(e.into()), applied);
+            return (Outcome::setup_failed(e.into()), applied);
         }
     };
     if let Some(e) = applied.engine.as_mut() {
@@ -120,23 +117,20 @@ async fn session(
     step("create", &mut applied, &mut t);
     // Every path from here removes the container; a maibox killed before that leaves
     // it to the next run's `cleanup_stale`.
-    let outcome = supervise::run(
-        &engine,
-        &id,
+    let run = supervise::Container {
+        engine: &engine,
+        id: &id,
         policy,
-        code,
-        req.stdin,
-        signals,
-        stats,
-        &mut applied,
         t0,
-    )
-    .await;
+    };
+    let outcome = run
+        .run(&job.code.bytes, io, signals, &mut applied, notices)
+        .await;
     if let Err(e) = labels::remove(&engine.docker, &id).await {
-        eprintln!(
-            "maibox: warning: cannot remove container {id}: {} (the next docker-backend run retries)",
+        notices.warn(format!(
+            "cannot remove container {id}: {} (the next docker-backend run retries)",
             error::engine_message(&e)
-        );
+        ));
     }
     (outcome, applied)
 }

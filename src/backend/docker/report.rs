@@ -2,36 +2,18 @@
 //! engine applied, and a `docker` object naming the engine, image and container.
 
 use super::Applied;
-use crate::monitor::Outcome;
 use crate::policy::{Layer, Policy};
-use crate::report::{self, Layers, OutputReport, Report};
-use crate::run::{Context, Run};
-use serde::Serialize;
+use crate::report::{CgroupReport, EngineInfo, Facts, Layers, SeccompReport};
 
-#[derive(Debug, Clone, Serialize)]
-pub struct EngineInfo {
-    pub host: String,
-    pub engine_version: String,
-    pub api_version: String,
-    pub image: String,
-    /// The OCI runtime asked for; none: the engine's default.
-    pub runtime: Option<String>,
-    pub container_id: Option<String>,
-    /// The engine's cgroup version ("1" or "2").
-    pub cgroup_version: Option<String>,
-}
-
-impl EngineInfo {
-    pub fn of(e: &super::client::Engine, p: &Policy) -> EngineInfo {
-        EngineInfo {
-            host: e.host.clone(),
-            engine_version: e.version.clone(),
-            api_version: e.api_version.clone(),
-            image: p.docker.image.clone(),
-            runtime: p.docker.runtime.clone(),
-            container_id: None,
-            cgroup_version: e.cgroup_version.clone(),
-        }
+pub fn engine_info(e: &super::client::Engine, p: &Policy) -> EngineInfo {
+    EngineInfo {
+        host: e.host.clone(),
+        engine_version: e.version.clone(),
+        api_version: e.api_version.clone(),
+        image: p.docker.image.clone(),
+        runtime: p.docker.runtime.clone(),
+        container_id: None,
+        cgroup_version: e.cgroup_version.clone(),
     }
 }
 
@@ -61,44 +43,28 @@ pub fn planned_layers(p: &Policy) -> Layers {
     }
 }
 
-pub fn finish(policy: &Policy, outcome: Outcome, ctx: Context, applied: Applied) -> Run {
+/// What the engine applied, as the report tells it.
+pub fn facts(applied: Applied) -> Facts {
     // Nothing ran when the engine never got to apply anything.
     let layers = applied.layers.unwrap_or_else(none);
     let cgroup_version = applied
         .engine
         .as_ref()
         .and_then(|e| e.cgroup_version.clone());
-    let report = Report {
-        maibox_version: env!("CARGO_PKG_VERSION"),
-        run_id: ctx.run_id,
+    Facts {
         backend: crate::config::Backend::Docker,
-        trust: policy.trust,
-        exit_code: report::exit_code(&outcome),
-        ending: outcome.ending.clone(),
-        violations: outcome.violations.clone(),
-        usage: outcome.usage.clone(),
-        output: OutputReport {
-            stdout_bytes: outcome.stdout_bytes,
-            stderr_bytes: outcome.stderr_bytes,
-            truncated: outcome.truncated,
-            limit_bytes: policy.limits.output_bytes,
-        },
-        limits: policy.limits.clone(),
-        adjustments: policy.adjustments.clone(),
-        network: report::NetworkReport {
-            mode: policy.network,
-            proxy: None,
-        },
-        cgroup: report::CgroupReport {
+        cgroup: CgroupReport {
             enforced: layers.cgroup_limits,
             layout: layers
                 .cgroup_limits
                 .then(|| cgroup_version.map(|v| format!("v{v}")))
                 .flatten(),
             note: Some("limits enforced by the Docker engine".into()),
+            // The engine's cgroup; the supervisor reads the CPU time from its stats.
+            memory_bound: crate::report::Bound::of(layers.cgroup_limits, false),
+            cpu_time_bound: crate::report::Bound::of(layers.cgroup_limits, false),
         },
-        interpreter: policy.interpreter.path.display().to_string(),
-        seccomp: report::SeccompReport {
+        seccomp: SeccompReport {
             enforced: layers.seccomp,
             profile: "docker-default".into(),
             default_action: crate::confine::DenyAction::Errno,
@@ -110,13 +76,11 @@ pub fn finish(policy: &Policy, outcome: Outcome, ctx: Context, applied: Applied)
         },
         layers,
         landlock: None,
-        assessment: ctx.assessment,
-        decision: ctx.decision,
+        proxy: None,
         setup_ms: applied.setup_ms,
         setup_steps_us: applied.steps,
         docker: applied.engine,
-    };
-    Run { outcome, report }
+    }
 }
 
 fn none() -> Layers {

@@ -10,18 +10,6 @@ use bollard::models::{
 };
 use std::collections::HashMap;
 
-/// The layers this backend can switch off for controls (`--unsafe-disable-layer`); the
-/// others are either the engine's business or maibox's own engine only.
-pub const SWITCHABLE: &[Layer] = &[
-    Layer::NetNs,
-    Layer::ReadOnlyRoot,
-    Layer::Capabilities,
-    Layer::NoNewPrivs,
-    Layer::Rlimits,
-    Layer::Seccomp,
-    Layer::CgroupLimits,
-];
-
 pub struct Request<'a> {
     pub policy: &'a Policy,
     pub args: &'a [String],

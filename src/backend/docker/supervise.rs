@@ -1,21 +1,23 @@
 //! One container from upload to exit: the script goes in, output streams out within its
-//! cap, stdin is pumped in, the timeout and the caller's signals are enforced, usage is
-//! sampled, and the ending is read from the container's state.
+//! cap to the caller's sinks, stdin is pumped in, the timeout and the caller's signals are
+//! enforced, usage is sampled, and the ending is read from the container's state.
+//!
+//! Like the native supervisor, a state ([`Watch`]) with one handler per event source
+//! (output, the clock, signals, samples, the engine's wait) and one `finish`.
 
 use super::client::Engine;
 use super::error::{engine_message, DockerError};
 use super::stats::{self, Peaks};
 use crate::error::{SetupError, Step};
-use crate::monitor::{signal_name, Ending, Outcome, Usage, Violation};
+use crate::io::{Io, Out, Samples, Stdin};
+use crate::outcome::{signal_name, Ending, Outcome, Usage, Violation};
 use crate::output::{CappedOutput, Stream};
 use crate::policy::Policy;
-use crate::run::Code;
 use bollard::container::LogOutput;
 use bollard::query_parameters::{
     AttachContainerOptions, KillContainerOptions, UploadToContainerOptions,
 };
 use futures_util::StreamExt;
-use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -26,45 +28,38 @@ const GIVE_UP: Duration = Duration::from_secs(30);
 /// How often to ask whether the container stopped when the engine's wait failed.
 const POLL: Duration = Duration::from_millis(100);
 
-/// SIGINT and SIGTERM to maibox: caught for the whole run, so that the container is
-/// always removed. The first goes to the code; a second one kills the container.
+/// SIGINT and SIGTERM to maibox, for a caller that owns its process's signals (the
+/// command line): caught for the whole run, so that the container is always removed.
+/// The first goes to the code; a second one kills the container. Without them, `recv`
+/// never resolves.
 pub struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
+    caught: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
 }
 
 impl Signals {
-    pub fn install() -> Result<Signals, SetupError> {
+    pub fn install(enabled: bool) -> Result<Signals, SetupError> {
+        if !enabled {
+            return Ok(Signals { caught: None });
+        }
         let e = |e: std::io::Error| {
             SetupError::new(Step::Signals, format!("catching SIGINT/SIGTERM: {e}"))
         };
         Ok(Signals {
-            int: signal(SignalKind::interrupt()).map_err(e)?,
-            term: signal(SignalKind::terminate()).map_err(e)?,
+            caught: Some((
+                signal(SignalKind::interrupt()).map_err(e)?,
+                signal(SignalKind::terminate()).map_err(e)?,
+            )),
         })
     }
 
     pub async fn recv(&mut self) -> i32 {
-        tokio::select! {
-            _ = self.int.recv() => libc::SIGINT,
-            _ = self.term.recv() => libc::SIGTERM,
+        match &mut self.caught {
+            Some((int, term)) => tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+            },
+            None => std::future::pending().await,
         }
-    }
-}
-
-pub fn setup_failed(e: SetupError) -> Outcome {
-    Outcome {
-        ending: Ending::SetupFailed(e),
-        violations: Vec::new(),
-        usage: Default::default(),
-        stdout_bytes: 0,
-        stderr_bytes: 0,
-        truncated: false,
-        stdout_ended_with_newline: true,
-        interrupted_by: None,
-        confined: None,
-        denied_syscalls: Vec::new(),
-        unreaped_init: None,
     }
 }
 
@@ -76,249 +71,300 @@ async fn kill(engine: &Engine, id: &str, sig: &str) {
     let _ = engine.docker.kill_container(id, Some(opts)).await;
 }
 
-/// Uploads the script, attaches, starts, supervises. The caller removes the container.
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
-    engine: &Engine,
-    id: &str,
-    policy: &Policy,
-    code: &Code,
-    attach_stdin: bool,
-    mut signals: Signals,
-    mut sink: Option<crate::run::StatsSink>,
-    applied: &mut super::Applied,
-    t0: Instant,
-) -> Outcome {
-    let docker = &engine.docker;
-    let mut t = Instant::now();
-    let mut step = |name: &str, applied: &mut super::Applied| {
-        applied
-            .steps
-            .push((name.to_string(), t.elapsed().as_micros() as u64));
-        t = Instant::now();
-    };
-    let tar = match super::archive::script_tar(&code.bytes) {
-        Ok(t) => t,
-        Err(e) => return setup_failed(e),
-    };
-    let opts = UploadToContainerOptions {
-        path: super::archive::DIR.into(),
-        ..Default::default()
-    };
-    if let Err(e) = docker
-        .upload_to_container(id, Some(opts), bollard::body_full(tar.into()))
-        .await
-    {
-        return setup_failed(
-            DockerError::api(Step::Script, "putting the script into the container", e).into(),
-        );
-    }
-    step("upload", applied);
-    // What the engine will apply, read back rather than assumed.
-    match docker.inspect_container(id, None).await {
-        Ok(c) => {
-            applied.layers = c
-                .host_config
-                .as_ref()
-                .map(|hc| super::spec::layers(hc, engine))
+/// The container a run goes to, once created.
+pub struct Container<'a> {
+    pub engine: &'a Engine,
+    pub id: &'a str,
+    pub policy: &'a Policy,
+    /// When the backend's setup began.
+    pub t0: Instant,
+}
+
+type Output = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>,
+>;
+
+impl<'a> Container<'a> {
+    /// Uploads the script, attaches, starts, supervises. The caller removes the container.
+    pub async fn run(
+        &self,
+        script: &[u8],
+        io: Io<'_>,
+        signals: Signals,
+        applied: &mut super::Applied,
+        notices: &mut crate::io::Notices<'_>,
+    ) -> Outcome {
+        let mut t = Instant::now();
+        let attached = match self.prepare(script, &io.stdin, applied, &mut t).await {
+            Ok(a) => a,
+            Err(o) => return *o,
+        };
+        if let Err(e) = self.engine.docker.start_container(self.id, None).await {
+            return start_failed(e);
         }
-        Err(e) => {
-            return setup_failed(
-                DockerError::api(Step::Container, "inspecting the created container", e).into(),
-            )
+        super::step("start", applied, &mut t);
+        applied.setup_ms = self.t0.elapsed().as_secs_f64() * 1000.0;
+        let started = Instant::now();
+        match io.stdin {
+            Stdin::Null => drop(attached.input),
+            Stdin::Bytes(b) => write_stdin(b, attached.input),
+            Stdin::Fd(fd) => match fd.try_clone_to_owned() {
+                Ok(fd) => pump_stdin(fd, attached.input),
+                Err(_) => drop(attached.input),
+            },
         }
-    }
-    let opts = AttachContainerOptions {
-        stdin: attach_stdin,
-        stdout: true,
-        stderr: true,
-        stream: true,
-        logs: false,
-        detach_keys: None,
-    };
-    let attached = match docker.attach_container(id, Some(opts)).await {
-        Ok(a) => a,
-        Err(e) => {
-            return setup_failed(
-                DockerError::api(Step::Container, "attaching to the container", e).into(),
-            )
+        let mut w = Watch {
+            c: self,
+            started,
+            deadline: tokio::time::Instant::from_std(started + self.policy.limits.timeout),
+            out: CappedOutput::new(self.policy.limits.output_bytes),
+            sinks: [Out::new(io.stdout), Out::new(io.stderr)],
+            samples: Samples::new(io.samples),
+            violations: Vec::new(),
+            peaks: Peaks::default(),
+            killed: false,
+            interrupted_by: None,
+        };
+        if w.watch(attached.output, signals).await {
+            notices.warn(format!(
+                "the engine did not report the killed container {} stopped; removing it",
+                self.id
+            ));
         }
-    };
-    let mut output = attached.output;
-    step("attach", applied);
-    if let Err(e) = docker.start_container(id, None).await {
-        return start_failed(e);
-    }
-    step("start", applied);
-    applied.setup_ms = t0.elapsed().as_secs_f64() * 1000.0;
-    let started = Instant::now();
-    if attach_stdin {
-        pump_stdin(attached.input);
-    } else {
-        drop(attached.input);
+        w.finish().await
     }
 
-    let deadline = tokio::time::Instant::from_std(started + policy.limits.timeout);
-    let mut samples = stats::spawn_sampler(docker.clone(), id.to_string());
-    let mut stopped = spawn_wait(docker.clone(), id.to_string());
-    let mut exited = false;
-    let mut poll = tokio::time::interval(POLL);
-    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut wait_failed = false;
-    let mut out = CappedOutput::new(policy.limits.output_bytes);
-    let mut violations = Vec::new();
-    let mut peaks = Peaks::default();
-    let mut killed = false;
-    let mut interrupted_by = None;
-    let mut output_done = false;
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    loop {
-        tokio::select! {
-            chunk = output.next(), if !output_done => match chunk {
-                Some(Ok(LogOutput::StdOut { message })) | Some(Ok(LogOutput::Console { message })) => {
-                    if out.forward(Stream::Stdout, &message, stdout.as_fd()) {
-                        violations.push(Violation::Output { limit_bytes: policy.limits.output_bytes });
-                        kill(engine, id, "SIGKILL").await;
-                        killed = true;
-                    }
-                }
-                Some(Ok(LogOutput::StdErr { message })) => {
-                    if out.forward(Stream::Stderr, &message, stderr.as_fd()) {
-                        violations.push(Violation::Output { limit_bytes: policy.limits.output_bytes });
-                        kill(engine, id, "SIGKILL").await;
-                        killed = true;
-                    }
-                }
-                Some(Ok(LogOutput::StdIn { .. })) => {}
-                Some(Err(_)) | None => {
-                    output_done = true;
-                }
-            },
-            _ = tokio::time::sleep_until(deadline), if !killed => {
-                violations.push(Violation::Timeout { limit_s: policy.limits.timeout.as_secs_f64() });
-                kill(engine, id, "SIGKILL").await;
-                killed = true;
-            },
-            sig = signals.recv() => {
-                if interrupted_by.is_some() {
-                    kill(engine, id, "SIGKILL").await;
-                    killed = true;
-                } else {
-                    interrupted_by = Some(sig);
-                    kill(engine, id, &signal_name(sig)).await;
-                }
-            },
-            Some(s) = samples.recv(), if !output_done => {
-                peaks.add(s);
-                write_sample(&mut sink, started.elapsed(), &s, peaks.memory_bytes);
-                if killed {
-                    continue;
-                }
-                if policy.has(crate::policy::Layer::CgroupLimits) && s.pids >= policy.limits.pids {
-                    // The engine counts no refused forks: a container at its limit is
-                    // refusing them (or about to), which ends the run as natively.
-                    violations.push(Violation::Pids { limit: policy.limits.pids });
-                    kill(engine, id, "SIGKILL").await;
-                    killed = true;
-                } else if let Some(limit) = policy.limits.cpu_time.filter(|l| u128::from(s.cpu_ns) > l.as_nanos()) {
-                    violations.push(Violation::Cpu { limit_s: limit.as_secs_f64(), used_s: s.cpu_ns as f64 / 1e9 });
-                    kill(engine, id, "SIGKILL").await;
-                    killed = true;
-                }
-            },
-            w = &mut stopped, if !exited && !wait_failed => match w {
-                Ok(true) => exited = true,
-                _ => wait_failed = true,
-            },
-            _ = poll.tick(), if wait_failed && !exited => {
-                exited = !running(engine, id).await;
-            },
-            // Last resort when the engine neither stops the container nor says so: the
-            // forced removal that follows kills it.
-            _ = tokio::time::sleep_until(deadline + GIVE_UP), if killed => {
-                eprintln!("maibox: warning: the engine did not report the killed container {id} stopped; removing it");
-                break;
-            },
-            _ = tokio::time::sleep(DRAIN), if exited && !output_done => {
-                tracing::debug!("the container stopped but its output did not end");
-                break;
-            },
-        }
-        // The streams close when the container ends, possibly just after the engine
-        // says it stopped: both, so that no output is lost.
-        if exited && output_done {
-            break;
+    /// The script in, what the engine will apply read back, the streams attached.
+    async fn prepare(
+        &self,
+        script: &[u8],
+        stdin: &Stdin<'_>,
+        applied: &mut super::Applied,
+        t: &mut Instant,
+    ) -> Result<bollard::container::AttachContainerResults, Box<Outcome>> {
+        let docker = &self.engine.docker;
+        let fail = |e: SetupError| Box::new(Outcome::setup_failed(e));
+        let tar = super::archive::script_tar(script).map_err(fail)?;
+        let opts = UploadToContainerOptions {
+            path: super::archive::DIR.into(),
+            ..Default::default()
+        };
+        docker
+            .upload_to_container(self.id, Some(opts), bollard::body_full(tar.into()))
+            .await
+            .map_err(|e| {
+                fail(
+                    DockerError::api(Step::Script, "putting the script into the container", e)
+                        .into(),
+                )
+            })?;
+        super::step("upload", applied, t);
+        // What the engine will apply, read back rather than assumed.
+        let c = docker.inspect_container(self.id, None).await.map_err(|e| {
+            fail(DockerError::api(Step::Container, "inspecting the created container", e).into())
+        })?;
+        applied.layers = c
+            .host_config
+            .as_ref()
+            .map(|hc| super::spec::layers(hc, self.engine));
+        let opts = AttachContainerOptions {
+            stdin: !matches!(stdin, Stdin::Null),
+            stdout: true,
+            stderr: true,
+            stream: true,
+            logs: false,
+            detach_keys: None,
+        };
+        let attached = docker
+            .attach_container(self.id, Some(opts))
+            .await
+            .map_err(|e| {
+                fail(DockerError::api(Step::Container, "attaching to the container", e).into())
+            })?;
+        super::step("attach", applied, t);
+        Ok(attached)
+    }
+}
+
+/// The run while the container runs.
+struct Watch<'a, 'c> {
+    c: &'c Container<'c>,
+    started: Instant,
+    deadline: tokio::time::Instant,
+    out: CappedOutput,
+    sinks: [Out<'a>; 2],
+    samples: Samples<'a>,
+    violations: Vec<Violation>,
+    peaks: Peaks,
+    killed: bool,
+    interrupted_by: Option<i32>,
+}
+
+impl Watch<'_, '_> {
+    async fn kill(&mut self, sig: &str) {
+        kill(self.c.engine, self.c.id, sig).await;
+        if sig == "SIGKILL" {
+            self.killed = true;
         }
     }
-    let wall = started.elapsed();
-    let state = docker
-        .inspect_container(id, None)
-        .await
-        .ok()
-        .and_then(|c| c.state);
-    let (code, oom) = state
-        .map(|s| (s.exit_code.unwrap_or(0), s.oom_killed.unwrap_or(false)))
-        .unwrap_or((0, false));
-    let ending = ending_of(code);
-    if oom
-        && !violations
-            .iter()
-            .any(|v| matches!(v, Violation::Memory { .. }))
-    {
-        // Samples rarely catch the last allocation before the kill, but the kernel's OOM
-        // killer acts in a memory cgroup only once usage has reached its limit.
-        peaks.memory_bytes = peaks.memory_bytes.max(policy.limits.memory_bytes);
-        violations.push(Violation::Memory {
-            limit_bytes: policy.limits.memory_bytes,
-            peak_bytes: peaks.memory_bytes,
-        });
+
+    async fn violated(&mut self, v: Violation) {
+        self.violations.push(v);
+        self.kill("SIGKILL").await;
     }
-    if let Ending::Signaled { signal, name } = &ending {
-        if *signal == libc::SIGSYS {
-            violations.push(Violation::Seccomp {
-                syscall: None,
-                nr: None,
-                signal: Some(name.clone()),
-            });
+
+    /// Until the container is gone and its output read. True when the engine never
+    /// said a killed container stopped (the caller's removal then kills it).
+    async fn watch(&mut self, mut output: Output, mut signals: Signals) -> bool {
+        let docker = &self.c.engine.docker;
+        let mut samples = stats::spawn_sampler(docker.clone(), self.c.id.to_string());
+        let mut stopped = spawn_wait(docker.clone(), self.c.id.to_string());
+        let mut poll = tokio::time::interval(POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut exited, mut wait_failed, mut output_done) = (false, false, false);
+        loop {
+            tokio::select! {
+                chunk = output.next(), if !output_done => match chunk {
+                    Some(Ok(c)) => self.on_output(c).await,
+                    Some(Err(_)) | None => output_done = true,
+                },
+                _ = tokio::time::sleep_until(self.deadline), if !self.killed => {
+                    let limit_s = self.c.policy.limits.timeout.as_secs_f64();
+                    self.violated(Violation::Timeout { limit_s }).await;
+                },
+                sig = signals.recv() => self.on_signal(sig).await,
+                Some(s) = samples.recv(), if !output_done => self.on_sample(s).await,
+                w = &mut stopped, if !exited && !wait_failed => match w {
+                    Ok(true) => exited = true,
+                    _ => wait_failed = true,
+                },
+                _ = poll.tick(), if wait_failed && !exited => {
+                    exited = !running(self.c.engine, self.c.id).await;
+                },
+                // Last resort when the engine neither stops the container nor says so: the
+                // forced removal that follows kills it.
+                _ = tokio::time::sleep_until(self.deadline + GIVE_UP), if self.killed => {
+                    return true;
+                },
+                _ = tokio::time::sleep(DRAIN), if exited && !output_done => {
+                    tracing::debug!("the container stopped but its output did not end");
+                    break;
+                },
+            }
+            // The streams close when the container ends, possibly just after the engine
+            // says it stopped: both, so that no output is lost.
+            if exited && output_done {
+                return false;
+            }
         }
-        if *signal == libc::SIGXCPU
-            && !violations
-                .iter()
-                .any(|v| matches!(v, Violation::Cpu { .. }))
+        false
+    }
+
+    async fn on_output(&mut self, chunk: LogOutput) {
+        let (stream, message) = match chunk {
+            LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                (Stream::Stdout, message)
+            }
+            LogOutput::StdErr { message } => (Stream::Stderr, message),
+            LogOutput::StdIn { .. } => return,
+        };
+        let sink = &mut self.sinks[stream as usize];
+        if self.out.forward(stream, &message, &mut |d| sink.write(d)) {
+            let limit_bytes = self.c.policy.limits.output_bytes;
+            self.violated(Violation::Output { limit_bytes }).await;
+        }
+    }
+
+    async fn on_signal(&mut self, sig: i32) {
+        if self.interrupted_by.is_some() {
+            self.kill("SIGKILL").await;
+        } else {
+            self.interrupted_by = Some(sig);
+            self.kill(&signal_name(sig)).await;
+        }
+    }
+
+    async fn on_sample(&mut self, s: stats::Sample) {
+        self.peaks.add(s);
+        self.samples
+            .send(self.started.elapsed(), &s.as_usage(self.peaks.memory_bytes));
+        if self.killed {
+            return;
+        }
+        let limits = &self.c.policy.limits;
+        if self.c.policy.has(crate::policy::Layer::CgroupLimits) && s.pids >= limits.pids {
+            // The engine counts no refused forks: a container at its limit is
+            // refusing them (or about to), which ends the run as natively.
+            let limit = limits.pids;
+            self.violated(Violation::Pids { limit }).await;
+        } else if let Some(limit) = limits
+            .cpu_time
+            .filter(|l| u128::from(s.cpu_ns) > l.as_nanos())
         {
-            violations.push(Violation::Cpu {
-                limit_s: policy
-                    .limits
-                    .cpu_time
-                    .map(|d| d.as_secs_f64())
-                    .unwrap_or(0.0),
-                used_s: peaks.last.cpu_ns as f64 / 1e9,
-            });
+            let (limit_s, used_s) = (limit.as_secs_f64(), s.cpu_ns as f64 / 1e9);
+            self.violated(Violation::Cpu { limit_s, used_s }).await;
         }
     }
-    let sampled = peaks.samples > 0 || oom;
-    Outcome {
-        ending,
-        violations,
-        usage: Usage {
-            wall_time_s: wall.as_secs_f64(),
-            cpu_user_s: peaks.last.cpu_user_ns as f64 / 1e9,
-            cpu_system_s: peaks.last.cpu_system_ns as f64 / 1e9,
-            // Per-process figures are not in the engine's API.
-            peak_rss_bytes: 0,
-            peak_memory_bytes: sampled.then_some(peaks.memory_bytes),
-            max_pids: sampled.then_some(peaks.pids),
-            cgroup_cpu_s: sampled.then_some(peaks.last.cpu_ns as f64 / 1e9),
-        },
-        stdout_bytes: out.stdout.bytes,
-        stderr_bytes: out.stderr.bytes,
-        truncated: out.truncated,
-        stdout_ended_with_newline: out.stdout.ended_with_newline,
-        interrupted_by,
-        confined: None,
-        denied_syscalls: Vec::new(),
-        unreaped_init: None,
+
+    /// The ending from the container's state, the OOM killer and signal violations.
+    async fn finish(mut self) -> Outcome {
+        let wall = self.started.elapsed();
+        let state = self
+            .c
+            .engine
+            .docker
+            .inspect_container(self.c.id, None)
+            .await
+            .ok()
+            .and_then(|c| c.state);
+        let (code, oom) = state
+            .map(|s| (s.exit_code.unwrap_or(0), s.oom_killed.unwrap_or(false)))
+            .unwrap_or((0, false));
+        let limits = &self.c.policy.limits;
+        if oom
+            && !self
+                .violations
+                .iter()
+                .any(|v| matches!(v, Violation::Memory { .. }))
+        {
+            // Samples rarely catch the last allocation before the kill, but the kernel's OOM
+            // killer acts in a memory cgroup only once usage has reached its limit.
+            self.peaks.memory_bytes = self.peaks.memory_bytes.max(limits.memory_bytes);
+            self.violations.push(Violation::Memory {
+                limit_bytes: limits.memory_bytes,
+                peak_bytes: self.peaks.memory_bytes,
+            });
+        }
+        let peaks = self.peaks;
+        let sampled = peaks.samples > 0 || oom;
+        let [o, e] = self.sinks;
+        let mut outcome = Outcome {
+            ending: ending_of(code),
+            violations: self.violations,
+            usage: Usage {
+                wall_time_s: wall.as_secs_f64(),
+                cpu_user_s: peaks.last.cpu_user_ns as f64 / 1e9,
+                cpu_system_s: peaks.last.cpu_system_ns as f64 / 1e9,
+                // Per-process figures are not in the engine's API.
+                peak_rss_bytes: 0,
+                peak_memory_bytes: sampled.then_some(peaks.memory_bytes),
+                max_pids: sampled.then_some(peaks.pids),
+                cgroup_cpu_s: sampled.then_some(peaks.last.cpu_ns as f64 / 1e9),
+            },
+            stdout_bytes: self.out.stdout.bytes,
+            stderr_bytes: self.out.stderr.bytes,
+            stdout: o.captured,
+            stderr: e.captured,
+            truncated: self.out.truncated,
+            stdout_ended_with_newline: self.out.stdout.ended_with_newline,
+            interrupted_by: self.interrupted_by,
+            confined: None,
+            denied_syscalls: Vec::new(),
+            unreaped_init: None,
+        };
+        let cpu_limit_s = limits.cpu_time.map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        outcome.signal_violations(cpu_limit_s, peaks.last.cpu_ns as f64 / 1e9);
+        outcome
     }
 }
 
@@ -376,7 +422,7 @@ fn start_failed(e: bollard::errors::Error) -> Outcome {
     // Only the runtime's exec of the program itself: a runtime binary or a mount
     // that is missing also says "no such file", and is a setup failure.
     if lower.contains("executable file not found") {
-        let mut o = setup_failed(SetupError::new(Step::Exec, msg.clone()));
+        let mut o = Outcome::setup_failed(SetupError::new(Step::Exec, msg.clone()));
         o.ending = Ending::ExecFailed {
             errno: libc::ENOENT,
             message: msg,
@@ -384,22 +430,25 @@ fn start_failed(e: bollard::errors::Error) -> Outcome {
         return o;
     }
     if lower.contains("exec: ") && lower.contains("permission denied") {
-        let mut o = setup_failed(SetupError::new(Step::Exec, msg.clone()));
+        let mut o = Outcome::setup_failed(SetupError::new(Step::Exec, msg.clone()));
         o.ending = Ending::ExecFailed {
             errno: libc::EACCES,
             message: msg,
         };
         return o;
     }
-    setup_failed(SetupError::new(
+    Outcome::setup_failed(SetupError::new(
         Step::Container,
         format!("starting the container: {msg}"),
     ))
 }
 
-/// Copies maibox's stdin into the container. The reading thread blocks in read(2) and is
-/// left behind at exit; the engine closes the container's stdin at our EOF.
-fn pump_stdin(mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>) {
+type Input = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+/// Copies the caller's descriptor into the container. The reading thread blocks in
+/// read(2) and is left behind at the run's end; the engine closes the container's stdin
+/// at our EOF.
+fn pump_stdin(from: std::os::fd::OwnedFd, mut input: Input) {
     use tokio::io::AsyncWriteExt;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
     let spawned = std::thread::Builder::new()
@@ -407,7 +456,7 @@ fn pump_stdin(mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>) {
         .spawn(move || {
             let mut buf = vec![0u8; 65536];
             loop {
-                match nix::unistd::read(0, &mut buf) {
+                match nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&from), &mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
                         if tx.blocking_send(buf[..n].to_vec()).is_err() {
@@ -432,21 +481,14 @@ fn pump_stdin(mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>) {
     });
 }
 
-/// One `--stats` line, in the native backend's shape.
-fn write_sample(
-    sink: &mut Option<crate::run::StatsSink>,
-    t: Duration,
-    s: &stats::Sample,
-    peak: u64,
-) {
-    use std::io::Write;
-    let Some(sink) = sink.as_mut() else { return };
-    let line =
-        serde_json::json!({"t_s": t.as_secs_f64(), "usage": s.as_usage(peak)}).to_string() + "\n";
-    let _ = match sink {
-        crate::run::StatsSink::Stderr => std::io::stderr().write_all(line.as_bytes()),
-        crate::run::StatsSink::File(f) => f.write_all(line.as_bytes()),
-    };
+/// Writes the caller's bytes into the container, then end-of-file.
+fn write_stdin(bytes: Vec<u8>, mut input: Input) {
+    use tokio::io::AsyncWriteExt;
+    tokio::spawn(async move {
+        if input.write_all(&bytes).await.is_ok() {
+            let _ = input.shutdown().await;
+        }
+    });
 }
 
 #[cfg(test)]

@@ -2,29 +2,44 @@
 //! supervisor's own peak memory.
 
 use super::Row;
+use crate::progress::{Progress, Stage, Work};
 use anyhow::{bail, Context, Result};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Warm-up (page cache, dynamic loader) finds rows that fail: those are reported as
 /// failed, never timed. The baseline (first row) must work. Then `rounds` rounds,
-/// each running every row once in a shuffled order.
+/// each running every row once in a shuffled order. `step` is the warm-up's index in
+/// the progress plan (the rounds are the next) and the table's name.
 pub fn measure(
     rows: &mut Vec<Row>,
     rounds: usize,
     failed: &mut Vec<(String, String)>,
+    progress: &Progress,
+    (step, name): (usize, &str),
 ) -> Result<()> {
     let base = rows.first().map(|r| r.name.clone()).unwrap_or_default();
-    rows.retain(|r| match run_once(&r.cmd) {
-        Ok(_) => true,
-        Err(e) => {
-            failed.push((r.name.clone(), format!("{e:#}")));
-            false
+    progress.begin_as_planned(step);
+    rows.retain(|r| {
+        let t = Instant::now();
+        let ok = run_once(&r.cmd);
+        progress.tick(t.elapsed());
+        match ok {
+            Ok(_) => true,
+            Err(e) => {
+                failed.push((r.name.clone(), format!("{e:#}")));
+                false
+            }
         }
     });
     if rows.first().map(|r| r.name != base).unwrap_or(true) {
         bail!("the baseline ({base}) failed to run");
     }
+    let work = Work::Rounds {
+        rows: rows.len() as u64,
+        rounds: rounds as u64,
+    };
+    progress.begin(step + 1, Stage::new(name, work));
     let mut order: Vec<usize> = (0..rows.len()).collect();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for _ in 0..rounds {
@@ -38,6 +53,7 @@ pub fn measure(
         for &i in &order {
             let d = run_once(&rows[i].cmd)?;
             rows[i].samples.push(d);
+            progress.tick(d);
         }
     }
     Ok(())
@@ -83,12 +99,21 @@ pub fn throughput(
     Ok(out)
 }
 
+/// Runs of the supervisor-memory measurement, and about how long one takes (its
+/// script sleeps 0.4 s), for the progress line's estimate.
+pub const MEMORY_RUNS: usize = 10;
+pub const MEMORY_RUN: Duration = Duration::from_millis(450);
+
 /// Peak memory of the maibox supervisor itself, read from /proc/PID/status while it
 /// waits for a script that sleeps: VmHWM (every resident page, including the
 /// binary's and libc's file pages, which are shared and reclaimable) and the peak of
 /// RssAnon (its own heap and stacks). The sandbox is a separate process (cloned
 /// without CLONE_VM), so Python's memory is in neither. Medians of 10 runs, in bytes.
-pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<(u64, u64)> {
+pub fn supervisor_peak_memory(
+    maibox: &str,
+    dir: &std::path::Path,
+    progress: &Progress,
+) -> Result<(u64, u64)> {
     let script = dir.join("sleep.py");
     std::fs::write(&script, "import time\ntime.sleep(0.4)\n")?;
     let field = |s: &str, name: &str| -> Option<u64> {
@@ -98,7 +123,8 @@ pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<(u6
             .map(|kb| kb * 1024)
     };
     let (mut hwms, mut anons) = (Vec::new(), Vec::new());
-    for _ in 0..10 {
+    for _ in 0..MEMORY_RUNS {
+        let t = Instant::now();
         let mut child = Command::new(maibox)
             .args(["exec", &script.display().to_string()])
             .stdout(std::process::Stdio::null())
@@ -115,6 +141,7 @@ pub fn supervisor_peak_memory(maibox: &str, dir: &std::path::Path) -> Result<(u6
         }
         hwms.push(hwm);
         anons.push(anon);
+        progress.tick(t.elapsed());
     }
     hwms.sort_unstable();
     anons.sort_unstable();
@@ -157,6 +184,7 @@ pub fn assessment_ms(
     kind: &str,
     lines: usize,
     rounds: usize,
+    progress: &Progress,
 ) -> Result<f64> {
     let corpus = crate::root().join("tests/fixtures/assess").join(kind);
     let mut files: Vec<std::path::PathBuf> = Vec::new();
@@ -184,10 +212,12 @@ pub fn assessment_ms(
     std::fs::write(&path, &src)?;
     let mut times = Vec::new();
     for _ in 0..rounds {
+        let t = Instant::now();
         let o = std::process::Command::new(maibox)
             .args(["assess", "--json"])
             .arg(&path)
             .output()?;
+        progress.tick(t.elapsed());
         let v: serde_json::Value = serde_json::from_slice(&o.stdout)
             .map_err(|e| anyhow::anyhow!("maibox assess --json: {e}"))?;
         let us = v["elapsed_us"]

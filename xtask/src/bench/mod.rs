@@ -7,8 +7,10 @@
 mod extra;
 mod output;
 mod peers;
+mod served;
 mod stats;
 
+use crate::progress::{Progress, Stage, Work};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,6 +47,14 @@ const PEERS: &[(&str, &str)] = &[
     ("docker", "docker run"),
     ("docker-maibox", "docker run --runtime=maibox"),
     ("maibox-docker", "maibox exec --backend docker"),
+    (
+        "server",
+        "maibox exec --server, a maibox serve of the bench's own",
+    ),
+    (
+        "python-client",
+        "the Python package as the server's client, from one process",
+    ),
 ];
 
 const USAGE: &str = "options: --rounds N, --layers, --workers N, --duration SECONDS, --peers NAME,NAME..., --rootfs DIR (repeatable)";
@@ -335,6 +345,96 @@ fn remove_bench_cgroups() {
     }
 }
 
+/// The rows of the per-layer costs (`--layers`): untrusted with the allowlist proxy,
+/// and with one layer switched off at a time.
+fn layer_rows(m: &str, script: &str) -> Vec<Row> {
+    let exec = |extra: &[&str]| {
+        let mut c: Vec<String> = [m, "exec", "--trust", "untrusted"]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect();
+        c.push(script.to_string());
+        c
+    };
+    let mut rows = vec![row(
+        "untrusted with --network allowlist (proxy and bridge)",
+        exec(&["--network", "allowlist"]),
+    )];
+    for layer in [
+        "cgroup-limits",
+        "seccomp",
+        "landlock",
+        "net-ns",
+        "proc-masks",
+    ] {
+        rows.push(row(
+            format!("untrusted without {layer}"),
+            exec(&["--unsafe-disable-layer", layer]),
+        ));
+    }
+    rows
+}
+
+/// The short names of the two tables, for the progress line.
+const GROUPS: [&str; 2] = ["empty script", "realistic script"];
+
+/// The steps of a bench run, as far as they are known before it starts: each table's
+/// warm-up and rounds, throughput, supervisor memory, assessment time.
+fn plan(groups: &[(String, Vec<Row>)], o: &Options, throughput_cmds: usize) -> Vec<Stage> {
+    let mut stages = Vec::new();
+    for ((_, rows), name) in groups.iter().zip(GROUPS) {
+        let rows = rows.len() as u64;
+        stages.push(Stage::new(
+            format!("{name}, warm-up"),
+            Work::Runs {
+                n: rows,
+                each: None,
+            },
+        ));
+        stages.push(Stage::new(
+            name,
+            Work::Rounds {
+                rows,
+                rounds: o.rounds as u64,
+            },
+        ));
+    }
+    stages.push(Stage::new(
+        format!("throughput, {} workers", o.workers),
+        Work::Timed(o.duration * throughput_cmds as u32),
+    ));
+    stages.push(Stage::new(
+        "supervisor memory",
+        Work::Runs {
+            n: extra::MEMORY_RUNS as u64,
+            each: Some(extra::MEMORY_RUN),
+        },
+    ));
+    stages.push(Stage::new(
+        "assessment time",
+        Work::Runs {
+            n: (ASSESS_KINDS.len() * 2 * ASSESS_RUNS) as u64,
+            each: None,
+        },
+    ));
+    stages
+}
+
+/// The corpus kinds the assessment's time is measured on, and the runs per file.
+const ASSESS_KINDS: [&str; 2] = ["benign", "malicious"];
+const ASSESS_RUNS: usize = 21;
+
+/// What the rows measured besides the tables.
+struct Extra {
+    thr: Vec<(String, f64)>,
+    mem: (u64, u64),
+    assess: Vec<(&'static str, f64, f64)>,
+    /// The server's anonymous memory, one warm sandbox's and how many were ready.
+    served_mem: Option<(u64, u64, usize)>,
+    client: Option<served::Client>,
+}
+
 pub fn bench(args: &[String]) -> Result<()> {
     let o = options(args)?;
     crate::cargo(&["build", "--release", "--bin", "maibox"])?;
@@ -349,52 +449,13 @@ pub fn bench(args: &[String]) -> Result<()> {
     std::fs::write(&empty, "")?;
     let real = dir.join("realistic.py");
     std::fs::write(&real, REALISTIC)?;
+    let e = empty.display().to_string();
     let mut notes = Vec::new();
-    let mut startup = group_rows(
-        &o,
-        &m,
-        &empty.display().to_string(),
-        &dir,
-        &empty,
-        true,
-        &mut notes,
-    )?;
+    let mut startup = group_rows(&o, &m, &e, &dir, &empty, true, &mut notes)?;
     if o.layers {
-        let e = empty.display().to_string();
-        startup.push(row(
-            "untrusted with --network allowlist (proxy and bridge)",
-            vec![
-                m.clone(),
-                "exec".into(),
-                "--trust".into(),
-                "untrusted".into(),
-                "--network".into(),
-                "allowlist".into(),
-                e.clone(),
-            ],
-        ));
-        for layer in [
-            "cgroup-limits",
-            "seccomp",
-            "landlock",
-            "net-ns",
-            "proc-masks",
-        ] {
-            startup.push(row(
-                format!("untrusted without {layer}"),
-                vec![
-                    m.clone(),
-                    "exec".into(),
-                    "--trust".into(),
-                    "untrusted".into(),
-                    "--unsafe-disable-layer".into(),
-                    layer.into(),
-                    e.clone(),
-                ],
-            ));
-        }
+        startup.extend(layer_rows(&m, &e));
     }
-    let realistic = group_rows(
+    let mut realistic = group_rows(
         &o,
         &m,
         &real.display().to_string(),
@@ -403,57 +464,106 @@ pub fn bench(args: &[String]) -> Result<()> {
         false,
         &mut Vec::new(),
     )?;
+    // Started before the tables, so its pool is warm; dropped (stopped) at the end.
+    let server = o
+        .wants("server")
+        .then(|| served::Server::start(&m, &dir))
+        .transpose()?;
+    if let Some(s) = &server {
+        startup.extend(served::rows(&m, &s.socket, &e));
+        realistic.extend(served::rows(&m, &s.socket, &real.display().to_string()));
+    }
     let mut groups = vec![
         (format!("Startup of an empty script, {} interleaved rounds:", o.rounds), startup),
         (format!("A small realistic script (JSON, CSV, statistics, a /tmp file), {} interleaved rounds:", o.rounds), realistic),
     ];
-    let mut failed = Vec::new();
-    for (_, rows) in groups.iter_mut() {
-        extra::measure(rows, o.rounds, &mut failed)?;
-    }
     let mut thr_cmds = vec![
-        (
-            "python3 (bare)",
-            peers::bare_cmd(&empty.display().to_string()),
-        ),
+        ("python3 (bare)", peers::bare_cmd(&e)),
         (
             "maibox exec --trust untrusted",
-            vec![m.clone(), "exec".into(), empty.display().to_string()],
+            vec![m.clone(), "exec".into(), e.clone()],
         ),
     ];
     // The namespaces alone, so the ratio can be read against what the kernel's
     // creation and teardown of them cost on the same cores.
     if let Some(u) = peers::which("unshare").filter(|_| o.wants("unshare")) {
-        thr_cmds.push((
-            "unshare(1) floor",
-            peers::unshare_cmd(&u, &empty.display().to_string()),
-        ));
+        thr_cmds.push(("unshare(1) floor", peers::unshare_cmd(&u, &e)));
     }
+    if let Some(s) = &server {
+        thr_cmds.push(("maibox exec --server", served::cli_cmd(&m, &s.socket, &e)));
+    }
+    let progress = Progress::new("bench", plan(&groups, &o, thr_cmds.len()));
+    let mut failed = Vec::new();
+    for (i, ((_, rows), name)) in groups.iter_mut().zip(GROUPS).enumerate() {
+        extra::measure(rows, o.rounds, &mut failed, &progress, (2 * i, name))?;
+    }
+    // After the tables' steps: throughput, supervisor memory, assessment time.
+    let step = 2 * GROUPS.len();
+    progress.begin_as_planned(step);
     let thr = extra::throughput(&thr_cmds, o.workers, o.duration)?;
-    let mem = extra::supervisor_peak_memory(&m, &dir)?;
+    progress.begin_as_planned(step + 1);
+    let mem = extra::supervisor_peak_memory(&m, &dir, &progress)?;
+    progress.begin_as_planned(step + 2);
     let mut assess = Vec::new();
-    for kind in ["benign", "malicious"] {
+    for kind in ASSESS_KINDS {
         assess.push((
             kind,
-            extra::assessment_ms(&m, &dir, kind, 1_000, 21)?,
-            extra::assessment_ms(&m, &dir, kind, 10_000, 21)?,
+            extra::assessment_ms(&m, &dir, kind, 1_000, ASSESS_RUNS, &progress)?,
+            extra::assessment_ms(&m, &dir, kind, 10_000, ASSESS_RUNS, &progress)?,
         ));
     }
+    drop(progress);
+    let (served_mem, client) = match &server {
+        Some(s) => {
+            // Idle, with its pool refilled after the load above.
+            std::thread::sleep(Duration::from_secs(3));
+            let mem = served::memory(s.pid());
+            let client = o
+                .wants("python-client")
+                .then(|| served::python_client(&s.socket, &dir, [&empty, &real], o.rounds))
+                .transpose()?;
+            (Some(mem), client)
+        }
+        None => (None, None),
+    };
+    drop(server);
+    let extra = Extra {
+        thr,
+        mem,
+        assess,
+        served_mem,
+        client,
+    };
+    write_results(&o, &notes, &groups, &failed, &extra)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    remove_bench_cgroups();
+    Ok(())
+}
+
+/// Prints the results and writes target/bench/bench.{md,json,svg}.
+fn write_results(
+    o: &Options,
+    notes: &[String],
+    groups: &[(String, Vec<Row>)],
+    failed: &[(String, String)],
+    x: &Extra,
+) -> Result<()> {
     let mut md = String::new();
-    for n in &notes {
+    for n in notes {
         md.push_str(&format!("note: {n}\n"));
     }
-    md.push_str(&output::markdown(&groups, &failed));
+    md.push_str(&output::markdown(groups, failed));
     md.push_str(&format!(
         "\nThroughput, {} workers for {} s (empty script): {}\n",
         o.workers,
         o.duration.as_secs(),
-        thr.iter()
+        x.thr
+            .iter()
             .map(|(n, r)| format!("{n} {r:.1} runs/s"))
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    if let Some(((_, base), rest)) = thr.split_first() {
+    if let Some(((_, base), rest)) = x.thr.split_first() {
         md.push_str(&format!(
             "throughput relative to bare python: {}\n",
             rest.iter()
@@ -464,11 +574,27 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
     md.push_str(&format!(
         "\nSupervisor peak memory (the maibox process itself, the sandbox excluded), median of 10 runs: VmHWM {:.2} MB (file pages of the binary and libc included), RssAnon peak {:.2} MB\n",
-        mem.0 as f64 / 1e6,
-        mem.1 as f64 / 1e6
+        x.mem.0 as f64 / 1e6,
+        x.mem.1 as f64 / 1e6
     ));
+    if let Some((anon, per, n)) = x.served_mem {
+        md.push_str(&format!(
+            "\nmaibox serve, idle with its pool: the server's own anonymous memory (RssAnon) {:.2} MB; one warm sandbox (its cgroup's memory: the interpreter with its preloads, tmpfs and kernel memory) {:.2} MB, {n} ready\n",
+            anon as f64 / 1e6,
+            per as f64 / 1e6
+        ));
+    }
+    if let Some(client) = &x.client {
+        md.push_str(&format!("\nThe Python client from one Python process, {} interleaved rounds (medians):\n\n| script | bare python (subprocess per run) ms | client run ms | ratio | client overhead ms (client time minus the server's) |\n|---|---:|---:|---:|---:|\n", o.rounds));
+        for (name, bare, run, over) in client {
+            md.push_str(&format!(
+                "| {name} | {bare:.2} | {run:.2} | {:.2}x | {over:.2} |\n",
+                run / bare.max(1e-9)
+            ));
+        }
+    }
     md.push_str("\nStatic assessment, its own time in a fresh process (median of 21 `maibox assess --json` runs; targets 2 ms and 20 ms):\n");
-    for (kind, k1, k10) in &assess {
+    for (kind, k1, k10) in &x.assess {
         md.push_str(&format!(
             "- {kind} corpus files: {k1:.2} ms for 1,000 lines, {k10:.2} ms for 10,000 lines\n"
         ));
@@ -479,15 +605,17 @@ pub fn bench(args: &[String]) -> Result<()> {
     std::fs::write(out.join("bench.md"), &md)?;
     let extra_json = serde_json::json!({
         "throughput": {"workers": o.workers, "duration_s": o.duration.as_secs(),
-            "runs_per_s": thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
-        "supervisor_peak_rss_bytes": mem.0,
-        "supervisor_peak_anon_bytes": mem.1,
-        "assessment_ms": assess.iter().map(|(k, a, b)| serde_json::json!({"corpus": k, "lines_1000": a, "lines_10000": b})).collect::<Vec<_>>(),
+            "runs_per_s": x.thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
+        "supervisor_peak_rss_bytes": x.mem.0,
+        "supervisor_peak_anon_bytes": x.mem.1,
+        "server_memory": x.served_mem.map(|(a, p, n)| serde_json::json!({"anon_bytes": a, "per_sandbox_bytes": p, "ready": n})),
+        "python_client_ms": x.client.as_ref().map(|c| c.iter().map(|(n, b, r, o)| serde_json::json!({"script": n, "bare": b, "client": r, "overhead": o})).collect::<Vec<_>>()),
+        "assessment_ms": x.assess.iter().map(|(k, a, b)| serde_json::json!({"corpus": k, "lines_1000": a, "lines_10000": b})).collect::<Vec<_>>(),
         "notes": notes,
     });
     std::fs::write(
         out.join("bench.json"),
-        serde_json::to_vec_pretty(&output::json(&groups, &failed, extra_json))?,
+        serde_json::to_vec_pretty(&output::json(groups, failed, extra_json))?,
     )?;
     output::svg(
         &out.join("bench.svg"),
@@ -495,8 +623,6 @@ pub fn bench(args: &[String]) -> Result<()> {
         &groups[0].1,
     )?;
     println!("wrote {}/bench.{{md,json,svg}}", out.display());
-    let _ = std::fs::remove_dir_all(&dir);
-    remove_bench_cgroups();
     Ok(())
 }
 

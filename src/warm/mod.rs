@@ -1,0 +1,436 @@
+//! Warm, single-use sandboxes: everything of a run that does not depend on its code,
+//! made ahead of it.
+//!
+//! [`Sandbox::prepare_warm`] builds a sandbox as a cold run does (namespaces, root,
+//! cgroup with the level's limits, init) and starts its payload at once: Python, under
+//! Landlock and seccomp, runs the warm runner (`runner.py`, installed as the sandbox's
+//! `/sandbox/main.py`), which imports the level's preloaded modules, says it is ready
+//! on one pipe and waits for its script on another. [`Warm::run`] then takes one
+//! request through the same assessment, gate and audit as [`Sandbox::run`], lowers the
+//! cgroup's limits to the request's, hands the script over and supervises it like any
+//! run. A warm sandbox runs exactly one script; its remains ([`Remains`]) are destroyed
+//! after, whole. Every warm sandbox is a fresh process tree with fresh namespaces and a
+//! freshly started interpreter: no state, seed or hash secret is shared with another.
+
+use crate::backend::native::{self, Group};
+use crate::backend::{BeforeCode, Job};
+use crate::config::{Backend, NetworkMode};
+use crate::engine::sync::Msg;
+use crate::engine::{self, Prepared, StdinMode};
+use crate::error::{SetupError, Step, StepContext};
+use crate::io::{Io, Notices};
+use crate::outcome::{Confined, Outcome};
+use crate::policy::{Limits, Policy};
+use crate::report::Facts;
+use crate::session::{new_run_id, Code, Decided, Error, Execution, Run, Sandbox};
+use crate::supervise::Started;
+use crate::timeline::Timeline;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// The runner, as the warm sandbox's script.
+const RUNNER: &str = include_str!("runner.py");
+/// How long the runner may take to import its preloads and say it is ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A prepared sandbox whose interpreter waits for its one script.
+pub struct Warm {
+    policy: Policy,
+    run_id: String,
+    prepared: Option<Prepared>,
+    started: Option<Started>,
+    /// The runner's script pipe (written once, then closed) and its ready pipe (which
+    /// hangs up when the runner is gone).
+    code: Option<OwnedFd>,
+    ready: OwnedFd,
+    group: Group,
+    made_at: Instant,
+    setup: (f64, Vec<(String, u64)>),
+    /// The init of a sandbox whose run ended before init was reaped.
+    pending_init: Option<nix::unistd::Pid>,
+    /// What maibox noted while preparing it (a degraded cgroup, adjustments).
+    pub notices: Vec<crate::io::Notice>,
+}
+
+/// Why a request cannot go to a given warm sandbox: it needs another one, or a cold
+/// run (the sandbox is handed back unused).
+#[derive(Debug)]
+pub enum NotServable {
+    /// The gate decided another level than the sandbox's.
+    Level(crate::config::TrustLevel),
+    /// The request asks for something a prepared sandbox cannot change.
+    Differs(String),
+}
+
+impl Sandbox {
+    /// A warm sandbox at this sandbox's level and settings, with `preload` imported.
+    pub fn prepare_warm(&self, preload: &[String]) -> Result<Warm, Error> {
+        let mut notices = Notices::new(None);
+        let policy = self.policy_for(self.level(), &mut notices)?;
+        if policy.backend != Backend::Native || policy.network != NetworkMode::None {
+            return Err(Error::Invalid(
+                "warm sandboxes need the native backend and network none".into(),
+            ));
+        }
+        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
+        let setup = |e: SetupError| Error::Invalid(format!("preparing a warm sandbox: {e}"));
+        let ((code_r, code_w), (ready_r, ready_w)) =
+            (pipe().map_err(setup)?, pipe().map_err(setup)?);
+        let run_id = new_run_id();
+        let ejob = engine::Job {
+            policy: &policy,
+            script: RUNNER.as_bytes(),
+            args: preload,
+            stdin: StdinMode::Pump,
+            extra_fds: vec![code_r.as_fd(), ready_w.as_fd()],
+        };
+        let group = Group::default();
+        let timeline = Timeline::new();
+        let prepared = {
+            let job = native_job(&policy, &run_id, self, &timeline);
+            let mut make_group = |pid| native::make_group(&policy, &job, &group, &mut notices, pid);
+            engine::prepare(&ejob, &mut make_group, &mut || Ok(())).map_err(setup)?
+        };
+        drop((code_r, ready_w));
+        // Preparing yields the CPU to runs in progress (given back in `lower`).
+        if let Some(Some(g)) = group.made.get() {
+            g.cpu_share(true);
+        }
+        let made_at = Instant::now();
+        let started = start(&prepared, &ready_r).map_err(setup)?;
+        Ok(Warm {
+            setup: (
+                prepared.setup_time.as_secs_f64() * 1000.0,
+                prepared.timings_us.clone(),
+            ),
+            policy,
+            run_id,
+            prepared: Some(prepared),
+            started: Some(started),
+            code: Some(code_w),
+            ready: ready_r,
+            group,
+            made_at,
+            pending_init: None,
+            notices: notices.all,
+        })
+    }
+}
+
+/// A job for the native backend's helpers (the cgroup), outside a run.
+fn native_job<'a>(policy: &'a Policy, run_id: &'a str, s: &'a Sandbox, t: &'a Timeline) -> Job<'a> {
+    static NO_CODE: std::sync::OnceLock<Code> = std::sync::OnceLock::new();
+    Job {
+        policy,
+        code: NO_CODE.get_or_init(|| Code {
+            bytes: Vec::new(),
+            origin: "-".into(),
+        }),
+        args: &[],
+        run_id,
+        net: &s.config().network,
+        defer_teardown: false,
+        timeline: t,
+    }
+}
+
+/// Starts the runner and waits until it is confined and ready.
+fn start(p: &Prepared, ready: &OwnedFd) -> Result<Started, SetupError> {
+    p.start()?;
+    let mut listener = None;
+    let confined: Confined = loop {
+        match p.chan.recv_with_fd()? {
+            Some((Msg::SeccompListener, fd)) => listener = fd,
+            Some((Msg::Started(c), _)) => break c,
+            Some((Msg::Failed(e), _)) => return Err(e),
+            Some((Msg::ExecFailed { message, .. }, _)) => {
+                return Err(SetupError::new(Step::Exec, message))
+            }
+            Some(_) => {}
+            None => return Err(SetupError::new(Step::Exec, "the sandbox's init ended")),
+        }
+    };
+    let mut fds = [PollFd::new(ready.as_fd(), PollFlags::POLLIN)];
+    let ms = PollTimeout::try_from(READY_TIMEOUT.as_millis() as i32).unwrap_or(PollTimeout::MAX);
+    let n = poll(&mut fds, ms).step(Step::Exec, "wait for the warm runner")?;
+    let mut b = [0u8; 1];
+    if n == 0 || nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(ready), &mut b) != Ok(1) {
+        return Err(SetupError::new(
+            Step::Exec,
+            format!(
+                "the warm runner did not get ready (a preloaded module failed to import?): {}",
+                stderr_tail(p)
+            ),
+        ));
+    }
+    Ok(Started { confined, listener })
+}
+
+/// What the runner wrote to stderr before it failed.
+fn stderr_tail(p: &Prepared) -> String {
+    let mut fds = [PollFd::new(p.stderr.as_fd(), PollFlags::POLLIN)];
+    let mut buf = [0u8; 4096];
+    match poll(&mut fds, PollTimeout::from(200u8)) {
+        Ok(n) if n > 0 => {
+            match nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&p.stderr), &mut buf) {
+                Ok(k) => String::from_utf8_lossy(&buf[..k]).trim().to_string(),
+                Err(_) => String::new(),
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+impl Warm {
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// How long ago it became ready.
+    pub fn age(&self) -> Duration {
+        self.made_at.elapsed()
+    }
+
+    /// Whether its runner still waits (it hangs up its ready pipe when it dies).
+    pub fn alive(&self) -> bool {
+        let mut fds = [PollFd::new(self.ready.as_fd(), PollFlags::empty())];
+        !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+    }
+
+    /// Runs `code` in this sandbox, once, after the same assessment, gate and audit as
+    /// [`Sandbox::run`]. A request this sandbox cannot serve (another level after the
+    /// gate, settings a prepared sandbox cannot change) comes back as `Err(Ok(..))`,
+    /// with the sandbox, unused.
+    #[allow(clippy::result_large_err)]
+    pub fn run(
+        self,
+        sandbox: &Sandbox,
+        code: &Code,
+        args: &[String],
+        mut io: Io,
+        timeline: &Timeline,
+    ) -> Result<(Run, Remains), Result<(Warm, NotServable), Error>> {
+        let mut notices = Notices::new(io.notices.take());
+        let decided = sandbox.decide(code, &mut notices, timeline).map_err(Err)?;
+        let lowered = match self.servable(&decided) {
+            Ok(l) => l,
+            Err(why) => return Err(Ok((self, why))),
+        };
+        let x = Execution {
+            decided,
+            run_id: self.run_id.clone(),
+            code,
+            args,
+            timeline,
+        };
+        let cell = std::cell::RefCell::new(Some(self));
+        let backend = |job: &Job, io: Io, n: &mut Notices, before: BeforeCode| {
+            let warm = cell.borrow_mut().take();
+            match warm {
+                Some(w) => w.supervise(job, io, n, before, lowered.clone()),
+                None => failed(job.policy, "the warm sandbox was used twice"),
+            }
+        };
+        let run = sandbox.execute(x, io, notices, &backend);
+        let remains = cell
+            .borrow_mut()
+            .take()
+            .map(Warm::into_remains)
+            .unwrap_or_default();
+        run.map(|r| (r, remains)).map_err(Err)
+    }
+
+    /// The limits the request runs with, when this sandbox can serve it: the same
+    /// level and settings, and limits no higher than those it was made with.
+    fn servable(&self, d: &Decided) -> Result<Limits, NotServable> {
+        if d.policy.trust != self.policy.trust {
+            return Err(NotServable::Level(d.policy.trust));
+        }
+        let (want, have) = (&d.policy.limits, &self.policy.limits);
+        if want.memory_bytes > have.memory_bytes || want.cpus > have.cpus || want.pids > have.pids {
+            return Err(NotServable::Differs("limits above the level's".into()));
+        }
+        let lowered = want != have;
+        if lowered && self.group.made.get().is_none_or(Option::is_none) {
+            return Err(NotServable::Differs(
+                "lowered limits without a cgroup".into(),
+            ));
+        }
+        // Everything else must be what the sandbox was built with.
+        let mut same = d.policy.clone();
+        same.limits = self.policy.limits.clone();
+        same.adjustments = self.policy.adjustments.clone();
+        let (a, b) = (
+            serde_json::to_value(&same),
+            serde_json::to_value(&self.policy),
+        );
+        match (a, b) {
+            (Ok(a), Ok(b)) if a == b => Ok(want.clone()),
+            _ => Err(NotServable::Differs(
+                "settings other than the level's".into(),
+            )),
+        }
+    }
+
+    fn supervise(
+        mut self,
+        job: &Job,
+        io: Io,
+        notices: &mut Notices,
+        mut before: BeforeCode,
+        limits: Limits,
+    ) -> (Outcome, Facts) {
+        let (Some(prepared), Some(started), Some(code_w)) =
+            (self.prepared.take(), self.started.take(), self.code.take())
+        else {
+            return failed(job.policy, "the warm sandbox was used twice");
+        };
+        let pid = prepared.pid;
+        if let Err(e) = self.lower(&limits).and_then(|_| before.run()) {
+            self.prepared = Some(prepared);
+            return self.finish(job, Outcome::setup_failed(e), None);
+        }
+        if let Err(e) = hand_over(code_w, &job.code.bytes, job.args) {
+            self.prepared = Some(prepared);
+            return self.finish(job, Outcome::setup_failed(e), None);
+        }
+        job.timeline.mark("code-handed-over");
+        let run_limits = crate::supervise::Limits {
+            timeout: limits.timeout,
+            output_bytes: limits.output_bytes,
+            seccomp: Some(crate::confine::notify::Classifier::new(&job.policy.seccomp)),
+        };
+        let cg = self
+            .group
+            .made
+            .get()
+            .and_then(Option::as_ref)
+            .map(|g| crate::supervise::Cgroup {
+                group: g,
+                sample: Duration::from_millis(job.policy.cgroup.sample_ms),
+                cpu_time: limits.cpu_time,
+            });
+        let opts = crate::supervise::Options {
+            limits: &run_limits,
+            cgroup: cg,
+            signals: None,
+            started: Some(started),
+            timeline: job.timeline,
+        };
+        let mut outcome = crate::supervise::run(prepared, opts, io, &mut || {});
+        job.timeline.mark("code");
+        let _ = notices;
+        outcome.unreaped_init = outcome.unreaped_init.or(Some(pid));
+        self.finish(job, outcome, None)
+    }
+
+    /// The request's limits where they are lower than the level's, and the CPU share
+    /// of a run.
+    fn lower(&self, limits: &Limits) -> Result<(), SetupError> {
+        if let Some(g) = self.group.made.get().and_then(Option::as_ref) {
+            g.cpu_share(false);
+        }
+        match self.group.made.get().and_then(Option::as_ref) {
+            Some(g) if *limits != self.policy.limits => g
+                .lower(crate::cgroup::Limits {
+                    memory_bytes: limits.memory_bytes,
+                    cpus: limits.cpus,
+                    pids: limits.pids,
+                })
+                .map_err(|e| SetupError::new(Step::Cgroup, e.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(
+        &mut self,
+        job: &Job,
+        outcome: Outcome,
+        proxy: Option<crate::net::ProxyReport>,
+    ) -> (Outcome, Facts) {
+        let layout = self
+            .group
+            .made
+            .get()
+            .and_then(Option::as_ref)
+            .map(|g| g.layout().name().to_string());
+        let note = self.group.note.get().cloned().flatten();
+        let facts = native::facts(
+            job.policy,
+            &outcome,
+            layout,
+            note,
+            proxy,
+            Some(self.setup.clone()),
+        );
+        self.pending_init = outcome.unreaped_init;
+        (outcome, facts)
+    }
+
+    /// An unused sandbox's remains, to destroy it off the caller's path.
+    pub fn into_unused(self) -> Remains {
+        self.into_remains()
+    }
+
+    fn into_remains(mut self) -> Remains {
+        Remains {
+            init: self
+                .pending_init
+                .take()
+                .or_else(|| self.prepared.as_ref().map(|p| p.pid)),
+            group: self.group.made.take().flatten(),
+        }
+    }
+}
+
+/// What is left of a warm sandbox after its run (or unused): its init, to be ended and
+/// reaped, and its cgroup, to be removed. Dropping it does both; a server drops it off
+/// the request's path.
+#[derive(Default)]
+pub struct Remains {
+    init: Option<nix::unistd::Pid>,
+    group: Option<crate::cgroup::RunCgroup>,
+}
+
+impl Drop for Remains {
+    fn drop(&mut self) {
+        if let Some(pid) = self.init.take() {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(pid, None);
+        }
+        if let Some(g) = self.group.take() {
+            let _ = g.remove();
+        }
+    }
+}
+
+impl Drop for Warm {
+    fn drop(&mut self) {
+        drop(Remains {
+            init: self
+                .pending_init
+                .take()
+                .or_else(|| self.prepared.as_ref().map(|p| p.pid)),
+            group: self.group.made.take().flatten(),
+        });
+    }
+}
+
+/// The script to the runner: `argc NUL arg NUL ... code`, then end-of-file.
+fn hand_over(code_w: OwnedFd, code: &[u8], args: &[String]) -> Result<(), SetupError> {
+    let mut blob = format!("{}\0", args.len()).into_bytes();
+    for a in args {
+        blob.extend_from_slice(a.as_bytes());
+        blob.push(0);
+    }
+    blob.extend_from_slice(code);
+    let mut f = std::fs::File::from(code_w);
+    std::io::Write::write_all(&mut f, &blob).step(Step::Script, "hand the script to the runner")
+}
+
+fn failed(policy: &Policy, why: &str) -> (Outcome, Facts) {
+    let outcome = Outcome::setup_failed(SetupError::new(Step::Sync, why));
+    let facts = native::facts(policy, &outcome, None, None, None, None);
+    (outcome, facts)
+}

@@ -1,0 +1,135 @@
+//! Warm sandboxes through the library: prepared ahead, one script each, nothing shared.
+
+mod common;
+
+use maibox::{Code, Config, Io, Sandbox, TrustLevel};
+use std::time::Duration;
+
+fn sandbox() -> Sandbox {
+    static AUDIT: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = AUDIT.get_or_init(|| tempfile::tempdir().unwrap());
+    std::env::set_var("MAIBOX_AUDIT_DIR", dir.path().join("audit"));
+    let (cfg, _) = Config::load(None).unwrap();
+    Sandbox::new(cfg).trust(TrustLevel::Untrusted)
+}
+
+fn run_warm(s: &Sandbox, code: &str, args: &[&str]) -> maibox::Run {
+    let warm = s.prepare_warm(&["json".to_string()]).unwrap();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let timeline = maibox::Timeline::new();
+    match warm.run(
+        s,
+        &Code::inline(code).unwrap(),
+        &args,
+        Io::capture(),
+        &timeline,
+    ) {
+        Ok((run, remains)) => {
+            drop(remains);
+            run
+        }
+        Err(Ok((_, why))) => panic!("not servable: {why:?}"),
+        Err(Err(e)) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn a_warm_sandbox_runs_its_script_like_a_cold_run() {
+    let s = sandbox();
+    let code = "import sys, json\nprint(json.dumps(sys.argv), __name__, __file__)\nprint('err', file=sys.stderr)\nsys.exit(3)\n";
+    let warm = run_warm(&s, code, &["a b", "c"]);
+    let cold = s
+        .run(
+            &Code::inline(code).unwrap(),
+            &["a b".into(), "c".into()],
+            Io::capture(),
+        )
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&warm.stdout),
+        String::from_utf8_lossy(&cold.stdout)
+    );
+    assert_eq!(warm.stderr, cold.stderr);
+    assert_eq!(warm.report.exit_code, 3);
+    assert_eq!(cold.report.exit_code, 3);
+    assert!(warm.report.layers.seccomp && warm.report.layers.landlock);
+    // A traceback shows the script's lines and none of the runner's.
+    let tb = "def f():\n    1 / 0\nf()\n";
+    let (w, c) = (run_warm(&s, tb, &[]), s.run_code(tb).unwrap());
+    assert_eq!(
+        String::from_utf8_lossy(&w.stderr),
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert_eq!(w.report.exit_code, 1);
+    let syntax = "print(\n";
+    let (w, c) = (run_warm(&s, syntax, &[]), s.run_code(syntax).unwrap());
+    assert_eq!(
+        String::from_utf8_lossy(&w.stderr),
+        String::from_utf8_lossy(&c.stderr)
+    );
+}
+
+#[test]
+fn warm_sandboxes_share_no_state_or_seeds() {
+    let s = sandbox();
+    let probe = "import os, random, sys\nopen('/tmp/left', 'w').write('x')\nprint(os.path.exists('/tmp/left-before'), random.getrandbits(64), hash('maibox'), os.readlink('/proc/self/ns/pid'))\nopen('/tmp/left-before', 'w').write('x')\n";
+    let a = String::from_utf8(run_warm(&s, probe, &[]).stdout).unwrap();
+    let b = String::from_utf8(run_warm(&s, probe, &[]).stdout).unwrap();
+    let (fa, fb): (Vec<&str>, Vec<&str>) = (
+        a.split_whitespace().collect(),
+        b.split_whitespace().collect(),
+    );
+    assert_eq!(fa[0], "False", "{a}");
+    assert_eq!(fb[0], "False", "a file of the previous run is visible: {b}");
+    for i in 1..4 {
+        assert_ne!(fa[i], fb[i], "field {i} shared: {a} / {b}");
+    }
+}
+
+#[test]
+fn a_request_above_the_level_is_not_servable_and_a_lower_one_is_applied() {
+    let s = sandbox();
+    let warm = s.prepare_warm(&[]).unwrap();
+    let more = s.clone().memory(4 << 30).allow_raise(true);
+    let t = maibox::Timeline::new();
+    let code = Code::inline("pass").unwrap();
+    let warm = match warm.run(&more, &code, &[], Io::capture(), &t) {
+        Err(Ok((w, maibox::warm::NotServable::Differs(_)))) => w,
+        Err(Ok((_, why))) => panic!("not servable for another reason: {why:?}"),
+        Err(Err(e)) => panic!("{e}"),
+        Ok((r, _)) => panic!("served: {:?}", r.report.limits),
+    };
+    let less = s.clone().memory(64 << 20).timeout(Duration::from_secs(5));
+    let hog = Code::inline("x = bytearray(200 << 20)\nprint('survived')").unwrap();
+    let (run, _) = warm.run(&less, &hog, &[], Io::capture(), &t).ok().unwrap();
+    assert!(
+        run.report
+            .violations
+            .iter()
+            .any(|v| matches!(v, maibox::Violation::Memory { .. })),
+        "{:?}",
+        run.report.violations
+    );
+    assert_eq!(run.report.limits.memory_bytes, 64 << 20);
+}
+
+#[test]
+fn a_warm_run_ends_as_a_cold_one() {
+    let s = sandbox();
+    for code in [
+        "import sys\nsys.exit('a message')\n",
+        "import sys\nprint('no newline', end='')\nsys.exit(300)\n",
+        "import atexit\natexit.register(lambda: print('at exit'))\nprint('main')\n",
+        "import threading, time\ndef late():\n    time.sleep(0.2)\n    print('thread done', flush=True)\nthreading.Thread(target=late).start()\nprint('main done')\n",
+        "import sys\nsys.stdout.write('buffered')\nexit(None)\n",
+        "raise KeyError('k')\n",
+    ] {
+        let w = run_warm(&s, code, &[]);
+        let c = s.run_code(code).unwrap();
+        assert_eq!(
+            (String::from_utf8_lossy(&w.stdout), String::from_utf8_lossy(&w.stderr), w.report.exit_code),
+            (String::from_utf8_lossy(&c.stdout), String::from_utf8_lossy(&c.stderr), c.report.exit_code),
+            "{code}"
+        );
+    }
+}
