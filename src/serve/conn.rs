@@ -141,6 +141,7 @@ fn run(
         };
         let timeline = Timeline::new();
         let result = run_warm(warm, sandbox, code, args, input, out, &timeline);
+        pool.finished();
         served.phases_ms = timeline
             .phases()
             .into_iter()

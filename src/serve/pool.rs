@@ -29,6 +29,8 @@ pub struct Pool {
 struct Inner {
     ready: VecDeque<Warm>,
     preparing: usize,
+    /// Sandboxes taken and still running their request.
+    serving: usize,
     /// How many the pool aims to keep ready, between min and max.
     want: usize,
     stop: bool,
@@ -93,6 +95,7 @@ impl Pool {
             while let Some(w) = inner.ready.pop_front() {
                 self.changed.notify_all();
                 if w.alive() {
+                    inner.serving += 1;
                     return Some(w);
                 }
             }
@@ -106,6 +109,14 @@ impl Pool {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
         }
+    }
+
+    /// A sandbox [`Pool::take`] gave is done with its request: the refill it held
+    /// back may start.
+    pub fn finished(&self) {
+        let mut inner = self.lock();
+        inner.serving = inner.serving.saturating_sub(1);
+        self.changed.notify_all();
     }
 
     pub fn state(&self) -> PoolState {
@@ -152,7 +163,11 @@ impl Pool {
             if inner.stop {
                 return;
             }
-            if inner.ready.len() + inner.preparing >= inner.want.max(self.min) {
+            // While a request runs and another sandbox is still ready, the refill
+            // waits for the run to end: starting an interpreter takes a whole CPU
+            // for tens of milliseconds, which the running request would share.
+            let hold = inner.serving > 0 && !inner.ready.is_empty();
+            if hold || inner.ready.len() + inner.preparing >= inner.want.max(self.min) {
                 let wait = self.idle.min(Duration::from_secs(1));
                 drop(self.changed.wait_timeout(inner, wait));
                 drop(old);
