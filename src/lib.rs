@@ -52,6 +52,7 @@ pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod gate;
 pub(crate) mod io;
+pub(crate) mod mountinfo;
 pub(crate) mod outcome;
 pub(crate) mod output;
 pub(crate) mod rootpath;

@@ -87,7 +87,7 @@ fn mounts(mountinfo: &str, exec_tmpfs: &[PathBuf]) -> Vec<Mount> {
         let (Some(at), Some(opts)) = (f.get(4), f.get(5)) else {
             continue;
         };
-        let at = PathBuf::from(unescape(at));
+        let at = PathBuf::from(crate::mountinfo::unescape(at));
         let fstype = post.split(' ').next().unwrap_or_default();
         if ["/proc", "/sys"]
             .iter()
@@ -105,29 +105,6 @@ fn mounts(mountinfo: &str, exec_tmpfs: &[PathBuf]) -> Vec<Mount> {
         });
     }
     out
-}
-
-/// mountinfo writes space, tab, newline and backslash in a path as `\NNN` (octal).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The rights of the mount `p` lives on.
