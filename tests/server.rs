@@ -183,7 +183,7 @@ fn the_code_cannot_see_or_reach_the_server_or_other_sandboxes() {
     }
     let s = Server::start(&[("pool_min", "3")]);
     let code = format!(
-        "import os, socket, json\nsock = {:?}\ntry:\n    c = socket.socket(socket.AF_UNIX); c.connect(sock); reached = True\nexcept OSError:\n    reached = False\nprocs = [open(f'/proc/{{p}}/cmdline','rb').read() for p in os.listdir('/proc') if p.isdigit()]\nprint(json.dumps({{'socket_visible': os.path.exists(sock), 'reached': reached, 'pythons': sum(b'python' in p for p in procs)}}))\n",
+        "import os, socket, json\nsock = {:?}\ntry:\n    c = socket.socket(socket.AF_UNIX); c.connect(sock); reached = True\nexcept OSError:\n    reached = False\ndef cmdline(p):\n    try:\n        return open(f'/proc/{{p}}/cmdline','rb').read()\n    except OSError:\n        return b''  # it ended between listdir and open\nprocs = [cmdline(p) for p in os.listdir('/proc') if p.isdigit()]\nprint(json.dumps({{'socket_visible': os.path.exists(sock), 'reached': reached, 'pythons': sum(b'python' in p for p in procs)}}))\n",
         s.socket().display().to_string()
     );
     let r = served(&s, &code);
@@ -198,7 +198,8 @@ fn the_code_cannot_see_or_reach_the_server_or_other_sandboxes() {
         .args(["-c", &code])
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&host.stdout).unwrap();
+    let v: Value = serde_json::from_slice(&host.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&host.stderr)));
     assert_eq!(v["socket_visible"], true);
     assert_eq!(v["reached"], true);
 }
