@@ -363,6 +363,7 @@ impl Sandbox {
         };
         let (outcome, facts) = backend(&job, io, &mut notices, before_code);
         let report = crate::report::build(&policy, &outcome, info, facts);
+        x.timeline.mark("report");
         self.end(run_audit, &report, x.timeline, &mut notices)?;
         Ok(Run {
             report,

@@ -322,7 +322,9 @@ impl Warm {
         job.timeline.mark("code");
         let _ = notices;
         outcome.unreaped_init = outcome.unreaped_init.or(Some(pid));
-        self.finish(job, outcome, None)
+        let done = self.finish(job, outcome, None);
+        job.timeline.mark("facts");
+        done
     }
 
     /// The request's limits where they are lower than the level's, and the CPU share
