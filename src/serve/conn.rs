@@ -135,13 +135,13 @@ fn run(
         let t = Instant::now();
         let warm = pool.take(server.cfg.pool_wait.0);
         served.pool_wait_ms += t.elapsed().as_secs_f64() * 1e3;
-        let Some(warm) = warm else {
+        let Some((warm, serving)) = warm else {
             served.cold_because = Some("no warm sandbox was ready in time".into());
             break;
         };
         let timeline = Timeline::new();
         let result = run_warm(warm, sandbox, code, args, input, out, &timeline);
-        pool.finished();
+        drop(serving);
         served.phases_ms = timeline
             .phases()
             .into_iter()

@@ -38,6 +38,18 @@ struct Inner {
     last_failure: Option<String>,
 }
 
+/// A sandbox [`Pool::take`] gave, counted as serving its request until this is
+/// dropped (even by a panic): then the refill it held back may start.
+pub struct Serving<'p>(&'p Pool);
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.0.lock();
+        inner.serving = inner.serving.saturating_sub(1);
+        self.0.changed.notify_all();
+    }
+}
+
 /// What a pool holds, for the server's status.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct PoolState {
@@ -83,8 +95,9 @@ impl Pool {
         }
     }
 
-    /// A ready sandbox, waiting up to `wait` for one. An empty pool grows.
-    pub fn take(&self, wait: Duration) -> Option<Warm> {
+    /// A ready sandbox, waiting up to `wait` for one, and the guard that counts it as
+    /// serving until dropped. An empty pool grows.
+    pub fn take(&self, wait: Duration) -> Option<(Warm, Serving<'_>)> {
         let deadline = Instant::now() + wait;
         let mut inner = self.lock();
         if inner.ready.is_empty() {
@@ -96,7 +109,7 @@ impl Pool {
                 self.changed.notify_all();
                 if w.alive() {
                     inner.serving += 1;
-                    return Some(w);
+                    return Some((w, Serving(self)));
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -109,14 +122,6 @@ impl Pool {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
         }
-    }
-
-    /// A sandbox [`Pool::take`] gave is done with its request: the refill it held
-    /// back may start.
-    pub fn finished(&self) {
-        let mut inner = self.lock();
-        inner.serving = inner.serving.saturating_sub(1);
-        self.changed.notify_all();
     }
 
     pub fn state(&self) -> PoolState {

@@ -7,21 +7,8 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::vm::{in_ci, is_root};
-
-/// The lane's containerd, stopped on drop when this lane started it.
-pub struct Lane {
-    script: PathBuf,
-    started_here: bool,
-}
-
-impl Drop for Lane {
-    fn drop(&mut self) {
-        if self.started_here {
-            let _ = Command::new(&self.script).arg("down").status();
-        }
-    }
-}
+use crate::service::{Lane, Service};
+use crate::vm::is_root;
 
 /// `protoc`, which the `k8s-cri` crate's build script needs to generate the CRI API: any
 /// build of the whole workspace (clippy, tests) compiles it. Installed from Debian's
@@ -46,39 +33,27 @@ pub fn ensure_protoc() -> Result<()> {
     Ok(())
 }
 
-/// Starts (or reuses) the lane's containerd. `None` means the lane is skipped here, which it
-/// says; in CI a lane that cannot start is an error, never a skip.
-pub fn up(root: &Path) -> Result<Option<Lane>> {
-    let script = root.join("xtask/cri/containerd-cri.sh");
-    if !is_root() {
-        if in_ci() {
-            bail!("the CRI lane needs root in CI");
-        }
-        eprintln!("SKIP CRI lane: needs root to install and start containerd (the tests in xtask/cri skip too)");
-        return Ok(None);
-    }
-    let was_up = Command::new(&script)
+fn containerd_answers(script: &Path) -> bool {
+    Command::new(script)
         .arg("status")
         .output()
         .map(|o| o.status.success())
-        .unwrap_or(false);
-    let st = Command::new(&script)
-        .arg("up")
-        .env("MAIBOX", root.join("target/debug/maibox"))
-        .current_dir(root)
-        .status()
-        .context("running xtask/cri/containerd-cri.sh up")?;
-    if !st.success() {
-        if in_ci() {
-            bail!("the CRI lane could not start containerd ({st})");
-        }
-        eprintln!("SKIP CRI lane: containerd could not be started here ({st})");
-        return Ok(None);
-    }
-    Ok(Some(Lane {
-        script,
-        started_here: !was_up,
-    }))
+        .unwrap_or(false)
+}
+
+/// Starts (or reuses) the lane's containerd, with this checkout's `maibox` as the runtime
+/// handler `maibox`; stopped on drop when this run started it.
+pub fn up(root: &Path) -> Result<Option<Service>> {
+    crate::service::up(
+        root,
+        Lane {
+            name: "CRI lane",
+            script: "xtask/cri/containerd-cri.sh",
+            also_skipped: "the tests in xtask/cri",
+            answers: containerd_answers,
+            env: vec![("MAIBOX", root.join("target/debug/maibox").into())],
+        },
+    )
 }
 
 /// `cargo xtask test-cri`: only the CRI lane.

@@ -2,27 +2,13 @@
 //! Python image made from the host's interpreter) with this checkout's `maibox` registered as
 //! the OCI runtime `maibox`, for the integration tests in `tests/docker_*.rs`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::vm::{in_ci, is_root};
+use crate::service::{Lane, Service};
 
-/// A running engine for the lane, stopped on drop when this lane started it.
-pub struct Engine {
-    script: PathBuf,
-    started_here: bool,
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        if self.started_here {
-            let _ = Command::new(&self.script).arg("down").status();
-        }
-    }
-}
-
-fn engine_answers() -> bool {
+fn engine_answers(_script: &Path) -> bool {
     Command::new("docker")
         .args(["info", "--format", "{{.ServerVersion}}"])
         .output()
@@ -30,39 +16,23 @@ fn engine_answers() -> bool {
         .unwrap_or(false)
 }
 
-/// Starts (or reuses) the engine. `None` means the lane is skipped here, which it says;
-/// in CI a lane that cannot start is an error, never a skip.
-pub fn up(root: &Path) -> Result<Option<Engine>> {
-    let script = root.join("xtask/docker/docker-engine.sh");
-    if !is_root() {
-        if in_ci() {
-            bail!("the Docker lane needs root in CI");
-        }
-        eprintln!("SKIP docker lane: needs root to install and start dockerd (the tests in tests/docker_*.rs skip too)");
-        return Ok(None);
-    }
-    let was_up = engine_answers();
+/// Starts (or reuses) the engine, with this checkout's `maibox` as its runtimes `maibox`
+/// and `maibox-strict`; stopped on drop when this run started it.
+pub fn up(root: &Path) -> Result<Option<Service>> {
     let runtime = root.join("target/debug/maibox");
-    let st = Command::new(&script)
-        .arg("up")
-        .env(
-            "EXTRA_RUNTIMES",
-            format!("maibox={0} maibox-strict={0},--hardened", runtime.display()),
-        )
-        .current_dir(root)
-        .status()
-        .context("running xtask/docker/docker-engine.sh up")?;
-    if !st.success() {
-        if in_ci() {
-            bail!("the Docker lane could not start a Docker engine ({st})");
-        }
-        eprintln!("SKIP docker lane: no Docker engine could be started here ({st})");
-        return Ok(None);
-    }
-    Ok(Some(Engine {
-        script,
-        started_here: !was_up,
-    }))
+    crate::service::up(
+        root,
+        Lane {
+            name: "Docker lane",
+            script: "xtask/docker/docker-engine.sh",
+            also_skipped: "the tests in tests/docker_*.rs",
+            answers: engine_answers,
+            env: vec![(
+                "EXTRA_RUNTIMES",
+                format!("maibox={0} maibox-strict={0},--hardened", runtime.display()).into(),
+            )],
+        },
+    )
 }
 
 /// The lane's test targets: every `tests/docker_*.rs`.

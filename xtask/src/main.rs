@@ -13,6 +13,7 @@ mod docker;
 mod progress;
 mod pytests;
 mod rootfs;
+mod service;
 mod vm;
 
 /// Errors are printed as their chain of causes on one line, never with a backtrace
