@@ -439,12 +439,20 @@ fn load_leaves_nothing_behind_even_after_the_server_is_killed() {
         "cgroups of the killed server"
     );
     // The running server's own sandboxes carry the same socket: of the killed one's,
-    // none may be left, so count those not in the new server's process tree.
-    let others: Vec<i32> = leftovers(&s.socket(), killed)
-        .0
-        .into_iter()
-        .filter(|p| parent_of(*p) == 1)
-        .collect();
+    // none may be left, so count those not in the new server's process tree (polled:
+    // they die of the server's death, asynchronously).
+    let others = || -> Vec<i32> {
+        leftovers(&s.socket(), killed)
+            .0
+            .into_iter()
+            .filter(|p| parent_of(*p) == 1)
+            .collect()
+    };
+    let t0 = Instant::now();
+    while !others().is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let others = others();
     assert!(
         others.is_empty(),
         "processes of the killed server: {others:?}"
