@@ -59,13 +59,17 @@ fn ctr_runs_containers_with_maibox() {
     let Some(bin) = setup("ctr_runs_containers_with_maibox") else {
         return;
     };
-    let id = format!("ctr-{}", std::process::id());
-    let o = run(&bin, &id, &[], "print(42)");
+    // One id per run: a run's container, task and cgroup (named after the id) are
+    // torn down as it ends, and the next run must not race that teardown.
+    let ids: Vec<String> = (0..3)
+        .map(|n| format!("ctr-{}-{n}", std::process::id()))
+        .collect();
+    let o = run(&bin, &ids[0], &[], "print(42)");
     assert_eq!(stdout(&o), "42\n", "{}", stderr(&o));
     let probe = "st = {l.split(':')[0]: l.split(':')[1].strip() for l in open('/proc/self/status')}\nprint(st['Seccomp'], st['NoNewPrivs'], flush=True)\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('survived')";
     let o = run(
         &bin,
-        &id,
+        &ids[1],
         &["--seccomp", "--memory-limit", "67108864", "--read-only"],
         probe,
     );
@@ -73,9 +77,12 @@ fn ctr_runs_containers_with_maibox() {
     assert!(!stdout(&o).contains("survived"));
     assert_eq!(o.status.code(), Some(137), "{}", stderr(&o));
     // Control: no profile, no limit.
-    let o = run(&bin, &id, &[], probe);
+    let o = run(&bin, &ids[2], &[], probe);
     assert_eq!(stdout(&o).lines().next(), Some("0 1"), "{}", stderr(&o));
     assert!(stdout(&o).contains("survived"), "{}", stderr(&o));
     let left = stdout(&ctr(&["containers", "ls", "-q"]));
-    assert!(!left.lines().any(|l| l == id), "{left}");
+    assert!(
+        !left.lines().any(|l| ids.iter().any(|id| l == id)),
+        "{left}"
+    );
 }

@@ -7,6 +7,7 @@ mod common;
 use common::docker::{require_engine, IMAGE};
 use common::*;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// The engine answers and knows the `maibox` runtime; in CI both are required.
 fn ready(test: &str) -> bool {
@@ -35,6 +36,17 @@ fn docker(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+/// Polls `done` until it holds; fails naming `what` after `limit`. For what the
+/// engine does in the background (a container's process starting, its output
+/// reaching `docker logs`), which takes its time on a loaded machine.
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn run(flags: &[&str], code: &str) -> Output {
@@ -182,9 +194,9 @@ fn docker_stop_kill_and_rm_force() {
     // Python as PID 1 ignores SIGTERM: stop falls back to SIGKILL after the grace period.
     let n = name("stop");
     start(&n);
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     assert!(docker(&["stop", "-t", "1", &n]).status.success());
-    assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    assert!(t.elapsed() < Duration::from_secs(30));
     assert_eq!(exit_code(&n), "137");
     assert!(docker(&["rm", &n]).status.success());
     let n = name("kill");
@@ -217,7 +229,6 @@ fn docker_exec_joins_the_container_and_docker_top_lists_it() {
     ]);
     let o = docker(&args);
     assert!(o.status.success(), "{}", stderr(&o));
-    std::thread::sleep(std::time::Duration::from_millis(500));
     let probe = r#"
 import json, os
 st = {l.split(':')[0]: l.split(':')[1].strip() for l in open('/proc/self/status')}
@@ -225,9 +236,18 @@ print(json.dumps({'uid': os.getuid(), 'pid': os.getpid(), 'capeff': st['CapEff']
   'nnp': st['NoNewPrivs'], 'seccomp': st['Seccomp'], 'mark': os.path.exists('/tmp/mark'),
   'init': open('/proc/1/cmdline').read().split('\0')[0]}))
 "#;
-    let o = docker(&["exec", &n, "python3", "-c", probe]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let p: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // The container's python writes the mark once it has started: probe until the
+    // mark is there (a fixed 500 ms was too short for a loaded machine).
+    let t0 = Instant::now();
+    let p = loop {
+        let o = docker(&["exec", &n, "python3", "-c", probe]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let p: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        if p["mark"] == true || t0.elapsed() > Duration::from_secs(60) {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     // Same pid namespace (the container's python is 1), same /tmp, same confinement.
     assert_eq!(p["init"], "python3", "{p}");
     assert_ne!(p["pid"], 1, "{p}");
@@ -263,18 +283,32 @@ fn docker_pause_freezes_and_unpause_thaws() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let lines = || stdout(&docker(&["logs", &n])).lines().count();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    wait_until("the ticker's first line", Duration::from_secs(60), || {
+        lines() > 0
+    });
     assert!(docker(&["pause", &n]).status.success());
     let status = stdout(&docker(&["inspect", "-f", "{{.State.Status}}", &n]));
     assert_eq!(status.trim(), "paused");
-    let frozen_at = lines();
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    // Lines printed just before the freeze may still be on their way to the log: wait
+    // until the count holds still (a running ticker, 10 lines a second, never does).
+    let mut frozen_at = lines();
+    wait_until(
+        "the log to settle while paused",
+        Duration::from_secs(10),
+        || {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = lines();
+            std::mem::replace(&mut frozen_at, now) == now
+        },
+    );
+    std::thread::sleep(Duration::from_millis(800));
     assert_eq!(lines(), frozen_at, "output while paused");
     // exec into a paused container is refused, as runc does.
     assert!(!docker(&["exec", &n, "true"]).status.success());
     assert!(docker(&["unpause", &n]).status.success());
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    assert!(lines() > frozen_at, "no output after unpause");
+    wait_until("output after unpause", Duration::from_secs(60), || {
+        lines() > frozen_at
+    });
     // rm -f of a paused container: SIGKILL acts once thawed.
     assert!(docker(&["pause", &n]).status.success());
     assert!(docker(&["rm", "-f", &n]).status.success());

@@ -76,8 +76,10 @@ fn killing_the_supervisor_kills_the_sandbox() {
         );
         kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
         child.wait().unwrap();
+        // Generous: the kernel kills the sandbox asynchronously, and the VM lane runs
+        // this under software emulation.
         let t0 = Instant::now();
-        while !processes_with(&token).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        while !processes_with(&token).is_empty() && t0.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(

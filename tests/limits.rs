@@ -6,12 +6,19 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 
-/// Tests that measure CPU shares or time, or load the machine, run one at a time:
-/// on a 2-core machine they would otherwise skew each other's figures.
-static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Tests that measure CPU shares or time, load the machine, or count what is left on
+/// the host (groups, this process's fds) run alone (`heavy`): on a 2-core machine the
+/// other tests of this binary, running in parallel threads, would skew their figures
+/// (CPU taken from a quota measurement, another run's groups or pipes counted as
+/// leftovers). Every other test holds the shared side (`light`).
+static HEAVY: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+fn heavy() -> std::sync::RwLockWriteGuard<'static, ()> {
+    HEAVY.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn light() -> std::sync::RwLockReadGuard<'static, ()> {
+    HEAVY.read().unwrap_or_else(|e| e.into_inner())
 }
 
 fn cgroup_dirs_of(pid: u32) -> Vec<std::path::PathBuf> {
@@ -37,6 +44,7 @@ fn cgroup_dirs_of(pid: u32) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn memory_hog_is_killed_at_the_limit_and_reported() {
+    let _shared = light();
     if !require_root("memory_hog_is_killed_at_the_limit_and_reported") {
         return;
     }
@@ -137,21 +145,29 @@ fn cpu_quota_gives_about_half_a_core() {
     if !require_root("cpu_quota_gives_about_half_a_core") {
         return;
     }
-    let v = probe(As::Caller, &["--trust", "untrusted"], SPIN);
-    let ratio = v["ratio"].as_f64().unwrap();
-    assert!((0.3..=0.7).contains(&ratio), "cpus 0.5 gave {ratio}");
-    let c = probe(
-        As::Caller,
-        &["--unsafe-disable-layer", "cgroup-limits"],
-        SPIN,
-    );
-    // Without the quota the same loop gets clearly more than the half core (on a
-    // quiet machine nearly a whole one; other load on the host lowers both runs).
-    let control = c["ratio"].as_f64().unwrap();
-    assert!(
-        control > (ratio * 1.25).max(0.6),
-        "control: {c}, limited: {ratio}"
-    );
+    // Load elsewhere on the host can only lower both ratios, never raise them: a
+    // limited run above 0.7 fails at once, while a pair starved by load (a limited
+    // run under 0.3, or a control under 0.6) is measured again, up to three times.
+    let mut last = String::new();
+    for _ in 0..3 {
+        let v = probe(As::Caller, &["--trust", "untrusted"], SPIN);
+        let ratio = v["ratio"].as_f64().unwrap();
+        assert!(ratio <= 0.7, "cpus 0.5 gave {ratio}");
+        let c = probe(
+            As::Caller,
+            &["--unsafe-disable-layer", "cgroup-limits"],
+            SPIN,
+        );
+        // Without the quota the same loop gets clearly more than the half core (on a
+        // quiet machine nearly a whole one; other load on the host lowers both runs).
+        let control = c["ratio"].as_f64().unwrap();
+        if ratio >= 0.3 && control > (ratio * 1.25).max(0.6) {
+            return;
+        }
+        last = format!("cpus 0.5 gave {ratio}; control: {c}");
+        eprintln!("{last}: measuring again (load on the host?)");
+    }
+    panic!("{last}");
 }
 
 /// The end of a run is handed to a cleaner (`src/teardown.rs`): `maibox exec`
@@ -160,6 +176,7 @@ fn cpu_quota_gives_about_half_a_core() {
 /// which init sends, and the run's groups are gone a moment later.
 #[test]
 fn groups_go_after_the_command_returns_and_usage_is_reported() {
+    let _shared = light();
     if !require_root("groups_go_after_the_command_returns_and_usage_is_reported") {
         return;
     }
@@ -186,8 +203,9 @@ fn groups_go_after_the_command_returns_and_usage_is_reported() {
     }
     let rss = r["usage"]["peak_rss_bytes"].as_u64().unwrap();
     assert!(rss > 60 << 20, "peak_rss_bytes {rss}");
+    // Generous: the cleaner is one more process to schedule on a loaded machine.
     let t0 = Instant::now();
-    while !cgroup_dirs_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+    while !cgroup_dirs_of(pid).is_empty() && t0.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(
@@ -199,6 +217,7 @@ fn groups_go_after_the_command_returns_and_usage_is_reported() {
 
 #[test]
 fn no_cgroup_is_left_behind_even_when_the_supervisor_is_killed() {
+    let _shared = light();
     if !require_root("no_cgroup_is_left_behind_even_when_the_supervisor_is_killed") {
         return;
     }
@@ -227,8 +246,9 @@ fn no_cgroup_is_left_behind_even_when_the_supervisor_is_killed() {
     )
     .unwrap();
     child.wait().unwrap();
+    // Each try is a whole run, a second or more on a loaded 2-core machine.
     let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(5) {
+    while t0.elapsed() < Duration::from_secs(30) {
         // ...with the next run, which cleans up groups whose supervisor is gone.
         let o = run(As::Caller, &["exec", "-c", "pass"]);
         assert!(o.status.success());
@@ -245,6 +265,7 @@ fn no_cgroup_is_left_behind_even_when_the_supervisor_is_killed() {
 
 #[test]
 fn rootless_without_delegation_degrades_and_says_so() {
+    let _shared = light();
     if !require_root("rootless_without_delegation_degrades_and_says_so") {
         return;
     }
@@ -324,6 +345,7 @@ fn rootless_memory_bomb_is_stopped_near_the_level() {
 
 #[test]
 fn bad_cgroup_settings_are_refused_at_load() {
+    let _shared = light();
     let s = Scratch::new();
     for (from, to, expect) in [
         ("  parent: /maibox", "  parent: maibox", "must be absolute"),
@@ -379,6 +401,7 @@ fn cpu_time_limit_kills_and_is_reported() {
 
 #[test]
 fn overrides_lower_freely_and_raise_only_when_asked() {
+    let _shared = light();
     // Lower: a 64 MiB cap kills what 256 MiB would allow.
     if is_root() {
         let o = run(
@@ -448,6 +471,7 @@ fn overrides_lower_freely_and_raise_only_when_asked() {
 
 #[test]
 fn stats_stream_samples_while_the_code_runs() {
+    let _shared = light();
     if !require_root("stats_stream_samples_while_the_code_runs") {
         return;
     }
@@ -460,7 +484,8 @@ fn stats_stream_samples_while_the_code_runs() {
             "--stats",
             out.to_str().unwrap(),
             "-c",
-            "import time; x = bytearray(30 << 20); time.sleep(0.5)",
+            // Long enough that a sampler delayed by load still sees the allocation.
+            "import time; x = bytearray(30 << 20); time.sleep(1.5)",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -539,18 +564,19 @@ fn two_hundred_runs_leave_nothing_behind() {
     // One more run cleans up the groups of the killed supervisors.
     assert!(run(As::Caller, &["exec", "-c", "pass"]).status.success());
     let t0 = Instant::now();
-    while !processes_with(&token).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+    while !processes_with(&token).is_empty() && t0.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(processes_with(&token).is_empty(), "processes left behind");
     // The last runs' groups go a moment after their supervisors exit (their
     // cleaners wait for the sandbox's init to finish exiting).
-    while leftovers().0 > before.0 + 2 && t0.elapsed() < Duration::from_secs(5) {
+    let t0 = Instant::now();
+    while leftovers().0 > before.0 + 2 && t0.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let after = leftovers();
-    // Other tests run concurrently: only our own groups would be named after our
-    // supervisors, so count the ones of pids that are gone.
+    // No other test of this binary runs meanwhile (`heavy`): the groups and fds
+    // counted are this test's.
     assert!(
         after.0 <= before.0 + 2,
         "cgroups before {before:?} after {after:?}"
@@ -564,6 +590,7 @@ fn two_hundred_runs_leave_nothing_behind() {
 
 #[test]
 fn unwritable_parent_is_refused_when_degrading_is_not_allowed() {
+    let _shared = light();
     if !require_root("unwritable_parent_is_refused_when_degrading_is_not_allowed") {
         return;
     }

@@ -124,12 +124,14 @@ open("/tmp/planted", "w").write("x")
 open("/dev/shm/planted", "w").write("x")
 planted_sysv = libc.shmget(0x4d41, 4096, 0o1000 | 0o600) >= 0
 os.environ["PLANTED"] = "yes"
+bound_r, bound_w = os.pipe()
 if os.fork() == 0:
     os.setsid()
     s = socket.socket(socket.AF_UNIX); s.bind("\0maibox-planted"); s.listen()
+    os.write(bound_w, b"x")
     time.sleep(60)
     os._exit(0)
-time.sleep(0.2)
+os.read(bound_r, 1)  # the socket is planted, however slow the machine
 print(json.dumps({"found": found, "planted_sysv": planted_sysv}))
 "#;
 
@@ -400,7 +402,7 @@ fn load_leaves_nothing_behind_even_after_the_server_is_killed() {
         s.log()
     );
     let t0 = Instant::now();
-    while leftovers(&s.socket(), pid) != (vec![], vec![]) && t0.elapsed() < Duration::from_secs(10)
+    while leftovers(&s.socket(), pid) != (vec![], vec![]) && t0.elapsed() < Duration::from_secs(30)
     {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -427,7 +429,7 @@ fn load_leaves_nothing_behind_even_after_the_server_is_killed() {
     assert_eq!(served(&s, "print('after')").stdout, "after\n");
     let t0 = Instant::now();
     while leftovers(&s.socket(), killed).1 != Vec::<String>::new()
-        && t0.elapsed() < Duration::from_secs(10)
+        && t0.elapsed() < Duration::from_secs(30)
     {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -437,12 +439,20 @@ fn load_leaves_nothing_behind_even_after_the_server_is_killed() {
         "cgroups of the killed server"
     );
     // The running server's own sandboxes carry the same socket: of the killed one's,
-    // none may be left, so count those not in the new server's process tree.
-    let others: Vec<i32> = leftovers(&s.socket(), killed)
-        .0
-        .into_iter()
-        .filter(|p| parent_of(*p) == 1)
-        .collect();
+    // none may be left, so count those not in the new server's process tree (polled:
+    // they die of the server's death, asynchronously).
+    let others = || -> Vec<i32> {
+        leftovers(&s.socket(), killed)
+            .0
+            .into_iter()
+            .filter(|p| parent_of(*p) == 1)
+            .collect()
+    };
+    let t0 = Instant::now();
+    while !others().is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let others = others();
     assert!(
         others.is_empty(),
         "processes of the killed server: {others:?}"
@@ -467,18 +477,35 @@ fn limits_follow_the_host_and_a_full_queue_is_busy_at_once() {
     let r = served(&s, "print('clamped')");
     let adj = r.report["adjustments"].to_string();
     assert!(adj.contains("cpus reduced from 64"), "{adj}");
-    std::thread::scope(|t| {
-        let sock = s.socket();
-        let long = t.spawn(move || run_on(&sock, &request("import time\ntime.sleep(3)\n")));
-        std::thread::sleep(Duration::from_millis(800));
-        let t0 = Instant::now();
-        let f = failure(s.run(&request("print(1)")));
-        assert_eq!(f.kind, "busy", "{}", f.message);
-        assert!(
-            t0.elapsed() < Duration::from_secs(1),
-            "busy took {:?}",
-            t0.elapsed()
-        );
-        assert!(long.join().unwrap().is_ok());
+    // The long run holds the only slot until the test ends its stdin: it cannot
+    // end before the busy answer comes, however slow the machine, and a server that
+    // queued instead of answering busy would leave that answer waiting for good.
+    let (stdin_r, stdin_w) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let sock = s.socket();
+    let long = std::thread::spawn(move || {
+        let mut req = request("import sys\nprint('started', flush=True)\nsys.stdin.read()\n");
+        req.stdin = Some(maibox::serve::protocol::StdinSpec::Mode("stream".into()));
+        let stream = maibox::serve::client::connect(&sock)?;
+        maibox::serve::client::run(stream, &sock, &req, Some(Box::new(stdin_r)), &mut |e| {
+            if let maibox::serve::client::Event::Stdout(_) = e {
+                let _ = started_tx.send(());
+            }
+        })
     });
+    started
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("the long run did not start ({e}): {}", s.log()));
+    let (busy_tx, busy) = std::sync::mpsc::channel();
+    let sock = s.socket();
+    std::thread::spawn(move || {
+        let _ = busy_tx.send(run_on(&sock, &request("print(1)")));
+    });
+    // Generous for a loaded machine, yet far from waiting for the slot.
+    let answer = busy.recv_timeout(Duration::from_secs(5));
+    drop(stdin_w);
+    let f = failure(answer.expect("no answer within 5 s while the queue was full"));
+    assert_eq!(f.kind, "busy", "{}", f.message);
+    let r = long.join().unwrap().expect("the long run");
+    assert_eq!(r["exit_code"], 0, "{r}");
 }

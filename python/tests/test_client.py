@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -51,7 +52,7 @@ def test_server_and_binary_agree(server):
 
 def test_output_streams_to_the_callbacks_as_it_comes(transport):
     got = []
-    code = "import sys, time\nprint('first', flush=True)\nprint('e1', file=sys.stderr, flush=True)\ntime.sleep(1)\nprint('second')\n"
+    code = "import sys, time\nprint('first', flush=True)\nprint('e1', file=sys.stderr, flush=True)\ntime.sleep(2)\nprint('second')\n"
     t0 = time.monotonic()
     r = maibox.Sandbox(**transport).run(
         code, on_stdout=lambda t: got.append(("out", t, time.monotonic() - t0)),
@@ -60,12 +61,13 @@ def test_output_streams_to_the_callbacks_as_it_comes(transport):
     assert "".join(t for k, t, _ in got if k == "out") == r.stdout == "first\nsecond\n"
     assert "".join(t for k, t, _ in got if k == "err") == "e1\n"
     first = next(at for _, t, at in got if t.startswith("first"))
+    # 2 s between the lines, 0.5 s asked of the stream: slack for a loaded machine.
     assert end - first > 0.5, f"the first line came only at the end: {got}"
 
 
 def test_usage_samples_reach_the_callback(transport):
     samples = []
-    r = maibox.Sandbox(**transport).run("import time\ntime.sleep(0.6)\n",
+    r = maibox.Sandbox(**transport).run("import time\ntime.sleep(1.5)\n",
                                         on_sample=samples.append)
     assert r.exit_code == 0
     assert samples and "usage" in samples[0], samples
@@ -97,19 +99,42 @@ def test_limits_come_back_as_violations_not_exceptions(transport):
 
 
 def test_a_full_queue_is_busy():
+    from maibox import _wire
     s = Server(config_with({"queue": "0", "overcommit": "0.01"}))
     try:
-        slow = threading.Thread(target=lambda: maibox.Sandbox(mode="server", socket=s.socket)
-                                .run("import time\ntime.sleep(3)\n"))
-        slow.start()
-        time.sleep(0.8)
-        t0 = time.monotonic()
-        with pytest.raises(maibox.Busy):
-            maibox.Sandbox(mode="server", socket=s.socket).run("print(1)")
-        assert time.monotonic() - t0 < 1
-        slow.join()
+        # The slow run holds the only slot until its stdin ends, which the test sends
+        # only after the busy answer: no fixed sleep has to guess when it started or
+        # how long it lasts, and a server that queued would never answer busy.
+        with socket.socket(socket.AF_UNIX) as slow:
+            slow.connect(s.socket)
+            slow.sendall(_wire.request_frame({
+                "v": _wire.VERSION, "stdin": "stream",
+                "code": "import sys\nprint('started', flush=True)\nsys.stdin.read()\n"}))
+            slow.settimeout(60)
+            assert _wire.read_frame(slow) == (_wire.STDOUT, b"started\n")
+            busy = []
+            t = threading.Thread(target=lambda: busy.append(_busy_or_result(s.socket)),
+                                 daemon=True)
+            t0 = time.monotonic()
+            t.start()
+            t.join(5)  # generous for a loaded machine, yet far from waiting for the slot
+            took = time.monotonic() - t0
+            slow.sendall(_wire.frame(_wire.STDIN_END, b""))
+            while True:
+                kind, body = _wire.read_frame(slow)
+                if kind == _wire.REPORT:
+                    assert json.loads(body)["exit_code"] == 0, body
+                    break
+        assert busy and isinstance(busy[0], maibox.Busy), f"after {took:.1f} s: {busy}"
     finally:
         s.stop()
+
+
+def _busy_or_result(sock: str):
+    try:
+        return maibox.Sandbox(mode="server", socket=sock).run("print(1)")
+    except maibox.Busy as e:
+        return e
 
 
 def test_unavailable_without_server_or_binary(tmp_path):

@@ -406,15 +406,26 @@ mod tests {
         s
     }
 
+    /// Output shared with the test, which also sees how often the tail flushed.
     #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
+    struct Shared(Arc<Mutex<Vec<u8>>>, Arc<std::sync::atomic::AtomicUsize>);
     impl Write for Shared {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
             self.0.lock().unwrap().extend_from_slice(b);
             Ok(b.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
+            self.1.fetch_add(1, Ordering::SeqCst);
             Ok(())
+        }
+    }
+
+    /// Polls `done` for up to 30 s (a loaded machine may hold a thread back).
+    fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -446,12 +457,15 @@ mod tests {
             };
             tail_with(&dir, &o, &mut w)
         });
-        std::thread::sleep(Duration::from_millis(100));
+        // Its second flush ends its first poll, which comes after it took its place at
+        // the log's end: records appended before that would count as old ones.
+        wait_until("the tail to follow", || buf.1.load(Ordering::SeqCst) >= 2);
         for i in 0..10 {
             log.append_run_start(&sample_start(&format!("new-{i}")))
                 .unwrap();
         }
-        std::thread::sleep(Duration::from_millis(300));
+        let text = || String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        wait_until("the new records", || text().contains("run=new-9 "));
         stop.store(true, Ordering::Relaxed);
         th.join().unwrap().unwrap();
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
