@@ -133,3 +133,37 @@ fn a_warm_run_ends_as_a_cold_one() {
         );
     }
 }
+
+#[test]
+fn a_warm_sandbox_has_its_preloads_imported_and_a_missing_one_is_refused() {
+    let s = sandbox();
+    let probe =
+        "import sys\nprint(sorted(m for m in ('tempfile', 'statistics') if m in sys.modules))\n";
+    let warm = s
+        .prepare_warm(&["tempfile".to_string(), "statistics".to_string()])
+        .unwrap();
+    let (run, remains) = match warm.run(
+        &s,
+        &Code::inline(probe).unwrap(),
+        &[],
+        Io::capture(),
+        &maibox::Timeline::new(),
+    ) {
+        Ok(done) => done,
+        Err(_) => panic!("the warm sandbox could not serve the probe"),
+    };
+    drop(remains);
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "['statistics', 'tempfile']\n"
+    );
+    // Control: a cold run starts without them.
+    let cold = s.run_code(probe).unwrap();
+    assert_eq!(String::from_utf8_lossy(&cold.stdout), "[]\n");
+    // A preload that cannot be imported: the sandbox is refused, saying why.
+    let e = match s.prepare_warm(&["no_such_module_here".to_string()]) {
+        Ok(_) => panic!("a sandbox whose preload cannot be imported was prepared"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("preloaded module"), "{e}");
+}
