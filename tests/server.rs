@@ -51,7 +51,7 @@ fn served_runs_match_cold_runs_through_the_cli() {
     if !require_root("served_runs_match_cold_runs_through_the_cli") {
         return;
     }
-    let s = Server::start(&[]);
+    let s = Server::start(&[("pool_wait", "60s")]);
     let dir = Scratch::new();
     let script = dir.file(
         "job.py",
@@ -140,7 +140,12 @@ fn a_warm_sandbox_serves_one_request_and_leaves_nothing_to_the_next() {
     if !require_root("a_warm_sandbox_serves_one_request_and_leaves_nothing_to_the_next") {
         return;
     }
-    let s = Server::start(&[("warm_levels", "[untrusted, trusted]"), ("pool_min", "1")]);
+    // Each run must be warm: it waits for the refill (the built-in wait runs it cold).
+    let s = Server::start(&[
+        ("warm_levels", "[untrusted, trusted]"),
+        ("pool_min", "1"),
+        ("pool_wait", "60s"),
+    ]);
     for level in [maibox::TrustLevel::Trusted, maibox::TrustLevel::Untrusted] {
         let mut req = request(PLANT);
         req.trust = Some(level);
@@ -183,12 +188,13 @@ fn the_code_cannot_see_or_reach_the_server_or_other_sandboxes() {
     if !require_root("the_code_cannot_see_or_reach_the_server_or_other_sandboxes") {
         return;
     }
-    let s = Server::start(&[("pool_min", "3")]);
+    let s = Server::start(&[("pool_min", "3"), ("pool_wait", "60s")]);
     let code = format!(
         "import os, socket, json\nsock = {:?}\ntry:\n    c = socket.socket(socket.AF_UNIX); c.connect(sock); reached = True\nexcept OSError:\n    reached = False\ndef cmdline(p):\n    try:\n        return open(f'/proc/{{p}}/cmdline','rb').read()\n    except OSError:\n        return b''  # it ended between listdir and open\nprocs = [cmdline(p) for p in os.listdir('/proc') if p.isdigit()]\nprint(json.dumps({{'socket_visible': os.path.exists(sock), 'reached': reached, 'pythons': sum(b'python' in p for p in procs)}}))\n",
         s.socket().display().to_string()
     );
     let r = served(&s, &code);
+    assert_eq!(r.report["server"]["warm"], true, "{}", r.report);
     let v: Value =
         serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", r.stderr));
     assert_eq!(v["socket_visible"], false, "{v}");

@@ -47,7 +47,7 @@ impl Default for ServerConfig {
             pool_max: 8,
             pool_idle: Seconds(Duration::from_secs(60)),
             refill_threads: None,
-            pool_wait: Seconds(Duration::from_millis(500)),
+            pool_wait: Seconds(Duration::from_millis(10)),
             overcommit: 2.0,
             queue: 64,
             client_auto: false,
