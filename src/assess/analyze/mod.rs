@@ -26,6 +26,7 @@ mod composite;
 mod defs;
 mod dropper;
 mod dynamic;
+mod evasion;
 mod exfil;
 mod files;
 mod flow;
@@ -34,6 +35,7 @@ mod fold;
 mod gadget;
 mod host;
 mod io;
+mod lateral;
 mod literal;
 mod names;
 mod paths;
@@ -260,6 +262,12 @@ struct Signs<'t> {
     privileged: Option<Node<'t>>,
     /// Credential paths named in string literals (lower-cased).
     credential_strings: Vec<String>,
+    /// Where copies of a shell or interpreter were put (for MB928).
+    shell_copies: Vec<String>,
+    /// A process killed.
+    kills: Option<Node<'t>>,
+    /// A string literal naming a defence (a security agent or service).
+    defence_named: Option<(Node<'t>, String)>,
 }
 
 /// One name's bindings in one scope: where each takes effect, in source order.
