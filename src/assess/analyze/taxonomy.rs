@@ -220,7 +220,9 @@ pub(super) fn trace(path: &str) -> bool {
         || name
             .rsplit('.')
             .next()
-            .is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()));
+            .is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()))
+        // `app.log.*`, `syslog-*`: the rotated copies beside a log.
+        || (name.len() > 2 && (name.ends_with(".*") || name.ends_with("-*")));
     if rotated {
         return false;
     }
@@ -374,7 +376,8 @@ mod tests {
         assert!(secret("~/.aws") && secret("~/.ssh/**/*") && !secret("~/.ssh/known_hosts"));
         assert!(trace("/var/log/auth.log") && trace("~/.zsh_history") && trace("/var/log/wtmp"));
         assert!(!trace("/var/log/syslog.2.gz") && !trace("/var/log/app.log.1"));
-        assert!(!trace("logs/app.log"));
+        assert!(!trace("logs/app.log") && !trace("/var/log/app.log.*"));
+        assert!(trace("/var/log/*") && trace("/var/log/*.log"));
         assert!(defence_setting("/proc/sys/kernel/randomize_va_space"));
         assert!(is_defence("auditd.service") && is_defence("/usr/sbin/auditd"));
         assert!(!is_defence("nginx"));
