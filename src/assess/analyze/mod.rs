@@ -6,8 +6,9 @@
 //! command lines ([`process`], [`command`]), the file system ([`files`]),
 //! capabilities such as sockets, deserialisers and native code
 //! ([`capability`]), literal strings ([`strings`]), data leaving the machine
-//! ([`exfil`]), pickle gadgets ([`gadget`]) and cross-file combinations
-//! ([`composite`]). Name resolution ([`resolve`]) and constant folding
+//! ([`exfil`]), pickle gadgets ([`gadget`]), covering tracks and switching
+//! defences off ([`evasion`]), guessing passwords and spreading ([`lateral`])
+//! and cross-file combinations ([`composite`]). Name resolution ([`resolve`]) and constant folding
 //! ([`fold`]) serve them all.
 //!
 //! The walk is iterative (a cursor over the flat tree) and the helper
