@@ -210,3 +210,111 @@ fn key_files_used_to_log_in_are_not_exfiltration() {
     );
     assert_eq!(run(&sent).verdict, Verdict::Blocked);
 }
+
+#[test]
+fn erasing_traces_but_not_logging_or_rotating() {
+    let wipe = "def scrub(p):\n    with open(p, 'r+') as fh:\n        fh.truncate()\n\nfor name in ('auth.log', 'wtmp'):\n    scrub('/var/log/' + name)\n";
+    let a = run(wipe);
+    assert!(
+        finding(&a, "MB923").detail.contains("/var/log/"),
+        "{:?}",
+        a.findings
+    );
+    let hist = "import os\nos.symlink(os.devnull, os.path.expanduser('~/.zsh_history'))\n";
+    assert!(
+        rules(&run(hist)).contains(&"MB923"),
+        "{:?}",
+        run(hist).findings
+    );
+    // Appending to a log is logging; removing rotated archives is rotation.
+    let log = "with open('/var/log/myapp.log', 'a') as f:\n    f.write('started\\n')\n";
+    assert!(!rules(&run(log)).contains(&"MB923"));
+    let rotate = "import glob, os\nfor old in glob.glob('/var/log/myapp.log.*'):\n    if old.endswith('.gz'):\n        os.remove(old)\n";
+    assert!(
+        !rules(&run(rotate)).contains(&"MB923"),
+        "{:?}",
+        run(rotate).findings
+    );
+}
+
+#[test]
+fn defences_switched_off_but_not_inspected() {
+    let kill = "import psutil\nwatch = {'osqueryd', 'auditbeat'}\nfor p in psutil.process_iter(['name']):\n    if p.info['name'] in watch:\n        p.kill()\n";
+    let a = run(kill);
+    assert_eq!(finding(&a, "MB924").line, 5);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let stop =
+        "import subprocess\nsubprocess.run(['systemctl', 'mask', '--now', 'auditd.service'])\n";
+    assert!(rules(&run(stop)).contains(&"MB924"));
+    // Status queries change nothing: neither tampering nor administration.
+    let status = "import subprocess\nsubprocess.run(['systemctl', 'status', 'auditd'])\nsubprocess.run(['ufw', 'status'])\n";
+    let a = run(status);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+    // Killing one's own child in a script that merely mentions a defence.
+    let child = "import subprocess\nprint('ufw is not needed here')\np = subprocess.Popen(['sleep', '9'])\n";
+    assert!(!rules(&run(child)).contains(&"MB924"));
+}
+
+#[test]
+fn passwords_tried_in_turn_through_a_parameter() {
+    let guess = "import ftplib\n\ndef attempt(host, pw):\n    f = ftplib.FTP(host)\n    f.login('admin', pw)\n\nfor word in open('words.txt'):\n    attempt('192.0.2.1', word.strip())\n";
+    let a = run(guess);
+    let f = finding(&a, "MB925");
+    assert!(f.detail.contains("line 7"), "{}", f.detail);
+    // One password per host from an inventory: an administration loop.
+    let inventory = "import paramiko\nhosts = [('a', 'pa'), ('b', 'pb')]\nfor host, pw in hosts:\n    c = paramiko.SSHClient()\n    c.connect(host, password=pw)\n";
+    assert!(!rules(&run(inventory)).contains(&"MB925"));
+    let config = "import smtplib, os\ns = smtplib.SMTP('mail')\nfor attempt in range(3):\n    s.login('me', os.environ['SMTP_PASSWORD'])\n";
+    assert!(!rules(&run(config)).contains(&"MB925"));
+}
+
+#[test]
+fn floods_never_wait_and_clients_that_wait_are_not_floods() {
+    let flood = "import socket\nc = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nwhile True:\n    c.sendto(b'x' * 512, ('192.0.2.3', 53))\n";
+    assert_eq!(finding(&run(flood), "MB927").line, 4);
+    let session =
+        "import requests\ns = requests.Session()\nwhile True:\n    s.get('http://192.0.2.3/')\n";
+    assert!(rules(&run(session)).contains(&"MB927"));
+    let poll = "import requests, time\nwhile True:\n    requests.get('http://x/health')\n    time.sleep(30)\n";
+    assert!(!rules(&run(poll)).contains(&"MB927"));
+    let echo = "import socket\nc = socket.create_connection(('h', 7))\nwhile True:\n    c.sendall(c.recv(64))\n";
+    assert!(!rules(&run(echo)).contains(&"MB927"));
+}
+
+#[test]
+fn setuid_on_a_shell_copy_is_a_backdoor_and_dropping_root_is_not_gaining_it() {
+    let copy = "import os, shutil\nshutil.copy('/usr/bin/zsh', '/opt/tools/z')\nos.chmod('/opt/tools/z', 0o4755)\n";
+    assert!(
+        rules(&run(copy)).contains(&"MB928"),
+        "{:?}",
+        run(copy).findings
+    );
+    let helper = "import os\nos.chmod('/usr/local/bin/ping-helper', 0o4755)\n";
+    let r = run(helper);
+    assert!(rules(&r).contains(&"MB203") && !rules(&r).contains(&"MB928"));
+    let cap = "import os\nos.system('setcap cap_dac_override+ep /usr/bin/perl5.36')\n";
+    assert!(rules(&run(cap)).contains(&"MB928"));
+    let bind = "import os\nos.system('setcap cap_net_bind_service=+ep /usr/bin/node')\n";
+    assert!(!rules(&run(bind)).contains(&"MB928"));
+    let drop = "import os, pwd\nu = pwd.getpwnam('www-data')\nos.setgroups([])\nos.setgid(u.pw_gid)\nos.setuid(u.pw_uid)\n";
+    let a = run(drop);
+    assert!(
+        rules(&a).contains(&"MB213") && !rules(&a).contains(&"MB202"),
+        "{:?}",
+        a.findings
+    );
+    let gain = "import os\nos.setuid(0)\n";
+    assert!(rules(&run(gain)).contains(&"MB202"));
+}
+
+#[test]
+fn the_script_sent_to_another_machine() {
+    let sftp = "import paramiko\nc = paramiko.SSHClient()\nc.connect('h')\nc.open_sftp().put(__file__, '/tmp/x.py')\n";
+    assert!(
+        rules(&run(sftp)).contains(&"MB926"),
+        "{:?}",
+        run(sftp).findings
+    );
+    let upload = "import paramiko\nc = paramiko.SSHClient()\nc.connect('h')\nc.open_sftp().put('report.csv', '/srv/r.csv')\n";
+    assert!(!rules(&run(upload)).contains(&"MB926"));
+}

@@ -34,14 +34,16 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the held-out part reached when first measured: 50 of 56 malicious,
-/// 43 of 54 deserving BLOCKED, 1 benign of 36 flagged (an SSH client naming
-/// its login key: HIGH, BLOCKED until MB904 gave way to key files handed to
-/// a login).
+/// What the held-out part reaches, so that a regression fails. Its first
+/// batch, when first measured: 50 of 56 malicious, 43 of 54 deserving
+/// BLOCKED, 1 benign of 36 flagged (an SSH client naming its login key:
+/// HIGH). With the second batch (commit 8b1589e), before the rules written
+/// after it: 72 of 86, 58 of 82, 3 of 53; after them: 84 of 86, 80 of 82,
+/// 1 of 53.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.89,
-    blocked_recall: 0.79,
-    benign_flagged: 0.03,
+    recall: 0.97,
+    blocked_recall: 0.97,
+    benign_flagged: 0.02,
 };
 
 struct Floors {

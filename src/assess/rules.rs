@@ -83,6 +83,7 @@ pub static RULES: &[Rule] = &[
     r("MB209", High, "dynamic-linker hijack", "LD_PRELOAD or /etc/ld.so.preload inject code into other processes.", Some("CWE-426"), None),
     r("MB210", High, "privileged libc call through ctypes", "setuid, ptrace, mount, mprotect and similar called directly through libc bypass Python-level review.", Some("CWE-250"), None),
     r("MB211", High, "script deletes itself", "Removing __file__ or sys.argv[0] is an anti-forensics habit of malware.", Some("CWE-506"), None),
+    r("MB213", Low, "privileges dropped", "The process changes to a non-root user or group (a named account, a fixed non-zero id, an empty group list): a server shedding root after binding its port, the opposite of privilege gain.", Some("CWE-250"), None),
     r("MB212", High, "keyboard capture", "Global keyboard listeners are keylogger building blocks.", Some("CWE-200"), None),
     // --- network and native code ----------------------------------------------------
     r("MB401", Medium, "socket creation", "The script opens network sockets directly.", Some("CWE-200"), None),
@@ -115,6 +116,12 @@ pub static RULES: &[Rule] = &[
     r("MB920", Blocked, "raw input or memory device read", "Reading /dev/input (every key pressed) or /dev/mem, /dev/kmem: a keylogger or a memory scraper.", Some("CWE-200"), None),
     r("MB921", Blocked, "host takeover through the container runtime", "A privileged container, or one with the host's / mounted, is started through the Docker socket, SDK or CLI: root on the host.", Some("CWE-250"), None),
     r("MB922", Blocked, "chained attack steps", "Two steps of an attack that each alone only deserve review occur in one script: gaining privilege, collecting credentials or keystrokes, running code static review cannot see, erasing the script's own traces. Together they are a chain, not an accident.", Some("CWE-506"), None),
+    r("MB923", Blocked, "traces erased", "System logs, login records (wtmp, btmp, lastlog) or shell histories are deleted, emptied, shredded or pointed at /dev/null, or history recording is switched off: covering tracks. Rotating a program's own logs, or removing rotated archives, is not this.", Some("CWE-117"), None),
+    r("MB924", Blocked, "security defences disabled", "A defence is switched off: the audit daemon, SELinux or AppArmor stopped or set permissive, the firewall flushed or disabled, kernel hardening settings (ASLR, ptrace scope) written, or security agents killed. Reading their status is not this.", Some("CWE-693"), None),
+    r("MB925", Blocked, "password guessing", "A login (SSH, FTP, SMTP, IMAP, HTTP authentication, sudo) is tried in a loop with passwords taken one by one from a list or a word file, and the target does not change with the password: a brute-force or spraying attack.", Some("CWE-307"), None),
+    r("MB926", Blocked, "self-propagation", "The script copies its own file to another machine (scp, rsync, SFTP put) or sends it over the network: a worm's spreading step.", Some("CWE-506"), None),
+    r("MB927", Blocked, "network flood", "An endless loop that never waits sends packets or requests as fast as it can: a denial-of-service flood against the destination.", Some("CWE-400"), None),
+    r("MB928", Blocked, "root backdoor", "The setuid bit, or capabilities that amount to root (cap_setuid, cap_sys_admin, cap_dac_override...), are put on a shell, an interpreter, a copy of one, or a file in a temporary directory: anyone can then run it as root.", Some("CWE-250"), None),
 ];
 
 /// The whole rule table, in a stable order.

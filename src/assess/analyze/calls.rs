@@ -103,6 +103,9 @@ impl<'t> Analyzer<'t> {
         }
         self.check_flows(call);
         self.check_dropper(call);
+        self.check_lateral(call);
+        self.check_truncate_method(call);
+        self.note_kill(call);
         let read = self.read_paths(call.q.as_deref(), call.node, call.scope);
         self.check_host(call, &read);
         self.note_file_steps(call);

@@ -59,12 +59,158 @@ fn classify_host(head: &str, words: &[&str]) -> Option<Stage> {
     Some(stage)
 }
 
+/// Administration commands that only report: status and listings change
+/// nothing, so they are not administration of the host.
+fn read_only(head: &str, words: &[&str]) -> bool {
+    let sub = words.get(1).copied().unwrap_or("");
+    match head {
+        "systemctl" | "service" => words.iter().any(|w| {
+            matches!(
+                *w,
+                "status"
+                    | "is-active"
+                    | "is-enabled"
+                    | "is-failed"
+                    | "list-units"
+                    | "list-unit-files"
+                    | "list-timers"
+                    | "show"
+                    | "cat"
+                    | "--status-all"
+            )
+        }),
+        "ufw" => sub == "status" || sub == "show",
+        "iptables" | "ip6tables" => words
+            .iter()
+            .any(|w| matches!(*w, "-l" | "--list" | "-s" | "--list-rules")),
+        "nft" => sub == "list",
+        "sysctl" => !words
+            .iter()
+            .any(|w| w.contains('=') || *w == "-w" || *w == "-p"),
+        "mount" => words.len() == 1 || sub == "-l",
+        _ => false,
+    }
+}
+
+/// Switching a defence off: the firewall flushed or disabled, the audit
+/// daemon or a security module stopped, a security agent killed (MB924);
+/// history recording turned off or logs shredded (MB923).
+fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
+    let has = |w: &str| words.contains(&w);
+    let names_defence = || words[1..].iter().any(|w| taxonomy::is_defence(w));
+    let stops = || {
+        words
+            .iter()
+            .any(|w| matches!(*w, "stop" | "disable" | "mask" | "kill"))
+    };
+    let defence = match head {
+        "systemctl" | "service" | "rc-service" | "update-rc.d" | "chkconfig" => {
+            (stops() || has("off") || has("remove")) && names_defence()
+        }
+        "kill" | "pkill" | "killall" => names_defence(),
+        "setenforce" => has("0") || has("permissive"),
+        "ufw" => has("disable") || (has("default") && has("allow")),
+        "iptables" | "ip6tables" => {
+            has("-f") || has("--flush") || has("-x") || (has("-p") && has("accept"))
+        }
+        "nft" => has("flush") || (has("delete") && has("table")),
+        "auditctl" => has("-d") || (has("-e") && has("0")),
+        "aa-teardown" | "aa-disable" | "aa-complain" => true,
+        "apparmor_parser" => has("-r") || has("--remove"),
+        _ => false,
+    };
+    if defence {
+        return Some(Stage::Rule("MB924"));
+    }
+    let erases = match head {
+        "history" => has("-c"),
+        "unset" => words.iter().any(|w| w.starts_with("hist")),
+        "rm" | "shred" | "truncate" | "unlink" => words[1..]
+            .iter()
+            .any(|w| !w.starts_with('-') && taxonomy::trace(w)),
+        h => h.starts_with("histfile=") || h.starts_with("histsize=0"),
+    };
+    erases.then_some(Stage::Rule("MB923"))
+}
+
+/// Granting root: accounts with uid 0 or put in administrators' groups
+/// (MB906, account tampering), root capabilities or the setuid bit on a
+/// shell, an interpreter or a temporary file (MB928).
+fn classify_privilege(head: &str, words: &[&str]) -> Option<Stage> {
+    const ADMIN_GROUPS: &[&str] = &[
+        "sudo", "wheel", "admin", "root", "docker", "disk", "adm", "lxd", "shadow", "libvirt",
+    ];
+    const ROOT_CAPS: &[&str] = &[
+        "cap_setuid",
+        "cap_setgid",
+        "cap_sys_admin",
+        "cap_dac_override",
+        "cap_dac_read_search",
+        "cap_sys_ptrace",
+        "cap_sys_module",
+        "cap_fowner",
+        "cap_chown",
+    ];
+    let has = |w: &str| words.contains(&w);
+    let admin_group = || {
+        words[1..].iter().any(|w| {
+            w.split(',')
+                .any(|g| ADMIN_GROUPS.contains(&g.trim_matches(|c| c == '\'' || c == '"')))
+        })
+    };
+    let uid0 = || {
+        words
+            .windows(2)
+            .any(|w| matches!(w[0], "-u" | "--uid") && w[1] == "0")
+    };
+    let account = match head {
+        "usermod" => {
+            ((has("-g") || has("-ag") || has("-a") || has("--groups")) && admin_group()) || uid0()
+        }
+        "gpasswd" => (has("-a") || has("--add") || has("-m")) && admin_group(),
+        "adduser" | "addgroup" => words.len() == 3 && admin_group(),
+        "useradd" => uid0() || has("-o") || (has("-g") && admin_group()),
+        _ => false,
+    };
+    if account {
+        return Some(Stage::Rules("MB208", "MB906"));
+    }
+    if head == "setcap"
+        && words
+            .iter()
+            .any(|w| ROOT_CAPS.iter().any(|c| w.contains(c)))
+    {
+        return Some(Stage::Rules("MB208", "MB928"));
+    }
+    let setuid_mode = |m: &&str| {
+        m.contains("+s")
+            || (m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6')))
+    };
+    if head == "chmod"
+        && words.get(1).is_some_and(setuid_mode)
+        && words[2..].iter().any(|w| taxonomy::root_shell_target(w))
+    {
+        return Some(Stage::Rule("MB928"));
+    }
+    let copies = matches!(head, "scp" | "rsync" | "sftp" | "pscp" | "sshpass");
+    if copies && has("<self>") && words.iter().any(|w| w.contains(':')) {
+        return Some(Stage::Rule("MB926"));
+    }
+    None
+}
+
 /// Classifies one command (lower-cased words, the first being the program).
 fn classify(words: &[&str]) -> Stage {
     let Some(head) = words.first() else {
         return Stage::Other;
     };
     let head = head.rsplit('/').next().unwrap_or(head);
+    if let Some(stage) = classify_tamper(head, words).or_else(|| classify_privilege(head, words)) {
+        return stage;
+    }
+    if read_only(head, words) {
+        return Stage::Other;
+    }
     let rest = words[1..].join(" ");
     let setuid_mode =
         |m: &&str| m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6'));

@@ -40,12 +40,24 @@ impl<'t> Analyzer<'t> {
         }
         if matches!(q, "os.chmod" | "os.lchmod" | "os.fchmod") {
             if let Some(m) = call.arg(1, "mode") {
-                self.check_mode(m, call.scope, node);
+                let target = call.arg(0, "path");
+                self.check_mode(m, target, call.scope, node);
             }
         }
+        if q.starts_with("shutil.copy") {
+            self.note_shell_copy(call);
+        }
+        if q == "atexit.register" {
+            self.check_deferred_delete(call);
+        }
+        self.check_truncating_open(q, call);
         if IDENTITY_CHANGES.contains(&q) {
             let arg = call.pos.first().map(|a| self.text(*a)).unwrap_or("");
-            self.add("MB202", node, format!("{q}({arg})"));
+            if self.drops_privilege(q, call) {
+                self.add("MB213", node, format!("{q}({arg})"));
+            } else {
+                self.add("MB202", node, format!("{q}({arg})"));
+            }
         }
         if q == "os.dup2" {
             self.facts.dup2.get_or_insert(pos(node));
@@ -99,15 +111,93 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    fn check_mode(&mut self, m: Node<'t>, scope: usize, node: Node<'t>) {
+    /// Mode changes: setuid bits (MB203, MB928 on a shell, an interpreter
+    /// or a temporary file) and world-writable files (MB103).
+    fn check_mode(&mut self, m: Node<'t>, target: Option<Node<'t>>, scope: usize, node: Node<'t>) {
         self.reset_budget();
-        if let Some(mode) = self.fold_int(m, scope, 0) {
-            if mode & 0o6000 != 0 {
-                self.add("MB203", node, format!("mode {mode:#o}"));
-            } else if mode & 0o002 != 0 {
-                self.add("MB103", node, format!("mode {mode:#o}"));
+        let folded = self.fold_int(m, scope, 0);
+        let named_bit = {
+            let t = self.text(m);
+            t.contains("S_ISUID") || t.contains("S_ISGID")
+        };
+        let setuid = folded.is_some_and(|mode| mode & 0o6000 != 0) || named_bit;
+        if setuid {
+            let how = folded.map_or_else(|| self.text(m).to_string(), |v| format!("{v:#o}"));
+            let targets = target.map(|t| self.paths(t, scope)).unwrap_or_default();
+            let shell = targets
+                .iter()
+                .find(|p| taxonomy::root_shell_target(p) || self.signs.shell_copies.contains(p));
+            match shell {
+                Some(p) => {
+                    let detail = format!("setuid mode {how} on {p}: a root shell for anyone");
+                    self.add("MB928", node, detail)
+                }
+                None => self.add("MB203", node, format!("mode {how}")),
             }
+        } else if let Some(mode) = folded.filter(|m| m & 0o002 != 0) {
+            self.add("MB103", node, format!("mode {mode:#o}"));
         }
+    }
+
+    /// `shutil.copy(SHELL, dst)`: `dst` is a shell too (for MB928).
+    fn note_shell_copy(&mut self, call: &Call<'t>) {
+        let (Some(src), Some(dst)) = (call.arg(0, "src"), call.arg(1, "dst")) else {
+            return;
+        };
+        self.reset_budget();
+        if self
+            .paths(src, call.scope)
+            .iter()
+            .any(|p| taxonomy::root_shell_target(p) && !p.starts_with("<tmp"))
+        {
+            let dsts = self.paths(dst, call.scope);
+            self.signs.shell_copies.extend(dsts);
+        }
+    }
+
+    /// `atexit.register(os.remove, __file__)`: the script deletes itself
+    /// when it ends.
+    fn check_deferred_delete(&mut self, call: &Call<'t>) {
+        let Some(f) = call.pos.first() else { return };
+        self.reset_budget();
+        let Some(q) = self.resolve(*f, call.scope, 0) else {
+            return;
+        };
+        if let Some(target) = call.pos.get(1) {
+            self.check_self_delete(&q, *target, call.node);
+        }
+    }
+
+    /// An identity change that gives root up: to a named account, a fixed
+    /// non-zero id, the real ids, or no supplementary groups at all.
+    fn drops_privilege(&self, q: &str, call: &Call<'t>) -> bool {
+        let Some(arg) = call.pos.first() else {
+            return false;
+        };
+        if q == "os.setgroups" {
+            return arg.kind().is_sequence() && arg.children().next().is_none();
+        }
+        self.reset_budget();
+        if let Some(id) = self.fold_int(*arg, call.scope, 0) {
+            return id != 0;
+        }
+        let t = self.text(*arg);
+        ["pw_uid", "pw_gid", "gr_gid", "getuid()", "getgid()"]
+            .iter()
+            .any(|k| t.contains(k))
+            || self
+                .lookup(t, call.scope, arg.start_byte())
+                .is_some_and(|bs| {
+                    bs.iter().any(|b| match *b {
+                        Bind::Expr(v, _) => {
+                            let vt = self.text(v);
+                            ["pw_uid", "pw_gid", "gr_gid"]
+                                .iter()
+                                .any(|k| vt.contains(k))
+                        }
+                        _ => false,
+                    })
+                })
     }
 
     /// Judges a path a call writes or deletes: the exact path when it folds,
@@ -128,6 +218,9 @@ impl<'t> Analyzer<'t> {
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
     fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
+        if self.judge_tamper(p, op, node) {
+            return true;
+        }
         let before = self.findings.len();
         let deletes = DELETES.contains(&op);
         let recursive = matches!(op, "shutil.rmtree" | "os.removedirs");
@@ -228,7 +321,7 @@ impl<'t> Analyzer<'t> {
         }
         if m == "chmod" && is_pathish {
             if let Some(md) = call.pos.first() {
-                self.check_mode(*md, scope, node);
+                self.check_mode(*md, Some(obj), scope, node);
             }
         }
     }

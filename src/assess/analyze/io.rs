@@ -158,7 +158,11 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    fn opening_call(&self, call: Node<'t>, scope: usize) -> Option<(Vec<String>, String)> {
+    pub(super) fn opening_call(
+        &self,
+        call: Node<'t>,
+        scope: usize,
+    ) -> Option<(Vec<String>, String)> {
         let func = call.child(F::Function)?;
         let (pos, kw) = self.args(call);
         let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);

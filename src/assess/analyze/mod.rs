@@ -6,8 +6,9 @@
 //! command lines ([`process`], [`command`]), the file system ([`files`]),
 //! capabilities such as sockets, deserialisers and native code
 //! ([`capability`]), literal strings ([`strings`]), data leaving the machine
-//! ([`exfil`]), pickle gadgets ([`gadget`]) and cross-file combinations
-//! ([`composite`]). Name resolution ([`resolve`]) and constant folding
+//! ([`exfil`]), pickle gadgets ([`gadget`]), covering tracks and switching
+//! defences off ([`evasion`]), guessing passwords and spreading ([`lateral`])
+//! and cross-file combinations ([`composite`]). Name resolution ([`resolve`]) and constant folding
 //! ([`fold`]) serve them all.
 //!
 //! The walk is iterative (a cursor over the flat tree) and the helper
@@ -26,6 +27,7 @@ mod composite;
 mod defs;
 mod dropper;
 mod dynamic;
+mod evasion;
 mod exfil;
 mod files;
 mod flow;
@@ -34,6 +36,7 @@ mod fold;
 mod gadget;
 mod host;
 mod io;
+mod lateral;
 mod literal;
 mod names;
 mod paths;
@@ -260,6 +263,12 @@ struct Signs<'t> {
     privileged: Option<Node<'t>>,
     /// Credential paths named in string literals (lower-cased).
     credential_strings: Vec<String>,
+    /// Where copies of a shell or interpreter were put (for MB928).
+    shell_copies: Vec<String>,
+    /// A process killed.
+    kills: Option<Node<'t>>,
+    /// A string literal naming a defence (a security agent or service).
+    defence_named: Option<(Node<'t>, String)>,
 }
 
 /// One name's bindings in one scope: where each takes effect, in source order.

@@ -301,9 +301,10 @@ impl<'t> Analyzer<'t> {
             return Vec::new();
         };
         let q = self.resolve(base, scope, depth);
-        let key = n
-            .child(F::Subscript)
-            .and_then(|k| self.fold(k, scope, depth));
+        let key = n.child(F::Subscript).and_then(|k| {
+            self.fold(k, scope, depth)
+                .or_else(|| self.fold_int(k, scope, depth).map(|i| i.to_string()))
+        });
         match (q.as_deref(), key.as_deref()) {
             (Some("os.environ"), Some(k)) => return env_path(k).into_iter().collect(),
             (Some("sys.argv"), Some("0")) => return vec!["<self>".into()],

@@ -2,7 +2,7 @@
 
 use super::calls::Call;
 use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
-use super::{pos, Analyzer, Node, F, K};
+use super::{pos, Analyzer, Bind, Node, Part, F, K};
 
 /// Values of a computed command checked, at most.
 const MAX_COMMANDS: usize = 4;
@@ -61,6 +61,9 @@ impl<'t> Analyzer<'t> {
         if let Some(c) = self.fold_command(arg, scope) {
             return vec![c];
         }
+        if let Some(cmds) = self.looped_commands(arg, scope) {
+            return cmds;
+        }
         if arg.kind().is_sequence() {
             let words: Vec<String> = arg
                 .children()
@@ -80,6 +83,95 @@ impl<'t> Analyzer<'t> {
             .collect()
     }
 
+    /// A call named like a wait that is not one: a network request
+    /// (`get` on a client), a string or path join.
+    fn only_looks_blocking(&self, call: Node<'t>, last: &str, scope: usize) -> bool {
+        let q = self.callee(call, scope);
+        match last {
+            "get" => {
+                q.as_deref().is_some_and(super::names::is_network_client)
+                    || self.on_network_object(call, scope)
+            }
+            "join" => {
+                let on_string = call
+                    .child(F::Function)
+                    .and_then(|f| f.child(F::Object))
+                    .is_some_and(|o| matches!(o.kind(), K::String | K::ConcatenatedString));
+                on_string || matches!(q.as_deref(), Some("os.path.join" | "posixpath.join"))
+            }
+            _ => false,
+        }
+    }
+
+    /// `obj.method(...)` where `obj` is bound to a network client object
+    /// (`requests.Session()`, `http.client.HTTPConnection(...)`, a socket).
+    pub(super) fn on_network_object(&self, call: Node<'t>, scope: usize) -> bool {
+        const CLIENTS: &[&str] = &[
+            "requests.Session",
+            "requests.session",
+            "httpx.Client",
+            "httpx.AsyncClient",
+            "aiohttp.ClientSession",
+            "urllib3.PoolManager",
+            "http.client.HTTPConnection",
+            "http.client.HTTPSConnection",
+            "socket.socket",
+            "socket.create_connection",
+            "telnetlib.Telnet",
+        ];
+        let Some(obj) = call
+            .child(F::Function)
+            .filter(|f| f.kind() == K::Attribute)
+            .and_then(|f| f.child(F::Object))
+            .filter(|o| o.kind() == K::Identifier)
+        else {
+            return false;
+        };
+        let Some(binds) = self.lookup(self.text(obj), scope, obj.start_byte()) else {
+            return false;
+        };
+        binds.iter().any(|b| match *b {
+            Bind::Expr(v, s) if v.kind() == K::Call => self
+                .callee(v, s)
+                .is_some_and(|q| CLIENTS.contains(&q.as_str())),
+            _ => false,
+        })
+    }
+
+    /// `for cmd in ([...], [...]): run(cmd)`: each literal command of the
+    /// list looped over, folded whole (not word by word as paths).
+    fn looped_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
+        if arg.kind() != K::Identifier {
+            return None;
+        }
+        let binds = self.lookup(self.text(arg), scope, arg.start_byte())?;
+        let [Bind::Part {
+            of,
+            scope: s,
+            how: Part::Each(None),
+        }] = binds[..]
+        else {
+            return None;
+        };
+        let list = match of.kind() {
+            K::Identifier => match self.lookup(self.text(of), s, of.start_byte())?[..] {
+                [Bind::Expr(v, _)] => v,
+                _ => return None,
+            },
+            _ => of,
+        };
+        if !list.kind().is_sequence() {
+            return None;
+        }
+        let cmds: Vec<String> = list
+            .children()
+            .filter(|c| c.kind().is_sequence())
+            .filter_map(|c| self.fold_command(c, s))
+            .take(MAX_COMMANDS * 4)
+            .collect();
+        (!cmds.is_empty()).then_some(cmds)
+    }
+
     /// Forks, and scripts re-launching themselves, in unbounded loops.
     fn check_fork(&mut self, q: &str, call: &Call<'t>) {
         let node = call.node;
@@ -89,7 +181,7 @@ impl<'t> Analyzer<'t> {
         );
         if forkish {
             match call.loop_node {
-                Some((l, true)) if !self.loop_blocks(l) => {
+                Some((l, true)) if !self.loop_blocks(l, call.scope) => {
                     self.add("MB902", node, format!("{q} in an unbounded loop"))
                 }
                 Some(_) if q != "multiprocessing.Process" => {
@@ -106,7 +198,7 @@ impl<'t> Analyzer<'t> {
             if (arg_text.contains("__file__")
                 || arg_text.contains("sys.argv")
                 || arg_text.contains("sys.executable"))
-                && !self.loop_blocks(l)
+                && !self.loop_blocks(l, call.scope)
             {
                 self.add(
                     "MB902",
@@ -118,8 +210,10 @@ impl<'t> Analyzer<'t> {
     }
 
     /// A `while True` that waits for something (accept, recv, sleep, join...)
-    /// is a server or worker loop, not a bomb.
-    pub(super) fn loop_blocks(&self, l: Node<'t>) -> bool {
+    /// is a server or worker loop, not a bomb. `requests.get` and
+    /// `session.get` send rather than wait, and `os.path.join` or
+    /// `"".join` join strings, not threads.
+    pub(super) fn loop_blocks(&self, l: Node<'t>, scope: usize) -> bool {
         let Some(body) = l.child(F::Body) else {
             return false;
         };
@@ -134,7 +228,7 @@ impl<'t> Analyzer<'t> {
             if n.kind() == K::Call {
                 let f = n.child(F::Function).map(|f| self.text(f)).unwrap_or("");
                 let last = f.rsplit('.').next().unwrap_or(f);
-                if BLOCKING_CALLS.contains(&last) {
+                if BLOCKING_CALLS.contains(&last) && !self.only_looks_blocking(n, last, scope) {
                     return true;
                 }
             }

@@ -11,6 +11,17 @@ use ruff_python_ast::Operator;
 /// Nodes a loop body is searched through before giving up (as "bounded").
 const MAX_STEPS: u32 = 5_000;
 
+/// Calls that create a file or directory each time.
+const CREATORS: &[&str] = &[
+    "os.mkdir",
+    "os.makedirs",
+    "os.open",
+    "os.mknod",
+    "os.mkfifo",
+    "tempfile.mkstemp",
+    "tempfile.mkdtemp",
+];
+
 /// Methods that grow the container they are called on.
 const GROWERS: &[&str] = &["append", "extend", "insert", "add", "update", "appendleft"];
 
@@ -20,13 +31,15 @@ enum Exhausts {
     Writes,
     Starts,
     Hashes,
+    /// Sends packets or requests (a flood, MB927).
+    Floods,
 }
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_endless_loops(&mut self) {
         let loops = std::mem::take(&mut self.endless_loops);
         for (l, scope) in loops {
-            if self.loop_blocks(l) || self.ends_by_exception(l) {
+            if self.loop_blocks(l, scope) || self.ends_by_exception(l) {
                 continue;
             }
             let Some(body) = l.child(F::Body) else {
@@ -56,6 +69,13 @@ impl<'t> Analyzer<'t> {
                     "MB918",
                     at,
                     format!("starts threads or processes in a loop that never ends (line {line})"),
+                ),
+                Exhausts::Floods => self.add(
+                    "MB927",
+                    at,
+                    format!(
+                        "sends to the network in a loop that never waits or ends (line {line})"
+                    ),
                 ),
             }
         }
@@ -137,16 +157,36 @@ impl<'t> Analyzer<'t> {
 
     fn exhausting_call(&self, call: Node<'t>, scope: usize) -> Option<Exhausts> {
         let func = call.child(F::Function)?;
-        if let Some(q) = self.callee(call, scope) {
+        let q = self.callee(call, scope);
+        if let Some(q) = q.as_deref() {
             if q.starts_with("hashlib.") {
                 return Some(Exhausts::Hashes);
             }
             if matches!(
-                q.as_str(),
+                q,
                 "threading.Thread" | "multiprocessing.Process" | "subprocess.Popen"
             ) {
                 return Some(Exhausts::Starts);
             }
+            if CREATORS.contains(&q) {
+                return Some(Exhausts::Writes);
+            }
+        }
+        let method = (func.kind() == K::Attribute)
+            .then(|| func.child(F::Attribute).map(|a| self.text(a)))
+            .flatten();
+        // Network clients, and the socket methods; `put` or `write` on an
+        // object of unknown type may be a queue or a file.
+        let sends = matches!(
+            super::exfil::send_kind(q.as_deref(), method),
+            Some(super::exfil::SendKind::Client)
+        ) || matches!(method, Some("send" | "sendall" | "sendto" | "sendmsg"))
+            || (matches!(
+                method,
+                Some("get" | "post" | "head" | "request" | "connect")
+            ) && self.on_network_object(call, scope));
+        if sends {
+            return Some(Exhausts::Floods);
         }
         if func.kind() != K::Attribute {
             return None;
@@ -155,7 +195,8 @@ impl<'t> Analyzer<'t> {
         let obj = func.child(F::Object)?;
         match m {
             m if GROWERS.contains(&m) && obj.kind() == K::Identifier => Some(Exhausts::Grows),
-            "write" | "writelines" | "sendfile" => Some(Exhausts::Writes),
+            "write" | "writelines" | "sendfile" | "mkdir" | "touch" | "write_text"
+            | "write_bytes" => Some(Exhausts::Writes),
             "start" if obj.kind() == K::Call => self.exhausting_call(obj, scope),
             _ => None,
         }

@@ -19,6 +19,9 @@ impl<'t> Analyzer<'t> {
     fn check_string(&mut self, v: &str, node: Node<'t>) {
         let lower = v.to_ascii_lowercase();
         self.check_runtime_string(v, &lower, node);
+        if self.signs.defence_named.is_none() && super::taxonomy::is_defence(&lower) {
+            self.signs.defence_named = Some((node, lower.clone()));
+        }
         if METADATA_HOSTS.iter().any(|h| lower.contains(h)) {
             self.add("MB206", node, format!("{:?}", shorten(v)));
         }

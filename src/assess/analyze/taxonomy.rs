@@ -35,6 +35,42 @@ const STARTUP_FILES: &[(&str, &str)] = &[
     ("/etc/shadow", "the account database"),
     ("/etc/group", "the account database"),
     ("/etc/ld.so.preload", "the dynamic-linker preload list"),
+    ("/etc/ld.so.conf", "the dynamic-linker search path"),
+    ("/etc/profile.d/", "a shell start-up file"),
+    ("/etc/environment", "the login environment"),
+    ("/.ssh/rc", "an SSH login script"),
+    ("/etc/ssh/sshrc", "an SSH login script"),
+    ("/.xinitrc", "an X session start-up file"),
+    ("/.xsessionrc", "an X session start-up file"),
+    ("/.xprofile", "an X session start-up file"),
+    (
+        "/etc/udev/rules.d/",
+        "a udev rule (runs commands on device events)",
+    ),
+    (
+        "/lib/udev/rules.d/",
+        "a udev rule (runs commands on device events)",
+    ),
+    ("/etc/apt/apt.conf.d/", "a package-manager hook"),
+    ("/etc/yum/pluginconf.d/", "a package-manager hook"),
+    (
+        "/etc/update-motd.d/",
+        "a login message script (runs at every login)",
+    ),
+    ("/etc/network/if-up.d/", "a network event script"),
+    (
+        "/etc/networkmanager/dispatcher.d/",
+        "a network event script",
+    ),
+    ("/etc/pam.d/", "the login authentication stack"),
+    ("/etc/modules-load.d/", "a kernel module loaded at boot"),
+    ("/etc/modules", "a kernel module loaded at boot"),
+    ("/etc/inittab", "an init script"),
+    ("/etc/rc.d/", "an init script"),
+    ("/usr/lib/systemd/", "a systemd unit"),
+    ("/run/systemd/system", "a systemd unit"),
+    ("/.local/share/systemd/user", "a systemd unit"),
+    ("/.config/systemd/", "a systemd unit"),
 ];
 
 /// Trees whose recursive deletion destroys the system or a user's data.
@@ -142,6 +178,154 @@ pub(super) fn capture_device(path: &str) -> Option<&'static str> {
     }
 }
 
+/// Directories whose whole contents are secrets (keys, cloud credentials,
+/// browser profiles): read when walked, archived or copied as a tree.
+const SECRET_DIRS: &[&str] = &[
+    "/.ssh",
+    "/.aws",
+    "/.gnupg",
+    "/.kube",
+    "/.docker",
+    "/.azure",
+    "/.config/gcloud",
+    "/.password-store",
+    "/.mozilla/firefox",
+    "/.config/google-chrome",
+    "/.config/chromium",
+    "/.config/bravesoftware",
+    "/.thunderbird",
+    "/.local/share/keyrings",
+];
+
+/// A secret directory itself, or a walk inside it (`~/.ssh`, `~/.aws/**`):
+/// named files beside the keys (`~/.ssh/known_hosts`) are not.
+fn secret_tree(lower: &str) -> bool {
+    SECRET_DIRS.iter().any(|d| {
+        lower.find(d).is_some_and(|i| {
+            let rest = &lower[i + d.len()..];
+            rest.is_empty() || rest == "/" || rest.starts_with("/*")
+        })
+    })
+}
+
+/// Files that record what happened on the machine: system logs, login
+/// records, shell and interpreter histories. Rotated archives (`.1`, `.gz`,
+/// `.old`) are what log rotation removes, so they are not counted.
+pub(super) fn trace(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let rotated = [".gz", ".xz", ".bz2", ".zst", ".old"]
+        .iter()
+        .any(|e| name.ends_with(e))
+        || name
+            .rsplit('.')
+            .next()
+            .is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()))
+        // `app.log.*`, `syslog-*`: the rotated copies beside a log.
+        || (name.len() > 2 && (name.ends_with(".*") || name.ends_with("-*")));
+    if rotated {
+        return false;
+    }
+    let log = lower == "/var/log" || lower.starts_with("/var/log/");
+    let records = ["/run/utmp", "/var/run/utmp"].contains(&lower.as_str());
+    let history = name.ends_with("_history")
+        || matches!(name, ".lesshst" | ".viminfo" | ".histfile" | ".sh_history");
+    log || records || history
+}
+
+/// Kernel and security-module settings that are defences: writing them
+/// from a script turns a protection off (ASLR, ptrace scope, SELinux).
+pub(super) fn defence_setting(path: &str) -> bool {
+    const KNOBS: &[&str] = &[
+        "/proc/sys/kernel/randomize_va_space",
+        "/proc/sys/kernel/yama/",
+        "/proc/sys/kernel/kptr_restrict",
+        "/proc/sys/kernel/dmesg_restrict",
+        "/proc/sys/kernel/perf_event_paranoid",
+        "/proc/sys/kernel/unprivileged_bpf_disabled",
+        "/proc/sys/fs/protected_",
+        "/sys/fs/selinux/enforce",
+        "/etc/selinux/config",
+        "/sys/kernel/security/",
+    ];
+    let lower = path.to_ascii_lowercase();
+    KNOBS.iter().any(|k| lower.starts_with(k))
+}
+
+/// Processes and services whose job is to watch, log or protect: stopping
+/// or killing one is switching a defence off.
+pub(super) const DEFENCES: &[&str] = &[
+    "auditd",
+    "auditbeat",
+    "apparmor",
+    "selinux",
+    "firewalld",
+    "ufw",
+    "nftables",
+    "netfilter-persistent",
+    "fail2ban",
+    "clamd",
+    "clamav-daemon",
+    "clamav-freshclam",
+    "freshclam",
+    "falcon-sensor",
+    "falcond",
+    "osqueryd",
+    "wazuh-agent",
+    "wazuh-agentd",
+    "ossec",
+    "ossec-agentd",
+    "sysmon",
+    "aide",
+    "tripwire",
+    "rkhunter",
+    "falco",
+    "tracee",
+    "tetragon",
+    "sentinelone",
+    "sentinelagent",
+    "cbagentd",
+    "elastic-agent",
+    "elastic-endpoint",
+    "filebeat",
+    "rsyslog",
+    "rsyslogd",
+    "syslog-ng",
+    "systemd-journald",
+    "snoopy",
+    "mdatp",
+    "wdavdaemon",
+];
+
+/// Whether a word names a defence (`auditd`, `auditd.service`, `/usr/sbin/auditd`).
+pub(super) fn is_defence(word: &str) -> bool {
+    let w = word.trim_matches(|c: char| "'\"".contains(c));
+    let w = w.rsplit('/').next().unwrap_or(w);
+    let w = w.strip_suffix(".service").unwrap_or(w);
+    DEFENCES.contains(&w)
+}
+
+/// Programs that hand out a shell or run code: with the setuid bit or root
+/// capabilities they are a root shell for anyone. Files in a temporary
+/// directory count too: nothing honest is made setuid there.
+pub(super) fn root_shell_target(path: &str) -> bool {
+    const PROGRAMS: &[&str] = &[
+        "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "ash", "busybox", "python",
+        "perl", "ruby", "php", "node", "lua", "env", "find", "vim", "vi", "awk", "gawk", "tclsh",
+        "socat", "nc",
+    ];
+    let lower = path.to_ascii_lowercase();
+    if lower == "<python>" {
+        return true;
+    }
+    let temp = ["/tmp/", "/var/tmp/", "/dev/shm/", "<tmp:"]
+        .iter()
+        .any(|t| lower.starts_with(t));
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    temp || PROGRAMS.contains(&base)
+}
+
 /// Files whose contents are secrets: credentials, keys, browser stores,
 /// shell histories, account databases.
 pub(super) fn secret(path: &str) -> bool {
@@ -162,6 +346,7 @@ pub(super) fn secret(path: &str) -> bool {
         .iter()
         .chain(MORE)
         .any(|p| lower.contains(p))
+        || secret_tree(&lower)
 }
 
 #[cfg(test)]
@@ -188,5 +373,17 @@ mod tests {
         assert!(!precious_tree("/etc", false));
         assert!(is_disk("/dev/sda") && !is_disk("/dev/null"));
         assert!(secret("~/.ssh/id_ed25519") && secret("~/.bash_history"));
+        assert!(secret("~/.aws") && secret("~/.ssh/**/*") && !secret("~/.ssh/known_hosts"));
+        assert!(trace("/var/log/auth.log") && trace("~/.zsh_history") && trace("/var/log/wtmp"));
+        assert!(!trace("/var/log/syslog.2.gz") && !trace("/var/log/app.log.1"));
+        assert!(!trace("logs/app.log") && !trace("/var/log/app.log.*"));
+        assert!(trace("/var/log/*") && trace("/var/log/*.log"));
+        assert!(defence_setting("/proc/sys/kernel/randomize_va_space"));
+        assert!(is_defence("auditd.service") && is_defence("/usr/sbin/auditd"));
+        assert!(!is_defence("nginx"));
+        assert!(root_shell_target("/bin/bash") && root_shell_target("/usr/bin/python3.11"));
+        assert!(root_shell_target("/var/tmp/.x") && root_shell_target("<python>"));
+        assert!(!root_shell_target("/usr/local/bin/ping-helper"));
+        assert!(persistence("/etc/udev/rules.d/10-x.rules").is_some());
     }
 }

@@ -1,0 +1,148 @@
+//! Covering tracks and switching defences off, judged by what is touched:
+//! logs, login records and histories emptied, deleted or pointed at
+//! /dev/null (MB923); kernel and security-module settings written, security
+//! agents killed (MB924). The command-line side is in [`super::command`].
+
+use super::calls::Call;
+use super::{taxonomy, Analyzer, Bind, Node, Part, F};
+
+/// Operations that, aimed at a trace file, erase it: deletion, truncation,
+/// replacement by a link or a copy (of /dev/null, typically).
+const ERASING_OPS: &[&str] = &[
+    "os.remove",
+    "os.unlink",
+    "shutil.rmtree",
+    "os.truncate",
+    "os.symlink",
+    "os.link",
+    "os.rename",
+    "os.replace",
+    "shutil.copy",
+    "shutil.copyfile",
+    "shutil.move",
+    "Path.unlink",
+    "Path.write_text",
+    "Path.write_bytes",
+    "Path.symlink_to",
+    "Path.rename",
+    "Path.replace",
+];
+
+impl<'t> Analyzer<'t> {
+    /// Judges one written path for MB923/MB924; true when a finding was made.
+    pub(super) fn judge_tamper(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
+        if taxonomy::defence_setting(p) && !op.contains("remove") {
+            self.add(
+                "MB924",
+                node,
+                format!("{op} {p}: writes a kernel or security-module defence setting"),
+            );
+            return true;
+        }
+        if ERASING_OPS.contains(&op) && taxonomy::trace(p) {
+            self.add(
+                "MB923",
+                node,
+                format!("{op} {p}: erases a log, login record or history"),
+            );
+            return true;
+        }
+        false
+    }
+
+    /// `open(TRACE, "w")` and `os.open(TRACE, O_TRUNC)` empty a trace file;
+    /// appending to a log is logging, not erasing.
+    pub(super) fn check_truncating_open(&mut self, q: &str, call: &Call<'t>) {
+        let truncates = match q {
+            "builtins.open" | "io.open" => call.arg(1, "mode").is_some_and(|m| {
+                self.reset_budget();
+                self.fold(m, call.scope, 0).is_some_and(|m| m.contains('w'))
+            }),
+            "os.open" => call
+                .arg(1, "flags")
+                .is_some_and(|f| self.text(f).contains("O_TRUNC")),
+            _ => false,
+        };
+        let Some(target) = call.arg(0, "file").filter(|_| truncates) else {
+            return;
+        };
+        self.reset_budget();
+        if let Some(p) = self
+            .paths(target, call.scope)
+            .into_iter()
+            .find(|p| taxonomy::trace(p))
+        {
+            self.add(
+                "MB923",
+                call.node,
+                format!("{q} {p} for writing: empties a log, login record or history"),
+            );
+        }
+    }
+
+    /// `fh.truncate(...)` on a file opened from a trace path.
+    pub(super) fn check_truncate_method(&mut self, call: &Call<'t>) {
+        if call.method != Some("truncate") {
+            return;
+        }
+        let Some(obj) = call.func.child(F::Object) else {
+            return;
+        };
+        let Some(binds) = self.lookup(self.text(obj), call.scope, obj.start_byte()) else {
+            return;
+        };
+        for b in binds {
+            let (opener, scope) = match b {
+                Bind::Expr(v, s) => (v, s),
+                Bind::Part {
+                    of,
+                    scope,
+                    how: Part::Context,
+                } => (of, scope),
+                _ => continue,
+            };
+            self.reset_budget();
+            let Some((paths, _)) = self.opening_call(opener, scope) else {
+                continue;
+            };
+            if let Some(p) = paths.into_iter().find(|p| taxonomy::trace(p)) {
+                self.add(
+                    "MB923",
+                    call.node,
+                    format!("truncates {p}: empties a log, login record or history"),
+                );
+                return;
+            }
+        }
+    }
+
+    /// Killing processes in a script that names a security agent or
+    /// defence service.
+    pub(super) fn check_defence_kills(&mut self) {
+        let (Some(kill), Some((named, what))) =
+            (self.signs.kills, self.signs.defence_named.clone())
+        else {
+            return;
+        };
+        if self.findings.iter().any(|f| f.rule == "MB924") {
+            return;
+        }
+        let detail = format!(
+            "kills processes (line {}) in a script that names the defence {what:?} (line {})",
+            kill.start_position().row + 1,
+            named.start_position().row + 1
+        );
+        self.add("MB924", kill, detail);
+    }
+
+    /// Records process kills (for [`Self::check_defence_kills`]).
+    pub(super) fn note_kill(&mut self, call: &Call<'t>) {
+        let kills = matches!(
+            call.q.as_deref(),
+            Some("os.kill" | "os.killpg" | "signal.pthread_kill")
+        ) || matches!(call.method, Some("kill" | "terminate" | "send_signal"));
+        if kills {
+            self.signs.kills.get_or_insert(call.node);
+        }
+    }
+}

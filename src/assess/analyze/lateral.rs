@@ -1,0 +1,158 @@
+//! Reaching other machines: passwords guessed in a loop against a login
+//! (MB925), the script's own file copied to another host (MB926). Floods
+//! (MB927) are endless loops, judged in [`super::resource`].
+
+use super::calls::Call;
+use super::names::SUBPROCESS;
+use super::{Analyzer, Bind, Node, Part, F, K};
+
+/// How deep the search for the loop a password comes from goes (through
+/// assignments and parameters).
+const ORIGIN_DEPTH: usize = 6;
+
+/// Methods that log in with a user name and a password (ftplib, smtplib,
+/// imaplib, poplib, ldap, paramiko's transport).
+const LOGIN_METHODS: &[&str] = &["login", "auth_password", "simple_bind_s", "bind_s", "pass_"];
+
+impl<'t> Analyzer<'t> {
+    pub(super) fn check_lateral(&mut self, call: &Call<'t>) {
+        self.check_guessing(call);
+        if call.method == Some("put") && call.q.is_none() {
+            self.reset_budget();
+            let own = call
+                .pos
+                .first()
+                .is_some_and(|a| self.paths(*a, call.scope).iter().any(|p| p == "<self>"));
+            if own {
+                self.add(
+                    "MB926",
+                    call.node,
+                    format!(
+                        "{}: copies the script's own file to another machine",
+                        call.written
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The password a call logs in with, and the host it logs in to.
+    fn login_password(&self, call: &Call<'t>) -> Option<(Node<'t>, Option<Node<'t>>)> {
+        let host = || call.arg(0, "hostname").or_else(|| call.kwarg("host"));
+        if let Some(m) = call.method.filter(|m| LOGIN_METHODS.contains(m)) {
+            let pw = if m == "pass_" {
+                call.arg(0, "pswd")
+            } else {
+                call.arg(1, "password")
+            };
+            return pw.or_else(|| call.kwarg("passwd")).map(|p| (p, None));
+        }
+        if let Some("ftplib.FTP" | "ftplib.FTP_TLS") = call.q.as_deref() {
+            return call.arg(2, "passwd").map(|p| (p, host()));
+        }
+        if let Some(pw) = ["password", "passwd", "pwd"]
+            .iter()
+            .find_map(|k| call.kwarg(k))
+        {
+            return Some((pw, host()));
+        }
+        if let Some(auth) = call.kwarg("auth") {
+            let pw = if auth.kind().is_sequence() {
+                auth.children().nth(1)?
+            } else {
+                auth
+            };
+            return Some((pw, call.arg(0, "url")));
+        }
+        let q = call.q.as_deref()?;
+        if SUBPROCESS.contains(&q) {
+            let input = call.kwarg("input")?;
+            let cmd = self.text(*call.pos.first()?).to_ascii_lowercase();
+            let asks = (cmd.contains("sudo") && (cmd.contains("-s") || cmd.contains("--stdin")))
+                || cmd.contains("\"su\"")
+                || cmd.contains("'su'");
+            return asks.then_some((input, None));
+        }
+        None
+    }
+
+    /// MB925: a login whose password comes from a loop variable, in a
+    /// loop that does not also change the host.
+    fn check_guessing(&mut self, call: &Call<'t>) {
+        let Some((pw, host)) = self.login_password(call) else {
+            return;
+        };
+        self.reset_budget();
+        let Some(list) = self.loop_origin(pw, call.scope, 0) else {
+            return;
+        };
+        if let Some(h) = host {
+            self.reset_budget();
+            if self.loop_origin(h, call.scope, 0).map(|o| o.id()) == Some(list.id()) {
+                return;
+            }
+        }
+        let detail = format!(
+            "{} logs in with each password of `{}` (line {}) in turn",
+            call.written,
+            super::literal::shorten(self.text(list)),
+            list.start_position().row + 1
+        );
+        self.add("MB925", call.node, detail);
+    }
+
+    /// The iterable of the loop whose variable `n` is, or is derived from
+    /// directly (methods on it, operators, f-strings, subscripts; not
+    /// lookups that take it as an argument), through assignments and the
+    /// parameters of the script's functions.
+    fn loop_origin(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Node<'t>> {
+        if depth > ORIGIN_DEPTH || !self.tick() {
+            return None;
+        }
+        match n.kind() {
+            K::Identifier => self.name_origin(n, scope, depth),
+            K::Call => {
+                let f = n.child(F::Function)?;
+                if f.kind() == K::Attribute {
+                    return self.loop_origin(f.child(F::Object)?, scope, depth + 1);
+                }
+                let conv = matches!(self.text(f), "str" | "bytes");
+                let arg = n.child(F::Arguments).and_then(|a| a.children().next());
+                arg.filter(|_| conv)
+                    .and_then(|a| self.loop_origin(a, scope, depth + 1))
+            }
+            K::Subscript => self.loop_origin(n.child(F::Value)?, scope, depth + 1),
+            K::BinaryOperator | K::String | K::ConcatenatedString | K::Interpolation => n
+                .children()
+                .find_map(|c| self.loop_origin(c, scope, depth + 1)),
+            _ => None,
+        }
+    }
+
+    fn name_origin(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Node<'t>> {
+        let name = self.text(n);
+        for b in self.lookup(name, scope, n.start_byte())? {
+            match b {
+                Bind::Part {
+                    of,
+                    how: Part::Each(_),
+                    ..
+                } => return Some(of),
+                Bind::Expr(v, s) => {
+                    if let Some(o) = self.loop_origin(v, s, depth + 1) {
+                        return Some(o);
+                    }
+                }
+                Bind::Param { func, index, .. } => {
+                    for (arg, s) in self.passed(func, index, name) {
+                        if let Some(o) = self.loop_origin(arg, s, depth + 1) {
+                            return Some(o);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
