@@ -182,12 +182,8 @@ fn classify_privilege(head: &str, words: &[&str]) -> Option<Stage> {
     {
         return Some(Stage::Rules("MB208", "MB928"));
     }
-    let setuid_mode = |m: &&str| {
-        m.contains("+s")
-            || (m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6')))
-    };
     if head == "chmod"
-        && words.get(1).is_some_and(setuid_mode)
+        && words.get(1).is_some_and(|m| setuid_mode(m))
         && words[2..].iter().any(|w| taxonomy::root_shell_target(w))
     {
         return Some(Stage::Rule("MB928"));
@@ -197,6 +193,12 @@ fn classify_privilege(head: &str, words: &[&str]) -> Option<Stage> {
         return Some(Stage::Rule("MB926"));
     }
     None
+}
+
+/// A chmod mode that sets the setuid or setgid bit: `u+s`, `4755`, `2755`, `6755`.
+fn setuid_mode(m: &str) -> bool {
+    m.contains("+s")
+        || (m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6')))
 }
 
 /// Classifies one command (lower-cased words, the first being the program).
@@ -212,8 +214,6 @@ fn classify(words: &[&str]) -> Stage {
         return Stage::Other;
     }
     let rest = words[1..].join(" ");
-    let setuid_mode =
-        |m: &&str| m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6'));
     let wipes_root = || {
         words.iter().any(|w| w.starts_with('-') && w.contains('r'))
             && words
@@ -235,7 +235,7 @@ fn classify(words: &[&str]) -> Stage {
         | "sysctl" | "crontab" | "systemctl" | "mount" | "umount" | "chattr" | "setcap" => {
             Stage::Rule("MB208")
         }
-        "chmod" if rest.contains("+s") || words.get(1).is_some_and(setuid_mode) => {
+        "chmod" if rest.contains("+s") || words.get(1).is_some_and(|m| setuid_mode(m)) => {
             Stage::Rule("MB203")
         }
         "sh" | "bash" | "zsh" | "dash" | "ksh" | "csh" | "tcsh" | "fish" | "cmd.exe"

@@ -181,22 +181,17 @@ impl<'t> Analyzer<'t> {
         if let Some(id) = self.fold_int(*arg, call.scope, 0) {
             return id != 0;
         }
+        // An account's ids, read from the password or group database.
+        let account_id = |t: &str| ["pw_uid", "pw_gid", "gr_gid"].iter().any(|k| t.contains(k));
         let t = self.text(*arg);
-        ["pw_uid", "pw_gid", "gr_gid", "getuid()", "getgid()"]
-            .iter()
-            .any(|k| t.contains(k))
+        account_id(t)
+            || t.contains("getuid()")
+            || t.contains("getgid()")
             || self
                 .lookup(t, call.scope, arg.start_byte())
                 .is_some_and(|bs| {
-                    bs.iter().any(|b| match *b {
-                        Bind::Expr(v, _) => {
-                            let vt = self.text(v);
-                            ["pw_uid", "pw_gid", "gr_gid"]
-                                .iter()
-                                .any(|k| vt.contains(k))
-                        }
-                        _ => false,
-                    })
+                    bs.iter()
+                        .any(|b| matches!(*b, Bind::Expr(v, _) if account_id(self.text(v))))
                 })
     }
 

@@ -188,10 +188,7 @@ impl<'t> Analyzer<'t> {
         if sends {
             return Some(Exhausts::Floods);
         }
-        if func.kind() != K::Attribute {
-            return None;
-        }
-        let m = self.text(func.child(F::Attribute)?);
+        let m = method?;
         let obj = func.child(F::Object)?;
         match m {
             m if GROWERS.contains(&m) && obj.kind() == K::Identifier => Some(Exhausts::Grows),
