@@ -149,7 +149,7 @@ fn container() -> Check {
 /// The cgroup layout, and whether this caller can make run groups in it.
 fn cgroups() -> (Check, bool) {
     let layout = crate::cgroup::detect();
-    let cfg = crate::cgroup::CgroupConfig::default();
+    let cfg = crate::cgroup::delegation::for_caller(&layout, &Default::default());
     let (state, detail) = match &layout {
         crate::cgroup::Layout::V2 { root } => (State::Ok, format!("v2 at {}", root.display())),
         crate::cgroup::Layout::V1 { controllers } => (
@@ -214,12 +214,12 @@ fn delegation_advice(layout: &crate::cgroup::Layout) -> String {
         let owned = std::fs::metadata(root.join(&rel)).is_ok_and(|m| m.uid() == uid);
         if owned && uid != 0 {
             return format!(
-                "{} is delegated to this user: set cgroup.parent to /{rel}/maibox in the config (a group beside the session's own, as cgroup v2 wants) for real limits",
+                "{} is delegated to this user, but this process runs outside it: start maibox inside it (systemd-run --user --scope maibox ...) and run groups go to /{rel}/maibox by themselves",
                 root.join(&rel).display()
             );
         }
     }
-    "run maibox as root, or delegate a cgroup v2 subtree to this user (systemd delegates user@UID.service to a logged-in user; or a unit with Delegate=yes) and set cgroup.parent to a directory inside it".into()
+    "run maibox as root, or from a cgroup v2 subtree delegated to this user (systemd delegates user@UID.service to a logged-in user: systemd-run --user --scope maibox ...; or a unit with Delegate=yes): maibox finds the subtree and puts its run groups there".into()
 }
 
 /// Which limits a run of this caller gets from a cgroup, and which from fallbacks.

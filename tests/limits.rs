@@ -616,3 +616,193 @@ fn unwritable_parent_is_refused_when_degrading_is_not_allowed() {
     let o = run(As::User, &["exec", "-c", "print('ran')"]);
     assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
 }
+
+/// Two processes of 160 MiB each: together over untrusted's 256 MiB, each under it.
+/// Prints whether both still live once the second has its memory.
+const TWO_HOGS: &str = r#"
+import os, json
+def hog():
+    b = bytearray(160 << 20)
+    for i in range(0, len(b), 4096):
+        b[i] = 1
+    return b
+ready_r, ready_w = os.pipe()
+ask_r, ask_w = os.pipe()
+reply_r, reply_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    for fd in (ready_r, ask_w, reply_r):
+        os.close(fd)
+    b = hog()
+    os.write(ready_w, b"1")
+    os.read(ask_r, 1)
+    os.write(reply_w, b"y")
+    os._exit(0)
+for fd in (ready_w, ask_r, reply_w):
+    os.close(fd)
+os.read(ready_r, 1)
+b = hog()
+os.write(ask_w, b"?")
+print(json.dumps({"both": os.read(reply_r, 1) == b"y"}), flush=True)
+"#;
+
+/// A cgroup v2 group delegated to the unprivileged user the way systemd delegates
+/// `user@UID.service`: the directory and its `cgroup.procs`, `cgroup.subtree_control`
+/// and `cgroup.threads` chowned to it, the controllers enabled, and the caller in a
+/// leaf below it. Removed (with whatever a run left) when dropped.
+struct Delegated {
+    top: std::path::PathBuf,
+}
+
+impl Delegated {
+    fn new() -> Delegated {
+        use std::os::unix::fs::chown;
+        let top = std::path::PathBuf::from(format!(
+            "/sys/fs/cgroup/maibox-test-delegated-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir(&top).unwrap();
+        std::fs::write(top.join("cgroup.subtree_control"), "+memory +pids +cpu").unwrap();
+        std::fs::create_dir(top.join("caller")).unwrap();
+        let d = Delegated { top };
+        d.own(Some(USER_ID));
+        chown(d.top.join("caller"), Some(USER_ID), Some(USER_ID)).unwrap();
+        chown(
+            d.top.join("caller/cgroup.procs"),
+            Some(USER_ID),
+            Some(USER_ID),
+        )
+        .unwrap();
+        d
+    }
+
+    /// Hands the group's top to `uid`, or takes it back (`None`: root).
+    fn own(&self, uid: Option<u32>) {
+        let uid = uid.unwrap_or(0);
+        for f in [
+            "",
+            "cgroup.procs",
+            "cgroup.subtree_control",
+            "cgroup.threads",
+        ] {
+            std::os::unix::fs::chown(self.top.join(f), Some(uid), Some(uid)).unwrap();
+        }
+    }
+
+    /// maibox as the unprivileged user, started in the leaf `caller`: the child
+    /// moves itself there while still root, then drops to the user.
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        use std::os::unix::process::CommandExt;
+        let procs = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.top.join("caller/cgroup.procs"))
+            .unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&procs);
+        let mut c = std::process::Command::new(binary());
+        c.env_remove("MAIBOX_CONFIG")
+            .env("MAIBOX_AUDIT_DIR", audit_dir(As::User))
+            .env("HOME", "/nonexistent")
+            .args(args)
+            .stdin(std::process::Stdio::null());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                let id = USER_ID as libc::uid_t;
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+                    || libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(id) != 0
+                    || libc::setuid(id) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    }
+}
+
+impl Drop for Delegated {
+    fn drop(&mut self) {
+        let mut dirs: Vec<_> = walk_dirs(&self.top);
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs {
+            let _ = std::fs::write(d.join("cgroup.kill"), "1");
+            let _ = std::fs::remove_dir(&d);
+        }
+    }
+}
+
+fn walk_dirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk_dirs(&e.path()));
+        }
+    }
+    out
+}
+
+/// A rootless caller in a delegated cgroup v2 subtree gets real cgroup limits with
+/// no configuration: the run's group goes beside the caller's, at `<top>/maibox`,
+/// and bounds the sandbox as a whole (two processes of 160 MiB do not both live
+/// under 256 MiB, which per-process bounds allow). The control: the same caller
+/// after the delegation is taken back degrades to per-process bounds, and both
+/// processes live. Only on a pure cgroup v2 host (the VM lane in CI).
+#[test]
+fn rootless_caller_in_a_delegated_subtree_gets_cgroup_limits() {
+    let test = "rootless_caller_in_a_delegated_subtree_gets_cgroup_limits";
+    if !require_root(test) {
+        return;
+    }
+    let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+        .is_ok_and(|c| c.split_whitespace().any(|x| x == "memory"));
+    if !v2 {
+        eprintln!("note {test}: not a cgroup v2 host; the VM lane runs this test");
+        return;
+    }
+    let _serial = heavy();
+    let d = Delegated::new();
+    let args = ["exec", "--json", "--trust", "untrusted", "-c", TWO_HOGS];
+    let o = d.run(&args);
+    let r = report(&o);
+    assert_eq!(r["cgroup"]["enforced"], true, "{r}\n{}", stderr(&o));
+    assert_eq!(r["cgroup"]["memory_bound"], "cgroup", "{r}");
+    let parent = format!(
+        "{}/maibox",
+        d.top
+            .display()
+            .to_string()
+            .trim_start_matches("/sys/fs/cgroup")
+    );
+    assert!(
+        r["cgroup"]["note"].as_str().unwrap_or("").contains(&parent),
+        "{r}"
+    );
+    assert_ne!(stdout(&o).lines().next(), Some(r#"{"both": true}"#), "{r}");
+    assert_eq!(r["violations"][0]["kind"], "memory", "{r}");
+    // Nothing of the run is left in the subtree.
+    let left: Vec<_> = walk_dirs(&d.top.join("maibox"))
+        .into_iter()
+        .skip(1)
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // doctor tells the caller the same.
+    let doc = stdout(&d.run(&["doctor"]));
+    assert!(doc.contains(&format!("run groups under {parent}")), "{doc}");
+    assert!(doc.contains("cgroup limits: memory"), "{doc}");
+    // Control: the delegation taken back, the same caller degrades.
+    d.own(None);
+    let doc = stdout(&d.run(&["doctor"]));
+    assert!(doc.contains("fallbacks only"), "control: {doc}");
+    let o = d.run(&args);
+    let r = report(&o);
+    assert_eq!(r["cgroup"]["enforced"], false, "{r}");
+    assert_eq!(r["cgroup"]["memory_bound"], "per_process", "{r}");
+    assert_eq!(
+        stdout(&o).lines().next(),
+        Some(r#"{"both": true}"#),
+        "control: {r}\n{}",
+        stderr(&o)
+    );
+}

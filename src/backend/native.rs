@@ -168,7 +168,10 @@ fn supervise(
 /// What the run will make on the host, named for the cleaner before any of it exists.
 fn plan(job: &Job, layout: Option<&Layout>) -> crate::teardown::Plan {
     let groups = layout
-        .map(|l| RunCgroup::planned_dirs(l, &job.policy.cgroup, job.run_id))
+        .map(|l| {
+            let cfg = cgroup::delegation::for_caller(l, &job.policy.cgroup);
+            RunCgroup::planned_dirs(l, &cfg, job.run_id)
+        })
         .unwrap_or_default();
     let mut plan = crate::teardown::Plan {
         groups,
@@ -247,8 +250,9 @@ fn make_cgroup(
             &detected
         }
     };
+    let cfg = cgroup::delegation::for_caller(layout, &policy.cgroup);
     if *layout != Layout::None {
-        cgroup::cleanup_stale(layout, &policy.cgroup);
+        cgroup::cleanup_stale(layout, &cfg);
     }
     let limits = cgroup::Limits {
         memory_bytes: policy.limits.memory_bytes,
@@ -256,7 +260,12 @@ fn make_cgroup(
         pids: policy.limits.pids,
     };
     let rootless = matches!(policy.identity.mapping, IdMapping::Rootless { .. });
-    match RunCgroup::create(layout, &policy.cgroup, run_id, limits) {
+    match RunCgroup::create(layout, &cfg, run_id, limits) {
+        // A rootless run in the subtree delegated to its caller says where it went.
+        Ok(g) if cfg.parent != policy.cgroup.parent => {
+            let note = format!("in the cgroup subtree delegated to this user: {}", cfg.parent);
+            Ok((Some(g), Some(note)))
+        }
         Ok(g) => Ok((Some(g), None)),
         Err(e) if rootless && policy.cgroup.allow_degraded => {
             let note = format!("degraded to rlimits (no writable cgroup for this user: {e})");
@@ -269,7 +278,7 @@ fn make_cgroup(
             Step::Cgroup,
             format!(
                 "cannot create the run's cgroup under cgroup.parent {:?}: {e} (run as root, delegate that subtree to this user, or set cgroup.allow_degraded: true)",
-                policy.cgroup.parent
+                cfg.parent
             ),
         )),
     }

@@ -6,6 +6,7 @@
 //! path here is absolute, under a configurable parent (default `/maibox`) at the root
 //! of each hierarchy; nothing relative to maibox's own cgroup is ever touched.
 
+pub mod delegation;
 pub mod freezer;
 pub mod hierarchy;
 pub mod oci;
