@@ -3310,3 +3310,109 @@ fn expect_create_refused_keeping(env: &Env, bundle: &Path, id: &str, needle: &st
     );
     assert!(!env.ids().contains(&id.to_string()), "{id} left behind");
 }
+
+/// The strict runtime for a caller that is not root (runc's rootless mode: `spec
+/// --rootless`, a state directory of its own): its hardening holds as for root
+/// (Landlock, the open-file cap, the own boot id, the masked command line, the
+/// seccomp kills). Controls: the same bundle under the plain runtime, as the same
+/// user.
+#[test]
+fn hardened_runtime_holds_for_a_non_root_caller() {
+    if !require_root("hardened_runtime_holds_for_a_non_root_caller") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    let b = dir.join("b");
+    std::fs::create_dir_all(&b).unwrap();
+    image(&b.join("rootfs"));
+    // The directories, never the files: the image's files are hard links to the
+    // host's.
+    for d in [dir, &b, &b.join("rootfs")] {
+        std::os::unix::fs::chown(d, Some(USER_ID), Some(USER_ID)).unwrap();
+    }
+    let user = |args: &[&str]| {
+        Command::new(binary())
+            .args(["--root", dir.join("state").to_str().unwrap()])
+            .args(args)
+            .uid(USER_ID)
+            .gid(USER_ID)
+            .env("HOME", "/nonexistent")
+            .env("XDG_RUNTIME_DIR", dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = user(&["spec", "--rootless", "--bundle", b.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let edit = |args: Value| {
+        let mut v: Value =
+            serde_json::from_slice(&std::fs::read(b.join("config.json")).unwrap()).unwrap();
+        v["process"]["args"] = args;
+        v["process"]["terminal"] = false.into();
+        if !v["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["destination"] == "/tmp")
+        {
+            v["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+                "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+                "options": ["nosuid", "nodev", "mode=1777", "size=16m"]}));
+        }
+        std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    };
+    edit(serde_json::json!(["python3", "-c", STRICT_PROBE]));
+    let bs = b.to_str().unwrap();
+    let probe = |args: &[&str]| -> Value {
+        let o = user(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+    };
+    let strict = probe(&["--hardened", "run", "--bundle", bs, "nr1"]);
+    let plain = probe(&["run", "--bundle", bs, "nr2"]);
+    assert_eq!(strict["exec_usr"], "6", "{strict}");
+    assert_eq!(strict["threads"], 8, "{strict}");
+    assert_eq!(
+        strict["exec_tmp"],
+        format!("error {}", libc::EACCES),
+        "{strict}"
+    );
+    assert_eq!(plain["exec_tmp"], "7", "control: {plain}");
+    assert_eq!(strict["nofile"], serde_json::json!([256, 256]), "{strict}");
+    assert_ne!(plain["nofile"], strict["nofile"], "control: {plain}");
+    let host_boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let own = strict["boot_id"].as_str().unwrap_or_default();
+    assert!(own.len() == 37 && own != host_boot_id, "{strict}");
+    assert_eq!(plain["boot_id"], host_boot_id.as_str(), "control");
+    assert_eq!(strict["cmdline"], "", "{strict}");
+    assert_ne!(plain["cmdline"], "", "control");
+    assert_eq!(strict["tmp_inodes"], (16u64 << 20) / 4096, "{strict}");
+    edit(serde_json::json!([
+        "python3",
+        "-c",
+        EXPLOIT_CALL,
+        "io_uring_setup"
+    ]));
+    let o = user(&["--hardened", "run", "--bundle", bs, "nr3"]);
+    assert_eq!(o.status.code(), Some(128 + libc::SIGSYS), "{}", stderr(&o));
+    let o = user(&["run", "--bundle", bs, "nr4"]);
+    assert!(
+        stdout(&o).starts_with("returned"),
+        "control: {}",
+        stderr(&o)
+    );
+    // A limit this caller has no cgroup for is refused, never dropped.
+    let mut v: Value =
+        serde_json::from_slice(&std::fs::read(b.join("config.json")).unwrap()).unwrap();
+    v["linux"]["resources"] = serde_json::json!({"memory": {"limit": 64 << 20}});
+    std::fs::write(b.join("config.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = user(&["run", "--bundle", bs, "nr5"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("cgroup"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}

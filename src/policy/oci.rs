@@ -55,6 +55,11 @@ pub struct OciView {
     /// `--hardened`: what the init applies itself for a strict runtime
     /// (made by `oci::harden`).
     pub hardening: Option<Hardening>,
+    /// The runtime runs as the host's root. Decided by the runtime, not the init
+    /// (root in its own user namespace): a runtime of an ordinary user reaches no
+    /// more than its container's root (the same host uid) and may not join the
+    /// container's mount namespace from outside its user namespace (EPERM).
+    pub runtime_is_root: bool,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -159,9 +164,10 @@ pub struct IdMaps {
 impl OciView {
     /// Whether the runtime opens the bind sources for the init: in its own
     /// user namespace the init is root there only, and may not reach a source
-    /// the host's root can (a directory only its owner may enter).
+    /// the host's root can (a directory only its owner may enter). Only a root
+    /// runtime does ([`OciView::runtime_is_root`]).
     pub fn bind_sources_from_runtime(&self) -> bool {
-        self.namespaces.user.is_some() && self.mounts.iter().any(|m| m.bind)
+        self.runtime_is_root && self.namespaces.user.is_some() && self.mounts.iter().any(|m| m.bind)
     }
 }
 

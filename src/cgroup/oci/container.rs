@@ -48,8 +48,14 @@ impl ContainerCgroup {
         // A failed `create` empties but leaves these, which are someone else's.
         let preexisting = existing_groups(&want.rel);
         let found_processes = crate::cgroup::processes_in(&preexisting);
-        let limits = RunCgroup::create_at(&layout, &want.rel, want.limits)
-            .map_err(|e| refuse(e.to_string()))?;
+        let limits = RunCgroup::create_at(&layout, &want.rel, want.limits).map_err(|e| {
+            let hint = match nix::unistd::geteuid().is_root() {
+                true => "",
+                // A rootless caller asked for limits or a group it cannot have.
+                false => " (the runtime is not root: give it a cgroupsPath in a subtree this user may write, or leave limits, devices and cgroupsPath out of the bundle)",
+            };
+            refuse(format!("{e}{hint}"))
+        })?;
         if let Some(r) = resources {
             apply_exact(&limits.paths(), r).map_err(refuse)?;
         }

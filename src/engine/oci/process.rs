@@ -40,8 +40,16 @@ pub(crate) fn switch_identity(p: &OciProcess, in_userns: bool) -> Result<(), Set
         .iter()
         .map(|g| Gid::from_raw(*g))
         .collect();
-    let in_userns_without_groups = in_userns && !nix::unistd::geteuid().is_root();
-    if !in_userns_without_groups {
+    // A user namespace made by an ordinary user must deny setgroups (to map its
+    // gid): the caller's groups stay, as under runc's rootless mode.
+    if in_userns && setgroups_denied() {
+        if !groups.is_empty() {
+            return Err(SetupError::new(
+                Step::Identity,
+                "process.user.additionalGids cannot be given: the container's user namespace denies setgroups (a runtime that is not root cannot allow it); leave them out or run the runtime as root",
+            ));
+        }
+    } else {
         nix::unistd::setgroups(&groups).step(Step::Identity, "setgroups")?;
     }
     let (u, g) = (Uid::from_raw(p.uid), Gid::from_raw(p.gid));
@@ -288,4 +296,11 @@ pub(crate) fn start(
         }
     }
     exec(&payload)
+}
+
+/// Whether this process's user namespace denies setgroups(2) (its
+/// `/proc/self/setgroups` says `deny`). The init reads it where the container's
+/// /proc is mounted; without one it assumes not, and setgroups says why it fails.
+fn setgroups_denied() -> bool {
+    std::fs::read_to_string("/proc/self/setgroups").is_ok_and(|s| s.trim() == "deny")
 }

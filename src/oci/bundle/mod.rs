@@ -167,6 +167,7 @@ pub fn policy_for(
         devices: linux::devices(&linux)?,
         hooks_sync: false,
         hardening: None,
+        runtime_is_root: nix::unistd::geteuid().is_root(),
     };
     Ok(policy(view, process.user(), root_path, hostname))
 }
