@@ -3181,6 +3181,13 @@ fn swap_is_written_as_runc_writes_it() {
         // bats' `--memory-swap 96468992` alone: memory+swap against the limit in place.
         env.run_ok(&["update", "--memory-swap", "96468992", "swc1"]);
         assert_eq!(read_trim(&swap), "96468992");
+        // Alone and below that limit: refused in maibox's words, not the kernel's.
+        expect_failure(
+            &env,
+            &["update", "--memory-swap", "10M", "swc1"],
+            "below the memory limit",
+        );
+        assert_eq!(read_trim(&swap), "96468992");
     } else {
         // v2 needs the limit to convert it, as runc does.
         expect_failure(

@@ -39,12 +39,14 @@ pub fn apply(dirs: &[PathBuf], c: &Changes, rule: Swap) -> Result<(), String> {
         if m > 0 && (0..m).contains(&s) {
             return Err(below(s, m));
         }
+        if m < 0 && s >= 0 {
+            return Err(format!(
+                "memory+swap {s} needs a memory limit, and the change lifts it (-1): give a \
+                 memory limit, or -1 for unlimited swap"
+            ));
+        }
     }
     if let Some(d) = holding(dirs, "memory.limit_in_bytes") {
-        if let Some(r) = c.reservation {
-            let (f, v) = (d.join("memory.soft_limit_in_bytes"), v1_value(r));
-            write(&f, &v).map_err(described(&f, &v))?;
-        }
         return v1(d, c, rule);
     }
     let d = holding(dirs, "memory.max").ok_or("the container has no memory cgroup")?;
@@ -83,6 +85,21 @@ fn v1(d: &Path, c: &Changes, rule: Swap) -> Result<(), String> {
         }
         Swap::Withheld => c.memory.filter(|_| accounted),
     };
+    if let (None, Some(s @ 0..)) = (c.memory, swap) {
+        // Alone, memory+swap goes against the limit in place: said so rather
+        // than the kernel's EINVAL.
+        let f = d.join("memory.limit_in_bytes");
+        let now = std::fs::read_to_string(&f).map_err(|e| format!("read {}: {e}", f.display()))?;
+        if let Ok(m) = now.trim().parse::<i64>() {
+            if s < m {
+                return Err(below(s, m));
+            }
+        }
+    }
+    if let Some(r) = c.reservation {
+        let (f, v) = (d.join("memory.soft_limit_in_bytes"), v1_value(r));
+        write(&f, &v).map_err(described(&f, &v))?;
+    }
     write_pair(
         c.memory
             .map(|m| (d.join("memory.limit_in_bytes"), v1_value(m))),
@@ -222,6 +239,24 @@ mod tests {
         let e = apply(&dirs, &below, Swap::AsGiven).unwrap_err();
         assert!(e.contains("at least the memory limit"), "{e}");
         assert_eq!(read(&limit), "31457280");
+        // Alone, against the limit in place (30M), or with the limit lifted: refused.
+        let alone = Changes {
+            swap: Some(20 << 20),
+            ..Changes::default()
+        };
+        let e = apply(&dirs, &alone, Swap::AsGiven).unwrap_err();
+        assert!(e.contains("below the memory limit 31457280"), "{e}");
+        let lifted = Changes {
+            memory: Some(-1),
+            swap: Some(64 << 20),
+            ..Changes::default()
+        };
+        let e = apply(&dirs, &lifted, Swap::AsGiven).unwrap_err();
+        assert!(e.contains("needs a memory limit"), "{e}");
+        assert_eq!(
+            (read(&limit), read(&memsw)),
+            ("31457280".into(), "52428800".into())
+        );
         // Control: the strict rule gives no swap whatever is asked.
         apply(&dirs, &c, Swap::Withheld).unwrap();
         assert_eq!(read(&memsw), "31457280");
