@@ -1848,6 +1848,19 @@ fn read_trim(p: &Path) -> String {
         .to_string()
 }
 
+/// Whether the host accounts swap in its memory controller (v1:
+/// `memory.memsw.*`; v2: `memory.swap.max` in the groups).
+fn swap_accounted() -> bool {
+    if cgroup_v1() {
+        return Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists();
+    }
+    std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("memory.swap.max").exists())
+}
+
 /// Whether the host's controllers are on cgroup v1 (or hybrid).
 fn cgroup_v1() -> bool {
     Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()
@@ -1868,9 +1881,10 @@ fn remove_cgroup_tree(tag: &str, leaves: &[&str]) {
 }
 
 /// `update` writes only what it is given, as given: a CFS period alone keeps
-/// the quota, -1 lifts a limit, shares, the memory reservation and the cpuset
-/// change, a realtime budget is set (v1); swap stays withheld (memory+swap
-/// follows the memory limit, with a warning).
+/// the quota, -1 lifts a limit, shares, the memory reservation, memory+swap
+/// (v2: swap = memory+swap − memory) and the cpuset change, a realtime budget is
+/// set (v1). (A `--hardened` container's withheld swap:
+/// `hardened_container_gets_no_swap`.)
 #[test]
 fn update_writes_each_setting_as_given() {
     if !require_root("update_writes_each_setting_as_given") {
@@ -1944,17 +1958,13 @@ fn update_writes_each_setting_as_given() {
         "33554432"
     );
     assert_eq!(read_trim(&cgroup_file(pid, "pids", "pids.max")), "max");
-    // Swap is withheld, and said so; the memory limit is what it was.
-    let o = update(&["--memory-swap", "128M"]);
-    assert!(stderr(&o).contains("no swap"), "{}", stderr(&o));
+    // Memory+swap as given, without a warning.
     let swap_file = cgroup_file(pid, "memory", memsw);
     if swap_file.exists() {
-        let want = if v1 {
-            (64 << 20).to_string()
-        } else {
-            "0".into()
-        };
-        assert_eq!(read_trim(&swap_file), want);
+        let o = update(&["--memory", "64M", "--memory-swap", "128M"]);
+        assert!(!stderr(&o).contains("not applied"), "{}", stderr(&o));
+        let want = if v1 { 128 << 20 } else { 64 << 20 };
+        assert_eq!(read_trim(&swap_file), want.to_string());
     }
     if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
         update(&["--cpuset-cpus", "1"]);
@@ -3044,7 +3054,7 @@ fn non_empty_cgroup_is_joined_with_a_warning() {
 
 /// `update --memory-swap -1` lifts the swap limit as runc does (v1:
 /// memory.memsw.limit_in_bytes -1, where the host accounts swap; v2:
-/// memory.swap.max "max"); a memory limit given alone withholds swap again.
+/// memory.swap.max "max"); a memory limit given alone leaves it, as runc's.
 #[test]
 fn update_memory_swap_minus_one_lifts_the_swap_limit() {
     if !require_root("update_memory_swap_minus_one_lifts_the_swap_limit") {
@@ -3052,10 +3062,17 @@ fn update_memory_swap_minus_one_lifts_the_swap_limit() {
     }
     let env = Env::new();
     let tag = format!("maibox-swap-test-{}", std::process::id());
+    let present = swap_accounted();
     let b = env.bundle("b", |v| {
         v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
         v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
-        v["linux"]["resources"] = serde_json::json!({"memory": {"limit": 64 << 20}});
+        // No swap to start with (an amount needs swap accounting).
+        let memory = if present {
+            serde_json::json!({"limit": 64 << 20, "swap": 64 << 20})
+        } else {
+            serde_json::json!({"limit": 64 << 20})
+        };
+        v["linux"]["resources"] = serde_json::json!({ "memory": memory });
     });
     env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "sw1"]);
     let pid = env.state("sw1")["pid"].as_i64().unwrap();
@@ -3067,7 +3084,6 @@ fn update_memory_swap_minus_one_lifts_the_swap_limit() {
         ("memory.swap.max", "0".to_string(), "max".to_string())
     };
     let swap = cgroup_file(pid, "memory", file);
-    let present = swap.exists();
     if present {
         assert_eq!(read_trim(&swap), withheld, "at create");
     }
@@ -3076,12 +3092,7 @@ fn update_memory_swap_minus_one_lifts_the_swap_limit() {
     if present {
         assert_eq!(read_trim(&swap), lifted);
         env.run_ok(&["update", "--memory", "32M", "sw1"]);
-        let again = if v1 {
-            (32 << 20).to_string()
-        } else {
-            "0".into()
-        };
-        assert_eq!(read_trim(&swap), again);
+        assert_eq!(read_trim(&swap), lifted);
         // Both at once: the limit, and swap lifted.
         env.run_ok(&["update", "--memory", "48M", "--memory-swap", "-1", "sw1"]);
         assert_eq!(read_trim(&swap), lifted);
@@ -3098,6 +3109,163 @@ fn update_memory_swap_minus_one_lifts_the_swap_limit() {
         eprintln!("no swap accounting on this host: only the exit status checked");
     }
     env.run_ok(&["delete", "-f", "sw1"]);
+    remove_cgroup_tree(&tag, &["c"]);
+}
+
+/// The memory+swap files of the container whose init is `pid`: the limit's and
+/// swap's (v1: memory.memsw.limit_in_bytes; v2: memory.swap.max), and how each
+/// reads "unlimited".
+fn memory_files(pid: i64) -> (PathBuf, PathBuf, String) {
+    if cgroup_v1() {
+        let root = read_trim(Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+        (
+            cgroup_file(pid, "memory", "memory.limit_in_bytes"),
+            cgroup_file(pid, "memory", "memory.memsw.limit_in_bytes"),
+            root,
+        )
+    } else {
+        (
+            cgroup_file(pid, "memory", "memory.max"),
+            cgroup_file(pid, "memory", "memory.swap.max"),
+            "max".into(),
+        )
+    }
+}
+
+/// The plain runtime writes the spec's swap and `update --memory-swap` as runc
+/// 1.1 does: memory+swap on v1, swap = memory+swap − memory on v2, in the order
+/// the kernel takes them when both shrink or both grow past each other (runc's
+/// `setMemoryAndSwap` cases); a memory+swap below the memory limit is refused
+/// before anything is written, at create and at update.
+#[test]
+fn swap_is_written_as_runc_writes_it() {
+    if !require_root("swap_is_written_as_runc_writes_it") {
+        return;
+    }
+    if !swap_accounted() {
+        eprintln!("skipped: no swap accounting on this host");
+        return;
+    }
+    let env = Env::new();
+    let tag = format!("maibox-swapset-test-{}", std::process::id());
+    let v1 = cgroup_v1();
+    const M: i64 = 1 << 20;
+    let bundle = |name: &str, swap: i64| {
+        env.bundle(name, |v| {
+            v["process"]["args"] =
+                serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+            v["linux"]["cgroupsPath"] = format!("/{tag}/{name}").into();
+            v["linux"]["resources"] =
+                serde_json::json!({"memory": {"limit": 64 * M, "swap": swap}});
+        })
+    };
+    let b = bundle("c", 96 * M);
+    env.run_ok(&["run", "-d", "--bundle", b.to_str().unwrap(), "swc1"]);
+    let pid = env.state("swc1")["pid"].as_i64().unwrap();
+    let (limit, swap, unlimited) = memory_files(pid);
+    // v1 memory+swap as given; v2 only the swap part.
+    let swap_of = |memory: i64, total: i64| if v1 { total } else { total - memory }.to_string();
+    let both = || (read_trim(&limit), read_trim(&swap));
+    assert_eq!(
+        both(),
+        ((64 * M).to_string(), swap_of(64 * M, 96 * M)),
+        "at create"
+    );
+    // Both lower than the memory limit was: the limit goes first.
+    env.run_ok(&["update", "--memory", "30M", "--memory-swap", "50M", "swc1"]);
+    assert_eq!(both(), ((30 * M).to_string(), swap_of(30 * M, 50 * M)));
+    // The limit above the old memory+swap: memory+swap goes first.
+    env.run_ok(&["update", "--memory", "60M", "--memory-swap", "80M", "swc1"]);
+    assert_eq!(both(), ((60 * M).to_string(), swap_of(60 * M, 80 * M)));
+    if v1 {
+        // bats' `--memory-swap 96468992` alone: memory+swap against the limit in place.
+        env.run_ok(&["update", "--memory-swap", "96468992", "swc1"]);
+        assert_eq!(read_trim(&swap), "96468992");
+        // Alone and below that limit: refused in maibox's words, not the kernel's.
+        expect_failure(
+            &env,
+            &["update", "--memory-swap", "10M", "swc1"],
+            "below the memory limit",
+        );
+        assert_eq!(read_trim(&swap), "96468992");
+    } else {
+        // v2 needs the limit to convert it, as runc does.
+        expect_failure(
+            &env,
+            &["update", "--memory-swap", "96468992", "swc1"],
+            "--memory",
+        );
+    }
+    // Below the limit: refused, and nothing written.
+    let before = both();
+    expect_failure(
+        &env,
+        &["update", "--memory", "70M", "--memory-swap", "65M", "swc1"],
+        "at least the memory limit",
+    );
+    assert_eq!(both(), before);
+    // The limit lifted without a swap: swap lifted with it (runc).
+    env.run_ok(&["update", "--memory", "-1", "swc1"]);
+    assert_eq!(both(), (unlimited.clone(), unlimited.clone()));
+    env.run_ok(&["delete", "-f", "swc1"]);
+    // At create too: a bundle whose memory+swap is below its limit is refused.
+    expect_create_refused(
+        &env,
+        &bundle("below", 32 * M),
+        "swc2",
+        "at least memory.limit",
+    );
+    remove_cgroup_tree(&tag, &["c", "below"]);
+}
+
+/// `maibox --hardened` gives no swap whatever the bundle or `update` asks, and
+/// says so: memory+swap follows the memory limit (v2: swap.max 0), at create
+/// and at update, `-1` included. Control: the same bundle under the plain
+/// runtime gets the swap it asks for.
+#[test]
+fn hardened_container_gets_no_swap() {
+    if !require_root("hardened_container_gets_no_swap") {
+        return;
+    }
+    if !swap_accounted() {
+        eprintln!("skipped: no swap accounting on this host");
+        return;
+    }
+    let env = Env::new();
+    let tag = format!("maibox-noswap-test-{}", std::process::id());
+    let v1 = cgroup_v1();
+    const M: i64 = 1 << 20;
+    let b = env.bundle("b", |v| {
+        v["process"]["args"] = serde_json::json!(["python3", "-c", "import time; time.sleep(60)"]);
+        v["linux"]["cgroupsPath"] = format!("/{tag}/c").into();
+        v["linux"]["resources"] = serde_json::json!({"memory": {"limit": 64 * M, "swap": 128 * M}});
+    });
+    let bs = b.to_str().unwrap();
+    let none = |memory: i64| if v1 { memory.to_string() } else { "0".into() };
+    // Control first: the plain runtime applies the bundle's swap.
+    env.run_ok(&["run", "-d", "--bundle", bs, "nsw0"]);
+    let (_, swap, _) = memory_files(env.state("nsw0")["pid"].as_i64().unwrap());
+    let asked = if v1 { 128 * M } else { 64 * M };
+    assert_eq!(read_trim(&swap), asked.to_string(), "control");
+    env.run_ok(&["delete", "-f", "nsw0"]);
+    let o = env.run_ok(&["--hardened", "run", "-d", "--bundle", bs, "nsw1"]);
+    assert!(stderr(&o).contains("not applied"), "{}", stderr(&o));
+    let (limit, swap, _) = memory_files(env.state("nsw1")["pid"].as_i64().unwrap());
+    assert_eq!(read_trim(&swap), none(64 * M), "at create");
+    // Not even "unlimited", with or without --hardened repeated.
+    for args in [&["--hardened", "update"][..], &["update"]] {
+        let mut a = args.to_vec();
+        a.extend(["--memory-swap", "-1", "nsw1"]);
+        let o = env.run_ok(&a);
+        assert!(stderr(&o).contains("no swap"), "{a:?}: {}", stderr(&o));
+        assert_eq!(read_trim(&swap), none(64 * M), "{a:?}");
+    }
+    // A new limit: memory+swap follows it, whatever swap is asked.
+    let o = env.run_ok(&["update", "--memory", "32M", "--memory-swap", "96M", "nsw1"]);
+    assert!(stderr(&o).contains("not applied"), "{}", stderr(&o));
+    assert_eq!(read_trim(&limit), (32 * M).to_string());
+    assert_eq!(read_trim(&swap), none(32 * M));
+    env.run_ok(&["delete", "-f", "nsw1"]);
     remove_cgroup_tree(&tag, &["c"]);
 }
 

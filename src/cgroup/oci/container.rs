@@ -10,7 +10,7 @@ use oci_spec::runtime::LinuxResources;
 use super::spec::OciCgroup;
 use crate::cgroup::freezer::frozen;
 use crate::cgroup::hierarchy::{existing_groups, has_v1, v1_mount, v2_mount};
-use crate::cgroup::resources::{blkio, cpuset, devfilter, devices, enable_v2_controller};
+use crate::cgroup::resources::{blkio, cpuset, devfilter, devices, enable_v2_controller, Swap};
 use crate::cgroup::{CgroupError, Layout, RunCgroup};
 
 /// The container's cgroup: maibox's limits group plus, for device rules, the v1
@@ -38,17 +38,25 @@ enum DeviceRules {
 
 impl ContainerCgroup {
     /// Creates the container's groups as `want` says, with the exact values of
-    /// `resources` (see [`apply_exact`]). Errors name the group.
+    /// `resources` (see [`apply_exact`]) and memory+swap by `swap`'s rule.
+    /// Errors name the group.
     pub fn create(
         want: &OciCgroup,
         resources: Option<&LinuxResources>,
+        swap: Swap,
     ) -> Result<ContainerCgroup, String> {
         let refuse = |e: String| format!("container cgroup {}: {e}", want.rel.display());
         let layout = crate::cgroup::detect();
         // A failed `create` empties but leaves these, which are someone else's.
         let preexisting = existing_groups(&want.rel);
         let found_processes = crate::cgroup::processes_in(&preexisting);
-        let limits = RunCgroup::create_at(&layout, &want.rel, want.limits).map_err(|e| {
+        let mut base = want.limits;
+        if swap == Swap::AsGiven {
+            // maibox's own limits withhold swap: the memory limit goes with the
+            // spec's swap instead, in the order the kernel takes them.
+            base.memory_bytes = 0;
+        }
+        let limits = RunCgroup::create_at(&layout, &want.rel, base).map_err(|e| {
             let hint = match nix::unistd::geteuid().is_root() {
                 true => "",
                 // A rootless caller asked for limits or a group it cannot have.
@@ -57,7 +65,7 @@ impl ContainerCgroup {
             refuse(format!("{e}{hint}"))
         })?;
         if let Some(r) = resources {
-            apply_exact(&limits.paths(), r).map_err(refuse)?;
+            apply_exact(&limits.paths(), r, swap).map_err(refuse)?;
         }
         let mut group = ContainerCgroup {
             limits: Some(limits),
@@ -225,8 +233,9 @@ pub fn create_side_groups(rel: &Path, layout: &Layout) -> Result<Vec<PathBuf>, S
 /// The settings of `r` that maibox's own limits round or leave out, written as
 /// the spec gives them to the container's groups `dirs`: the CPU quota with its
 /// own period (maibox's limits keep only their ratio), CPU shares, the
-/// realtime budget (v1) and the memory reservation (a soft limit).
-pub fn apply_exact(dirs: &[PathBuf], r: &LinuxResources) -> Result<(), String> {
+/// realtime budget (v1), the memory reservation (a soft limit) and, by runc's
+/// rule ([`Swap::AsGiven`]), the memory limit with the spec's memory+swap.
+pub fn apply_exact(dirs: &[PathBuf], r: &LinuxResources, swap: Swap) -> Result<(), String> {
     let mut c = crate::cgroup::resources::Changes::default();
     if let Some(cpu) = r.cpu() {
         c.shares = cpu.shares().filter(|s| *s > 0);
@@ -235,10 +244,13 @@ pub fn apply_exact(dirs: &[PathBuf], r: &LinuxResources) -> Result<(), String> {
         c.rt_period = cpu.realtime_period().filter(|p| *p > 0);
         c.rt_runtime = cpu.realtime_runtime().filter(|r| *r > 0);
     }
-    c.reservation = r
-        .memory()
-        .as_ref()
-        .and_then(|m| m.reservation())
-        .filter(|v| *v > 0);
-    crate::cgroup::resources::apply(dirs, &c)
+    if let Some(m) = r.memory() {
+        c.reservation = m.reservation().filter(|v| *v > 0);
+        if swap == Swap::AsGiven {
+            // runc's 0 is "not given"; -1 is "unlimited".
+            c.memory = m.limit().filter(|v| *v != 0);
+            c.swap = m.swap().filter(|v| *v != 0);
+        }
+    }
+    crate::cgroup::resources::apply(dirs, &c, swap)
 }

@@ -121,10 +121,10 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, SpecError> {
     let mut l = Limits::default();
     if let Some(m) = r.memory() {
         if let Some(limit) = m.limit().filter(|v| *v > 0) {
-            // Swap is never given (memsw/swap.max = the limit): stricter than any
-            // `swap` the spec allows, and what maibox's runs get too.
+            // The swap goes with it at create (crate::cgroup::resources::memory).
             l.memory_bytes = limit as u64;
         }
+        check_swap(m.limit(), m.swap())?;
         if m.kernel().is_some_and(|v| v > 0) || m.kernel_tcp().is_some_and(|v| v > 0) {
             return Err(unenforced(
                 "memory.kernel",
@@ -173,6 +173,31 @@ pub fn limits(r: &LinuxResources) -> Result<Limits, SpecError> {
         ));
     }
     Ok(l)
+}
+
+/// `memory.swap` is memory plus swap (runc's reading): -1 or at least the
+/// memory limit, which it needs (a memory+swap below the memory limit, or
+/// without one, is refused by the kernel on v1 and by runc on v2).
+fn check_swap(limit: Option<i64>, swap: Option<i64>) -> Result<(), SpecError> {
+    let Some(s) = swap.filter(|s| *s != 0 && *s != -1) else {
+        return Ok(());
+    };
+    let field = "resources.memory.swap";
+    match limit.filter(|l| *l > 0) {
+        _ if s < 0 => Err(err(
+            field,
+            format!("{s}: give a size in bytes, or -1 for unlimited"),
+        )),
+        None => Err(err(
+            field,
+            format!("{s} is memory plus swap and needs memory.limit with it (or -1: unlimited)"),
+        )),
+        Some(l) if s < l => Err(err(
+            field,
+            format!("{s} is memory plus swap and must be at least memory.limit ({l})"),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// The container's cgroup, or `None` when the spec neither names one nor asks for
@@ -254,6 +279,34 @@ mod tests {
             .contains("systemd"));
         assert!(path_for(Some(Path::new("/a/../b")), "c1").is_err());
         assert!(path_for(Some(Path::new("/")), "c1").is_err());
+    }
+
+    #[test]
+    fn swap_is_memory_plus_swap_and_needs_the_limit() {
+        const L: i64 = 64 << 20;
+        for (limit, swap) in [
+            (Some(L), Some(L)),
+            (Some(L), Some(2 * L)),
+            (Some(L), Some(-1)),
+        ] {
+            assert!(check_swap(limit, swap).is_ok(), "{limit:?} {swap:?}");
+        }
+        for ok in [
+            (None, None),
+            (None, Some(-1)),
+            (None, Some(0)),
+            (Some(-1), Some(-1)),
+        ] {
+            assert!(check_swap(ok.0, ok.1).is_ok(), "{ok:?}");
+        }
+        let below = check_swap(Some(L), Some(L - 1)).unwrap_err().to_string();
+        assert!(below.contains("at least memory.limit"), "{below}");
+        for limit in [None, Some(-1)] {
+            let alone = check_swap(limit, Some(L)).unwrap_err().to_string();
+            assert!(alone.contains("needs memory.limit"), "{alone}");
+        }
+        let bad = check_swap(Some(L), Some(-2)).unwrap_err().to_string();
+        assert!(bad.contains("linux.resources.memory.swap"), "{bad}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Resource settings written to a container's groups (v1: one per controller;
-//! v2: one): memory, CPU, pids ([`apply`] of [`Changes`], for `update` and for
-//! the exact values at `create`), cpusets ([`cpuset`]), block I/O ([`blkio`]),
+//! v2: one): memory and swap ([`memory`]), CPU, pids ([`apply`] of [`Changes`],
+//! for `update` and for the exact values at `create`), cpusets ([`cpuset`]), block I/O ([`blkio`]),
 //! device rules ([`devices`] on v1, [`devfilter`] on v2).
 
 use std::path::{Path, PathBuf};
@@ -11,6 +11,9 @@ pub mod blkio;
 pub mod cpuset;
 pub mod devfilter;
 pub mod devices;
+pub mod memory;
+
+pub use memory::Swap;
 
 /// The settings an update writes; `None` (or runc's 0) leaves one as it is.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -107,9 +110,10 @@ fn v2_value(v: i64) -> String {
     }
 }
 
-/// Writes `c` to the container's groups `dirs` (v1: one per controller; v2: one).
-pub fn apply(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
-    memory(dirs, c)?;
+/// Writes `c` to the container's groups `dirs` (v1: one per controller; v2:
+/// one), memory+swap by `swap`'s rule.
+pub fn apply(dirs: &[PathBuf], c: &Changes, swap: Swap) -> Result<(), String> {
+    memory::apply(dirs, c, swap)?;
     cpu(dirs, c)?;
     cpuset::update(dirs, c)?;
     pids(dirs, c)?;
@@ -117,64 +121,6 @@ pub fn apply(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
         Some(b) => blkio::apply(dirs, b),
         None => Ok(()),
     }
-}
-
-/// The memory settings. Swap stays withheld (memory+swap follows the memory
-/// limit) unless the change asks for -1, "unlimited", as runc's callers do to
-/// lift a swap limit (`update --memory-swap -1`); that is written where the
-/// host has swap accounting. A later memory limit given without it withholds
-/// swap again: a container created without limits has an unlimited
-/// memory+swap that must not read as a lifted one.
-fn memory(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {
-    let lift_swap = c.swap.is_some_and(|s| s < 0);
-    if c.memory.is_none() && c.reservation.is_none() && !lift_swap {
-        return Ok(());
-    }
-    if let Some(d) = holding(dirs, "memory.limit_in_bytes") {
-        return memory_v1(d, c, lift_swap);
-    }
-    let d = holding(dirs, "memory.max").ok_or("the container has no memory cgroup")?;
-    if let Some(r) = c.reservation {
-        let (f, v) = (d.join("memory.low"), v2_value(r));
-        write(&f, &v).map_err(described(&f, &v))?;
-    }
-    if let Some(m) = c.memory {
-        let (f, v) = (d.join("memory.max"), v2_value(m));
-        write(&f, &v).map_err(described(&f, &v))?;
-    }
-    // As at create: no swap with a memory limit, unless lifted.
-    let swap_max = d.join("memory.swap.max");
-    let swap = match (lift_swap, c.memory) {
-        (true, _) => Some("max"),
-        (false, Some(m)) if m > 0 => Some("0"),
-        _ => None,
-    };
-    if let Some(v) = swap.filter(|_| swap_max.exists()) {
-        write(&swap_max, v).map_err(described(&swap_max, v))?;
-    }
-    Ok(())
-}
-
-fn memory_v1(d: &Path, c: &Changes, lift_swap: bool) -> Result<(), String> {
-    if let Some(r) = c.reservation {
-        let (f, v) = (d.join("memory.soft_limit_in_bytes"), v1_value(r));
-        write(&f, &v).map_err(described(&f, &v))?;
-    }
-    let memsw = d.join("memory.memsw.limit_in_bytes");
-    let accounted = memsw.exists();
-    // Lifted first: an unlimited memory+swap is never below a memory limit.
-    if lift_swap && accounted {
-        write(&memsw, "-1").map_err(described(&memsw, "-1"))?;
-    }
-    if let Some(m) = c.memory {
-        let v = v1_value(m);
-        let limit = Some((d.join("memory.limit_in_bytes"), v.clone()));
-        let memsw = (accounted && !lift_swap).then_some((memsw, v));
-        // memory+swap may never be below the memory limit: the limit goes
-        // first when it shrinks, memory+swap first when it grows.
-        write_pair(limit, memsw)?;
-    }
-    Ok(())
 }
 
 fn cpu(dirs: &[PathBuf], c: &Changes) -> Result<(), String> {

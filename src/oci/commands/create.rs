@@ -10,6 +10,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use crate::cgroup::oci::ContainerCgroup;
+use crate::cgroup::resources::Swap;
 use crate::engine::oci::hooks;
 use crate::engine::{spawn, SetupError};
 use crate::oci::bundle::{self, BundleError, Waivable};
@@ -451,8 +452,9 @@ fn container_cgroup(
     let Some(want) = crate::cgroup::oci::from_spec(&linux, id).map_err(BundleError::from)? else {
         return Ok(None);
     };
-    let group =
-        ContainerCgroup::create(&want, linux.resources().as_ref()).map_err(OciError::Refused)?;
+    let swap = swap_rule(g, linux.resources().as_ref());
+    let group = ContainerCgroup::create(&want, linux.resources().as_ref(), swap)
+        .map_err(OciError::Refused)?;
     if group.found_processes > 0 {
         crate::oci::cli::log_warning(
             g,
@@ -466,6 +468,28 @@ fn container_cgroup(
         );
     }
     Ok(Some(group))
+}
+
+/// The plain runtime writes the spec's swap as runc 1.1 does; a strict one
+/// (`--hardened`) gives no swap, and says so when the spec asks for some.
+fn swap_rule(g: &Global, r: Option<&oci_spec::runtime::LinuxResources>) -> Swap {
+    if !g.hardened {
+        return Swap::AsGiven;
+    }
+    let memory = r.and_then(|r| *r.memory()).unwrap_or_default();
+    if let Some(s) = memory
+        .swap()
+        .filter(|s| *s != 0 && Some(*s) != memory.limit())
+    {
+        crate::oci::cli::log_warning(
+            g,
+            &format!(
+                "linux.resources.memory.swap {s} not applied: maibox --hardened gives \
+                 containers no swap (their memory+swap limit follows the memory limit)"
+            ),
+        );
+    }
+    Swap::Withheld
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.

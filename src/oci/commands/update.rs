@@ -4,9 +4,11 @@
 //! file as given; the rest stay as they are. As with runc, a zero means "not
 //! given" and -1 "unlimited".
 //!
-//! Two policies of maibox hold here as at `create`: a container gets no swap
-//! (the memory+swap limit follows the memory limit) unless swap is asked to be
-//! unlimited (-1, as runc's callers lift it), and settings maibox cannot apply (device rules, kernel memory,
+//! Memory+swap is written as runc 1.1 writes it (see
+//! [`crate::cgroup::resources::memory`]), except in a strict container
+//! (`--hardened`), which gets no swap: there the memory+swap limit follows the
+//! memory limit, and a swap asked for is not applied, with a warning. As at
+//! `create`, settings maibox cannot apply (device rules, kernel memory,
 //! hugepages, raw v2 settings) are refused rather than dropped.
 
 use std::path::{Path, PathBuf};
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::cgroup::resources::blkio::{self, BlockIo};
-use crate::cgroup::resources::{apply, Changes};
+use crate::cgroup::resources::{apply, Changes, Swap};
 use crate::oci::cli::Global;
 use crate::oci::error::OciError;
 use crate::oci::state::{Container, Status};
@@ -38,8 +40,8 @@ pub struct UpdateFlags {
     /// Memory soft limit in bytes (-1: none).
     #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     memory_reservation: Option<i64>,
-    /// Memory plus swap: -1 lifts the limit; any other value only warns
-    /// (maibox gives containers no swap).
+    /// Memory plus swap (-1: unlimited swap); not applied in a `--hardened`
+    /// container, which gets no swap.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     memory_swap: Option<i64>,
     /// CPU CFS quota in microseconds per period (-1: unlimited).
@@ -229,10 +231,16 @@ pub fn update(g: &Global, a: &UpdateArgs) -> Result<(), OciError> {
             a.id
         )));
     }
-    if let Some(w) = swap_warning(&changes) {
+    let rule = if g.hardened || s.hardened {
+        Swap::Withheld
+    } else {
+        Swap::AsGiven
+    };
+    if let Some(w) = swap_warning(&changes, rule) {
         eprintln!("maibox: warning: {w}");
     }
-    apply(&s.cgroup_paths, &changes).map_err(|e| refused(format!("update container {}: {e}", a.id)))
+    apply(&s.cgroup_paths, &changes, rule)
+        .map_err(|e| refused(format!("update container {}: {e}", a.id)))
 }
 
 fn read_resources(p: &Path) -> Result<oci_spec::runtime::LinuxResources, OciError> {
@@ -255,15 +263,16 @@ fn read_resources(p: &Path) -> Result<oci_spec::runtime::LinuxResources, OciErro
         .map_err(|e| refused(format!("--resources: not LinuxResources JSON: {e}")))
 }
 
-/// Swap is never granted: say so when an update asks for a different amount.
-fn swap_warning(c: &Changes) -> Option<String> {
+/// A strict container gets no swap: say so when an update asks for any
+/// (anything but memory+swap equal to the memory limit).
+fn swap_warning(c: &Changes, rule: Swap) -> Option<String> {
     let swap = c.swap?;
-    if Some(swap) == c.memory || swap < 0 {
+    if rule == Swap::AsGiven || Some(swap) == c.memory {
         return None;
     }
     Some(format!(
-        "memory swap {swap} not applied: maibox gives containers no swap (their \
-         memory+swap limit follows the memory limit) unless asked for -1 (unlimited)"
+        "memory swap {swap} not applied: maibox --hardened gives containers no swap (their \
+         memory+swap limit follows the memory limit)"
     ))
 }
 
@@ -284,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn zero_means_not_given_and_swap_warns() {
+    fn zero_means_not_given_and_swap_warns_only_when_withheld() {
         let r: oci_spec::runtime::LinuxResources = serde_json::from_str(
             r#"{"memory": {"limit": 0, "swap": 96468992}, "cpu": {"period": 900000}, "pids": {"limit": -1}}"#,
         )
@@ -294,6 +303,21 @@ mod tests {
         assert_eq!(c.period, Some(900000));
         assert_eq!(c.quota, None);
         assert_eq!(c.pids, Some(-1));
-        assert!(swap_warning(&c).unwrap().contains("no swap"));
+        assert_eq!(c.swap, Some(96468992));
+        assert_eq!(swap_warning(&c, Swap::AsGiven), None);
+        assert!(swap_warning(&c, Swap::Withheld)
+            .unwrap()
+            .contains("no swap"));
+        let lift = Changes {
+            swap: Some(-1),
+            ..Changes::default()
+        };
+        assert!(swap_warning(&lift, Swap::Withheld).is_some());
+        let same = Changes {
+            memory: Some(1 << 20),
+            swap: Some(1 << 20),
+            ..Changes::default()
+        };
+        assert_eq!(swap_warning(&same, Swap::Withheld), None);
     }
 }
