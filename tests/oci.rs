@@ -2862,9 +2862,19 @@ fn hardened_runtime_adds_the_untrusted_levels_hardening() {
             "{call}: {}",
             stdout(&o)
         );
+        assert!(
+            stderr(&o).contains("killed by SIGSYS") && stderr(&o).contains("--hardened"),
+            "{call}: {}",
+            stderr(&o)
+        );
         let o = env.run(&["run", "--bundle", bs, &format!("kp-{call}")]);
         assert!(
             stdout(&o).starts_with("returned"),
+            "control {call}: {}",
+            stderr(&o)
+        );
+        assert!(
+            !stderr(&o).contains("SIGSYS"),
             "control {call}: {}",
             stderr(&o)
         );

@@ -42,6 +42,19 @@ pub fn run(g: &Global, a: &CreateArgs, detach: bool, keep: bool) -> Result<i32, 
     if let Some(r) = relay {
         r.finish();
     }
+    // A strict runtime's seccomp kill leaves only the status; say what it means
+    // (the kernel does not tell which call it was).
+    if g.hardened && code == 128 + libc::SIGSYS {
+        crate::oci::cli::log_warning(
+            g,
+            &format!(
+                "container {} was killed by SIGSYS: it made a system call the strict runtime \
+                 (--hardened) kills, one of the untrusted level's exploit-only calls or a \
+                 foreign ABI (`maibox seccomp --trust untrusted` lists them)",
+                a.id
+            ),
+        );
+    }
     log_debug(g, &format!("container {} exited with {code}", a.id));
     if !keep {
         delete(g, &a.id, true)?;
