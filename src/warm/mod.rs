@@ -224,16 +224,13 @@ impl Warm {
             args,
             timeline,
         };
-        // The sandbox stays in the cell after its run: what is left of it goes to
-        // the caller as `Remains`, to be destroyed off the request's path (dropping
-        // it here would kill, reap and remove its group before the report is sent).
         let cell = std::cell::RefCell::new(Some(self));
-        let backend = |job: &Job, io: Io, n: &mut Notices, before: BeforeCode| match cell
-            .borrow_mut()
-            .as_mut()
-        {
-            Some(w) => w.supervise(job, io, n, before, lowered.clone()),
-            None => failed(job.policy, "the warm sandbox was used twice"),
+        let backend = |job: &Job, io: Io, n: &mut Notices, before: BeforeCode| {
+            let warm = cell.borrow_mut().take();
+            match warm {
+                Some(w) => w.supervise(job, io, n, before, lowered.clone()),
+                None => failed(job.policy, "the warm sandbox was used twice"),
+            }
         };
         let run = sandbox.execute(x, io, notices, &backend);
         let remains = cell
@@ -277,7 +274,7 @@ impl Warm {
     }
 
     fn supervise(
-        &mut self,
+        mut self,
         job: &Job,
         io: Io,
         notices: &mut Notices,
