@@ -23,6 +23,29 @@ pub enum Swap {
     Withheld,
 }
 
+impl Swap {
+    /// The rule of a runtime: runc's, or none for a strict one (`--hardened`).
+    pub fn of(hardened: bool) -> Swap {
+        match hardened {
+            true => Swap::Withheld,
+            false => Swap::AsGiven,
+        }
+    }
+
+    /// The warning for a memory+swap `swap` (`what` names where it was asked; 0 or
+    /// `None`: not asked) that this rule does not apply: under the strict rule,
+    /// anything but memory+swap equal to the memory limit. `None` under runc's.
+    pub fn not_applied(self, what: &str, memory: Option<i64>, swap: Option<i64>) -> Option<String> {
+        let s = swap.filter(|s| *s != 0 && Some(*s) != memory)?;
+        (self == Swap::Withheld).then(|| {
+            format!(
+                "{what} {s} not applied: maibox --hardened gives containers no swap (their \
+                 memory+swap limit follows the memory limit)"
+            )
+        })
+    }
+}
+
 /// Whether an update asks for nothing of the memory controller.
 fn untouched(c: &Changes) -> bool {
     c.memory.is_none() && c.reservation.is_none() && c.swap.is_none()

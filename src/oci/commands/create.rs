@@ -473,23 +473,13 @@ fn container_cgroup(
 /// The plain runtime writes the spec's swap as runc 1.1 does; a strict one
 /// (`--hardened`) gives no swap, and says so when the spec asks for some.
 fn swap_rule(g: &Global, r: Option<&oci_spec::runtime::LinuxResources>) -> Swap {
-    if !g.hardened {
-        return Swap::AsGiven;
-    }
+    let rule = Swap::of(g.hardened);
     let memory = r.and_then(|r| *r.memory()).unwrap_or_default();
-    if let Some(s) = memory
-        .swap()
-        .filter(|s| *s != 0 && Some(*s) != memory.limit())
-    {
-        crate::oci::cli::log_warning(
-            g,
-            &format!(
-                "linux.resources.memory.swap {s} not applied: maibox --hardened gives \
-                 containers no swap (their memory+swap limit follows the memory limit)"
-            ),
-        );
+    let what = "linux.resources.memory.swap";
+    if let Some(w) = rule.not_applied(what, memory.limit(), memory.swap()) {
+        crate::oci::cli::log_warning(g, &w);
     }
-    Swap::Withheld
+    rule
 }
 
 /// Written to a temporary name and renamed: a reader never sees a partial pid.

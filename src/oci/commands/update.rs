@@ -231,11 +231,7 @@ pub fn update(g: &Global, a: &UpdateArgs) -> Result<(), OciError> {
             a.id
         )));
     }
-    let rule = if g.hardened || s.hardened {
-        Swap::Withheld
-    } else {
-        Swap::AsGiven
-    };
+    let rule = Swap::of(g.hardened || s.hardened);
     if let Some(w) = swap_warning(&changes, rule) {
         eprintln!("maibox: warning: {w}");
     }
@@ -263,17 +259,9 @@ fn read_resources(p: &Path) -> Result<oci_spec::runtime::LinuxResources, OciErro
         .map_err(|e| refused(format!("--resources: not LinuxResources JSON: {e}")))
 }
 
-/// A strict container gets no swap: say so when an update asks for any
-/// (anything but memory+swap equal to the memory limit).
+/// A strict container gets no swap: say so when an update asks for any.
 fn swap_warning(c: &Changes, rule: Swap) -> Option<String> {
-    let swap = c.swap?;
-    if rule == Swap::AsGiven || Some(swap) == c.memory {
-        return None;
-    }
-    Some(format!(
-        "memory swap {swap} not applied: maibox --hardened gives containers no swap (their \
-         memory+swap limit follows the memory limit)"
-    ))
+    rule.not_applied("memory swap", c.memory, c.swap)
 }
 
 #[cfg(test)]
