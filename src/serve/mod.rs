@@ -93,7 +93,7 @@ pub fn serve(
     let (reap_tx, reap_rx) = mpsc::channel::<Remains>();
     let reaper = std::thread::Builder::new()
         .name("maibox-reaper".into())
-        .spawn(move || reap_rx.into_iter().for_each(drop))
+        .spawn(move || reap(reap_rx))
         .map_err(|e| ServeError::Setup(format!("start the reaper: {e}")))?;
     let config = Arc::new(config);
     let server = Server {
@@ -129,6 +129,21 @@ pub fn serve(
     let _ = reaper.join();
     log("stopped");
     result
+}
+
+/// The reaper: destroys remains as they come, and keeps the namespaces of the last
+/// used sandbox open until the next one's remains arrive (see
+/// [`Remains::take_namespaces`]).
+fn reap(remains: mpsc::Receiver<Remains>) {
+    let mut held = Vec::new();
+    for mut r in remains {
+        let ns = r.take_namespaces();
+        drop(r);
+        if !ns.is_empty() {
+            held = ns;
+        }
+    }
+    drop(held);
 }
 
 fn accept_loop<'s>(

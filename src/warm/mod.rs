@@ -49,6 +49,9 @@ pub struct Warm {
     setup: (f64, Vec<(String, u64)>),
     /// The init of a sandbox whose run ended before init was reaped.
     pending_init: Option<nix::unistd::Pid>,
+    /// Its namespaces, held open from when it is ready until its remains are
+    /// released (see [`Remains::take_namespaces`]).
+    namespaces: Vec<OwnedFd>,
     /// What maibox noted while preparing it (a degraded cgroup, adjustments).
     pub notices: Vec<crate::io::Notice>,
 }
@@ -99,6 +102,7 @@ impl Sandbox {
         }
         let made_at = Instant::now();
         let started = start(&prepared, &ready_r).map_err(setup)?;
+        let namespaces = hold_namespaces(prepared.pid);
         Ok(Warm {
             setup: (
                 prepared.setup_time.as_secs_f64() * 1000.0,
@@ -113,6 +117,7 @@ impl Sandbox {
             group,
             made_at,
             pending_init: None,
+            namespaces,
             notices: notices.all,
         })
     }
@@ -165,6 +170,22 @@ fn start(p: &Prepared, ready: &OwnedFd) -> Result<Started, SetupError> {
         ));
     }
     Ok(Started { confined, listener })
+}
+
+/// The sandbox's namespaces, as init has them once the setup chain is done (it
+/// unshares some itself, so not before): open descriptors keep each namespace, and so
+/// its inode number, alive after the sandbox's processes are gone. Why: the kernel
+/// gives a new namespace the lowest free inode number, so a sandbox made just after
+/// another was destroyed would show the same numbers, and two runs' namespaces could
+/// not be told apart from inside them. A namespace that cannot be opened is skipped:
+/// this only keeps numbers distinct, it confines nothing.
+fn hold_namespaces(init: nix::unistd::Pid) -> Vec<OwnedFd> {
+    const KINDS: [&str; 7] = ["pid", "net", "mnt", "ipc", "uts", "cgroup", "user"];
+    KINDS
+        .iter()
+        .filter_map(|k| std::fs::File::open(format!("/proc/{init}/ns/{k}")).ok())
+        .map(OwnedFd::from)
+        .collect()
 }
 
 /// What the runner wrote to stderr before it failed.
@@ -224,13 +245,16 @@ impl Warm {
             args,
             timeline,
         };
+        // The sandbox stays in the cell after its run: what is left of it goes to
+        // the caller as `Remains`, to be destroyed off the request's path (dropping
+        // it here would kill, reap and remove its group before the report is sent).
         let cell = std::cell::RefCell::new(Some(self));
-        let backend = |job: &Job, io: Io, n: &mut Notices, before: BeforeCode| {
-            let warm = cell.borrow_mut().take();
-            match warm {
-                Some(w) => w.supervise(job, io, n, before, lowered.clone()),
-                None => failed(job.policy, "the warm sandbox was used twice"),
-            }
+        let backend = |job: &Job, io: Io, n: &mut Notices, before: BeforeCode| match cell
+            .borrow_mut()
+            .as_mut()
+        {
+            Some(w) => w.supervise(job, io, n, before, lowered.clone()),
+            None => failed(job.policy, "the warm sandbox was used twice"),
         };
         let run = sandbox.execute(x, io, notices, &backend);
         let remains = cell
@@ -274,7 +298,7 @@ impl Warm {
     }
 
     fn supervise(
-        mut self,
+        &mut self,
         job: &Job,
         io: Io,
         notices: &mut Notices,
@@ -371,7 +395,10 @@ impl Warm {
     }
 
     /// An unused sandbox's remains, to destroy it off the caller's path.
-    pub fn into_unused(self) -> Remains {
+    /// An unused sandbox ran no code: no run will be compared with it, so its
+    /// namespaces are not held.
+    pub fn into_unused(mut self) -> Remains {
+        self.namespaces.clear();
         self.into_remains()
     }
 
@@ -382,6 +409,7 @@ impl Warm {
                 .take()
                 .or_else(|| self.prepared.as_ref().map(|p| p.pid)),
             group: self.group.made.take().flatten(),
+            namespaces: std::mem::take(&mut self.namespaces),
         }
     }
 }
@@ -393,6 +421,18 @@ impl Warm {
 pub struct Remains {
     init: Option<nix::unistd::Pid>,
     group: Option<crate::cgroup::RunCgroup>,
+    namespaces: Vec<OwnedFd>,
+}
+
+impl Remains {
+    /// The descriptors that keep its namespaces alive. A server that destroys used
+    /// sandboxes off the request's path keeps the last one's until the next is
+    /// destroyed: every sandbox is then made while its predecessor's namespaces still
+    /// exist, and consecutive runs never show the same namespace inode numbers.
+    /// (Holding a mount namespace keeps its tmpfs contents, one sandbox's at most.)
+    pub fn take_namespaces(&mut self) -> Vec<OwnedFd> {
+        std::mem::take(&mut self.namespaces)
+    }
 }
 
 impl Drop for Remains {
@@ -415,6 +455,7 @@ impl Drop for Warm {
                 .take()
                 .or_else(|| self.prepared.as_ref().map(|p| p.pid)),
             group: self.group.made.take().flatten(),
+            namespaces: Vec::new(),
         });
     }
 }
