@@ -160,13 +160,22 @@ impl ExecArgs {
 
     /// Whether to go to a server: `--server`, or the configuration's default.
     fn served(&self, cfg: &Config) -> Option<crate::served::Mode> {
+        match self.server.as_deref() {
+            Some(_) => self.served_by_flag(),
+            None if cfg.server.client_auto && self.cold_only_flag().is_none() => {
+                Some(crate::served::Mode::Auto)
+            }
+            None => None,
+        }
+    }
+
+    /// What `--server` asks for, when it is given (`--server=no` asks for none).
+    fn served_by_flag(&self) -> Option<crate::served::Mode> {
         use crate::served::Mode;
         match self.server.as_deref() {
             Some("yes") => Some(Mode::Required),
             Some("auto") => Some(Mode::Auto),
-            Some(_) => None,
-            None if cfg.server.client_auto && self.cold_only_flag().is_none() => Some(Mode::Auto),
-            None => None,
+            _ => None,
         }
     }
 
@@ -260,11 +269,23 @@ fn exec_printed(
     timeline: &Timeline,
     started: std::time::Instant,
 ) -> anyhow::Result<i32> {
+    let (code, from_stdin) = a.code()?;
+    // `--server` with `--socket` leaves nothing for the configuration to decide on
+    // this side (the server's levels do): reading it (~0.3 ms) waits for a cold run.
+    let flagged = a.served_by_flag().zip(a.socket.clone());
+    if let Some((mode, socket)) = &flagged {
+        if let Some(rc) = crate::served::exec(&a, socket, &code, from_stdin, *mode, started)? {
+            return Ok(rc);
+        }
+    }
     let (cfg, _origin) = Config::load(a.config.as_deref())?;
     timeline.mark("config");
-    let (code, from_stdin) = a.code()?;
-    if let Some(mode) = a.served(&cfg) {
-        if let Some(rc) = crate::served::exec(&a, &cfg, &code, from_stdin, mode, started)? {
+    if let (None, Some(mode)) = (&flagged, a.served(&cfg)) {
+        let socket = match &a.socket {
+            Some(p) => p.clone(),
+            None => cfg.server.socket_path().map_err(anyhow::Error::msg)?,
+        };
+        if let Some(rc) = crate::served::exec(&a, &socket, &code, from_stdin, mode, started)? {
             return Ok(rc);
         }
     }

@@ -19,7 +19,7 @@ pub enum Mode {
 /// Runs on the server; `Ok(None)` when none answers and `mode` allows a cold run.
 pub fn exec(
     a: &ExecArgs,
-    cfg: &maibox::Config,
+    socket: &std::path::Path,
     code: &Code,
     from_stdin: bool,
     mode: Mode,
@@ -28,11 +28,7 @@ pub fn exec(
     if let Some(flag) = a.cold_only_flag() {
         anyhow::bail!("{flag} is not available with --server (the server's levels decide it); drop it, or run without --server");
     }
-    let socket = match &a.socket {
-        Some(p) => p.clone(),
-        None => cfg.server.socket_path().map_err(anyhow::Error::msg)?,
-    };
-    let stream = match client::connect(&socket) {
+    let stream = match client::connect(socket) {
         Ok(s) => s,
         Err(_) if mode == Mode::Auto => return Ok(None),
         Err(e) => return Err(e.into()),
@@ -52,7 +48,7 @@ pub fn exec(
         Event::Notice(n) => eprintln!("maibox: {n}"),
         Event::Sample(s) => eprintln!("{s}"),
     };
-    let report = match client::run(stream, &socket, &req, stdin, &mut on_event) {
+    let report = match client::run(stream, socket, &req, stdin, &mut on_event) {
         Ok(r) => r,
         Err(ClientError::Failed(f)) if f.kind == "refused" => {
             anyhow::bail!("{} (add --override \"REASON\")", f.message)
