@@ -258,13 +258,7 @@ impl Config {
 
     /// Loads the configuration following the documented search order.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, String), ConfigError> {
-        let env_path = std::env::var_os("MAIBOX_CONFIG").filter(|v| !v.is_empty());
-        let path: Option<PathBuf> = match (explicit, env_path) {
-            (Some(p), _) => Some(p.to_path_buf()),
-            (None, Some(p)) => Some(PathBuf::from(p)),
-            (None, None) => Some(PathBuf::from(SYSTEM_PATH)).filter(|p| p.exists()),
-        };
-        match path {
+        match Config::file(explicit) {
             Some(p) => {
                 let text = std::fs::read_to_string(&p).map_err(|source| ConfigError::Read {
                     path: p.clone(),
@@ -277,6 +271,32 @@ impl Config {
                 Config::parse(BUILTIN, "(built-in)")?,
                 "(built-in)".to_string(),
             )),
+        }
+    }
+
+    /// The configuration file that applies: `explicit`, else `$MAIBOX_CONFIG`, else
+    /// the system file if it exists; `None` means the built-in configuration.
+    fn file(explicit: Option<&Path>) -> Option<PathBuf> {
+        let env_path = std::env::var_os("MAIBOX_CONFIG").filter(|v| !v.is_empty());
+        match (explicit, env_path) {
+            (Some(p), _) => Some(p.to_path_buf()),
+            (None, Some(p)) => Some(PathBuf::from(p)),
+            (None, None) => Some(PathBuf::from(SYSTEM_PATH)).filter(|p| p.exists()),
+        }
+    }
+
+    /// The server socket a client goes to (`server.socket`, else the default for this
+    /// user). With no configuration file the built-in one applies, which leaves
+    /// `server.socket` unset (a test checks it): the default is then known without
+    /// parsing it, which a client started per run would pay on every start.
+    pub fn server_socket(explicit: Option<&Path>) -> Result<PathBuf, String> {
+        match Config::file(explicit) {
+            Some(_) => Config::load(explicit)
+                .map_err(|e| e.to_string())?
+                .0
+                .server
+                .socket_path(),
+            None => server::default_socket(),
         }
     }
 
@@ -472,6 +492,28 @@ mod tests {
         let u = c.level(TrustLevel::Untrusted);
         assert!(u.cpus < t.cpus && u.memory < t.memory && u.timeout < t.timeout);
         assert!(u.read_only_root);
+    }
+
+    /// `Config::server_socket` skips parsing the built-in configuration because it
+    /// leaves the socket unset; a file that sets it is parsed.
+    #[test]
+    fn a_client_finds_the_socket_without_parsing_the_builtin_configuration() {
+        let c = Config::parse(BUILTIN, "builtin").unwrap();
+        assert_eq!(
+            c.server.socket, None,
+            "server_socket's shortcut assumes this"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.yaml");
+        std::fs::write(
+            &file,
+            BUILTIN.replace("  socket: null", "  socket: /tmp/elsewhere.sock"),
+        )
+        .unwrap();
+        let got = Config::server_socket(Some(&file)).unwrap();
+        assert_eq!(got, PathBuf::from("/tmp/elsewhere.sock"));
+        std::fs::write(&file, "not: [valid").unwrap();
+        assert!(Config::server_socket(Some(&file)).is_err());
     }
 
     #[test]

@@ -270,9 +270,16 @@ fn exec_printed(
     started: std::time::Instant,
 ) -> anyhow::Result<i32> {
     let (code, from_stdin) = a.code()?;
-    // `--server` with `--socket` leaves nothing for the configuration to decide on
-    // this side (the server's levels do): reading it (~0.3 ms) waits for a cold run.
-    let flagged = a.served_by_flag().zip(a.socket.clone());
+    // `--server` leaves nothing for the configuration to decide on this side (the
+    // server's levels do) but the socket: parsing it (~0.3 ms) waits for a cold run.
+    let flagged = match (a.served_by_flag(), &a.socket) {
+        (Some(mode), Some(p)) => Some((mode, p.clone())),
+        (Some(mode), None) => Some((
+            mode,
+            Config::server_socket(a.config.as_deref()).map_err(anyhow::Error::msg)?,
+        )),
+        (None, _) => None,
+    };
     if let Some((mode, socket)) = &flagged {
         if let Some(rc) = crate::served::exec(&a, socket, &code, from_stdin, *mode, started)? {
             return Ok(rc);
