@@ -122,6 +122,8 @@ pub static RULES: &[Rule] = &[
     r("MB926", Blocked, "self-propagation", "The script copies its own file to another machine (scp, rsync, SFTP put) or sends it over the network: a worm's spreading step.", Some("CWE-506"), None),
     r("MB927", Blocked, "network flood", "An endless loop that never waits sends packets or requests as fast as it can: a denial-of-service flood against the destination.", Some("CWE-400"), None),
     r("MB928", Blocked, "root backdoor", "The setuid bit, or capabilities that amount to root (cap_setuid, cap_sys_admin, cap_dac_override...), are put on a shell, an interpreter, a copy of one, or a file in a temporary directory: anyone can then run it as root.", Some("CWE-250"), None),
+    r("MB929", Blocked, "code injected into another process", "Another process's memory, registers or executable is written: through /proc/PID/mem, ptrace POKETEXT/POKEDATA/SETREGS, process_vm_writev, or /proc/PID/exe and descriptors reopened through /proc. Debuggers read processes; writing into one makes it run the writer's code with its privileges.", Some("CWE-94"), None),
+    r("MB930", Blocked, "container escape", "A file the host kernel acts on is written (core_pattern, a cgroup release_agent, the uevent or modprobe helper, binfmt_misc, sysrq-trigger), or another process's namespaces or root directory are entered (setns on /proc/N/ns, chroot into /proc/N/root): the classic ways out of a container onto the host.", Some("CWE-250"), None),
 ];
 
 /// The whole rule table, in a stable order.

@@ -98,6 +98,7 @@ impl<'t> Analyzer<'t> {
             self.check_files(q, call);
             self.check_capabilities(q, call);
         }
+        self.check_escape_call(call);
         if let Some(m) = call.method {
             self.check_method(m, call);
         }

@@ -277,7 +277,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Shapes that span the whole (lower-cased) command line.
-    fn check_command_line(&mut self, lower: &str, node: Node<'t>) {
+    pub(super) fn check_command_line(&mut self, lower: &str, node: Node<'t>) {
         if lower.contains("/dev/tcp/")
             || lower.contains("/dev/udp/")
             || (lower.contains("mkfifo") && lower.contains("nc "))

@@ -27,6 +27,7 @@ mod composite;
 mod defs;
 mod dropper;
 mod dynamic;
+mod escape;
 mod evasion;
 mod exfil;
 mod files;

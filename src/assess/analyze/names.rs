@@ -49,6 +49,7 @@ pub(super) fn is_builtin(name: &str) -> bool {
             | "tuple"
             | "reversed"
             | "filter"
+            | "map"
             | "enumerate"
             | "zip"
             | "bytearray"
