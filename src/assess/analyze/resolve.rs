@@ -131,6 +131,11 @@ impl<'t> Analyzer<'t> {
             K::Call => self.resolve_call(n, scope, depth),
             K::Subscript => self.resolve_subscript(n, scope, depth),
             K::NamedExpression => self.resolve(n.child(F::Value)?, scope, depth + 1),
+            // `a if test else b`: the first branch that names something
+            // (scripts pick between spellings of one object this way).
+            K::ConditionalExpression => {
+                n.children().find_map(|c| self.resolve(c, scope, depth + 1))
+            }
             _ => None,
         }?;
         Some(normalize(q))
