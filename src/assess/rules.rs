@@ -124,6 +124,8 @@ pub static RULES: &[Rule] = &[
     r("MB928", Blocked, "root backdoor", "The setuid bit, or capabilities that amount to root (cap_setuid, cap_sys_admin, cap_dac_override...), are put on a shell, an interpreter, a copy of one, or a file in a temporary directory: anyone can then run it as root.", Some("CWE-250"), None),
     r("MB929", Blocked, "code injected into another process", "Another process's memory, registers or executable is written: through /proc/PID/mem, ptrace POKETEXT/POKEDATA/SETREGS, process_vm_writev, or /proc/PID/exe and descriptors reopened through /proc. Debuggers read processes; writing into one makes it run the writer's code with its privileges.", Some("CWE-94"), None),
     r("MB930", Blocked, "container escape", "A file the host kernel acts on is written (core_pattern, a cgroup release_agent, the uevent or modprobe helper, binfmt_misc, sysrq-trigger), or another process's namespaces or root directory are entered (setns on /proc/N/ns, chroot into /proc/N/root): the classic ways out of a container onto the host.", Some("CWE-250"), None),
+    r("MB934", Blocked, "network sweep reported out", "The hosts of an address range are enumerated (probed one by one) and data is sent to a public address the script names: mapping the network from inside and reporting it to someone outside.", Some("CWE-200"), None),
+    r("MB935", Blocked, "clipboard hijacking", "The clipboard is read and replaced by a script that carries a crypto-currency address or a pattern matching one: copied wallet addresses are swapped for the attacker's.", Some("CWE-506"), None),
 ];
 
 /// The whole rule table, in a stable order.

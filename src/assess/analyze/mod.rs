@@ -43,6 +43,7 @@ mod names;
 mod paths;
 mod process;
 mod ransom;
+mod recon;
 mod resolve;
 mod resource;
 mod strings;
@@ -151,6 +152,7 @@ fn analyze_text(
     a.index_writes();
     a.check_calls();
     a.check_gadgets();
+    a.check_recon();
     a.check_sends();
     a.check_strings();
     a.check_ransomware();
