@@ -92,6 +92,7 @@ pub static RULES: &[Rule] = &[
     r("MB421", High, "several environment variables sent over the network", "Values of several environment variables flow into one network request; environments carry tokens and keys. Reading one variable for configuration does not count.", Some("CWE-526"), None),
     r("MB422", High, "user input in a shell command", "Text the user typed or passed on the command line is pasted into a command a shell interprets: whoever controls the input chooses the command (command injection). Quote it (shlex.quote) or pass an argument list without a shell.", Some("CWE-78"), None),
     r("MB423", High, "container runtime socket", "The Docker socket (or its SDK) is root on the host: whoever can create containers can mount the host's file system.", Some("CWE-250"), None),
+    r("MB432", High, "package installed from an unauthenticated source", "pip is told to trust a host without TLS checks (--trusted-host) or to install from a plain-http index, link page or URL: whoever sits on the path chooses the code that is installed and later run.", Some("CWE-494"), None),
     r("MB410", Medium, "native code through ctypes", "ctypes calls C functions directly, outside Python's safety checks.", Some("CWE-676"), None),
     // --- known-malicious shapes ----------------------------------------------------
     r("MB901", Blocked, "reverse shell", "A socket connected to a shell (socket + dup2/fileno + shell, or /dev/tcp, nc -e) hands control of the machine to a remote party.", Some("CWE-506"), None),
@@ -126,6 +127,9 @@ pub static RULES: &[Rule] = &[
     r("MB930", Blocked, "container escape", "A file the host kernel acts on is written (core_pattern, a cgroup release_agent, the uevent or modprobe helper, binfmt_misc, sysrq-trigger), or another process's namespaces or root directory are entered (setns on /proc/N/ns, chroot into /proc/N/root): the classic ways out of a container onto the host.", Some("CWE-250"), None),
     r("MB934", Blocked, "network sweep reported out", "The hosts of an address range are enumerated (probed one by one) and data is sent to a public address the script names: mapping the network from inside and reporting it to someone outside.", Some("CWE-200"), None),
     r("MB935", Blocked, "clipboard hijacking", "The clipboard is read and replaced by a script that carries a crypto-currency address or a pattern matching one: copied wallet addresses are swapped for the attacker's.", Some("CWE-506"), None),
+    r("MB931", Blocked, "untrusted package installed and imported", "A package is installed from an unauthenticated source and the script then imports modules by computed name: code from whoever answers is fetched and run in one go (typosquatting and dependency-confusion installers).", Some("CWE-494"), None),
+    r("MB932", Blocked, "installed packages or dependency manifests tampered with", "An installed package's own source file is rewritten (located through find_spec, __file__ or inspect), or dependency manifests of projects found by walking are rewritten with an extra package index: every later import or install runs the attacker's code.", Some("CWE-506"), None),
+    r("MB933", Blocked, "timestamps forged", "Another file's access and modification times (a stat result, copystat) are copied onto a system file or an installed package's source: the change is disguised so that tools and administrators looking for recently modified files miss it.", Some("CWE-506"), None),
 ];
 
 /// The whole rule table, in a stable order.

@@ -272,6 +272,10 @@ impl<'t> Analyzer<'t> {
                 }
                 Stage::Other => {}
             }
+            if let Some(src) = super::supply::untrusted_pip_source(&words) {
+                let detail = format!("runs `{}`: installs from {src}", shorten(seg.trim()));
+                self.add("MB432", node, detail);
+            }
         }
         self.check_command_line(&lower, node);
     }

@@ -7,8 +7,10 @@
 //! capabilities such as sockets, deserialisers and native code
 //! ([`capability`]), literal strings ([`strings`]), data leaving the machine
 //! ([`exfil`]), pickle gadgets ([`gadget`]), covering tracks and switching
-//! defences off ([`evasion`]), guessing passwords and spreading ([`lateral`])
-//! and cross-file combinations ([`composite`]). Name resolution ([`resolve`]) and constant folding
+//! defences off ([`evasion`]), guessing passwords and spreading ([`lateral`]),
+//! container escape and process injection ([`escape`]), the supply chain
+//! ([`supply`]), collection reported out ([`recon`]) and cross-file
+//! combinations ([`composite`]). Name resolution ([`resolve`]) and constant folding
 //! ([`fold`]) serve them all.
 //!
 //! The walk is iterative (a cursor over the flat tree) and the helper
@@ -47,6 +49,7 @@ mod recon;
 mod resolve;
 mod resource;
 mod strings;
+mod supply;
 mod taxonomy;
 mod walk;
 
@@ -153,6 +156,7 @@ fn analyze_text(
     a.check_calls();
     a.check_gadgets();
     a.check_recon();
+    a.check_supply_chain();
     a.check_sends();
     a.check_strings();
     a.check_ransomware();

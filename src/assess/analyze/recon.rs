@@ -7,7 +7,7 @@
 //! it replaced (MB935).
 
 use super::literal::{shorten, string_value};
-use super::names::METADATA_HOSTS;
+use super::names::{METADATA_HOSTS, SHELL_FUNCS, SUBPROCESS};
 use super::{exfil::SendKind, Analyzer, Bind, Node, F, K};
 
 /// Keyword arguments that carry a request's body.
@@ -175,10 +175,14 @@ impl<'t> Analyzer<'t> {
                 .filter(|f| f.kind() == K::Attribute)
                 .and_then(|f| f.child(F::Attribute))
                 .map(|a| self.text(a));
+            let runs = q
+                .as_deref()
+                .is_some_and(|q| SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q));
             let argv = self
                 .args(c.node)
                 .0
                 .first()
+                .filter(|_| runs)
                 .map(|a| self.command_values(*a, c.scope).join(" "))
                 .unwrap_or_default();
             let (r, w) = clipboard_use(q.as_deref(), method, &argv.to_ascii_lowercase());

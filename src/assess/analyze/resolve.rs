@@ -155,6 +155,11 @@ impl<'t> Analyzer<'t> {
             "builtins.__import__" | "importlib.import_module" | "importlib.__import__" => {
                 self.fold(*pos.first()?, scope, depth + 1)
             }
+            // `vars(module)` is the module's namespace, not the caller's.
+            "builtins.vars" if pos.len() == 1 => {
+                let m = self.resolve(pos[0], scope, depth + 1)?;
+                Some(format!("{m}.__dict__"))
+            }
             "ctypes.CDLL"
             | "ctypes.PyDLL"
             | "ctypes.cdll.LoadLibrary"
