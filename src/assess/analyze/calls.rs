@@ -97,7 +97,9 @@ impl<'t> Analyzer<'t> {
             self.check_process(q, call);
             self.check_files(q, call);
             self.check_capabilities(q, call);
+            self.check_supply_call(q, call);
         }
+        self.check_escape_call(call);
         if let Some(m) = call.method {
             self.check_method(m, call);
         }

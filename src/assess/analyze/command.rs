@@ -272,12 +272,16 @@ impl<'t> Analyzer<'t> {
                 }
                 Stage::Other => {}
             }
+            if let Some(src) = super::supply::untrusted_pip_source(&words) {
+                let detail = format!("runs `{}`: installs from {src}", shorten(seg.trim()));
+                self.add("MB432", node, detail);
+            }
         }
         self.check_command_line(&lower, node);
     }
 
     /// Shapes that span the whole (lower-cased) command line.
-    fn check_command_line(&mut self, lower: &str, node: Node<'t>) {
+    pub(super) fn check_command_line(&mut self, lower: &str, node: Node<'t>) {
         if lower.contains("/dev/tcp/")
             || lower.contains("/dev/udp/")
             || (lower.contains("mkfifo") && lower.contains("nc "))

@@ -28,6 +28,7 @@ pub(super) struct Caller<'t> {
 fn runner(q: Option<&str>, method: Option<&str>) -> Option<bool> {
     match (q, method) {
         (Some("threading.Thread" | "multiprocessing.Process" | "threading.Timer"), _) => Some(true),
+        (Some("builtins.map"), _) => Some(false),
         (
             _,
             Some(

@@ -229,6 +229,16 @@ impl<'t> Analyzer<'t> {
                             }
                         }
                     }
+                    // A helper of the script's own that returns decoded data.
+                    if let Some((def_scope, _)) = self.callee_def(func, scope) {
+                        let returned = self.returns.get(&def_scope).cloned().unwrap_or_default();
+                        if let Some(d) = returned
+                            .into_iter()
+                            .find_map(|v| self.contains_decoder(v, def_scope, depth + 1))
+                        {
+                            return Some(d);
+                        }
+                    }
                 }
             }
             // Reversing a list (`'.'.join(ids[::-1])`) hides nothing; reversing

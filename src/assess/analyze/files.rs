@@ -213,7 +213,7 @@ impl<'t> Analyzer<'t> {
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
     fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
-        if self.judge_tamper(p, op, node) {
+        if self.judge_escape(p, op, node) || self.judge_tamper(p, op, node) {
             return true;
         }
         let before = self.findings.len();

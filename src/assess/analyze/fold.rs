@@ -185,6 +185,33 @@ impl<'t> Analyzer<'t> {
                     _ => None,
                 })
             }
+            K::Call => self.fold_mapped(n, scope, depth),
+            _ => None,
+        }
+    }
+
+    /// `map(chr, (101, 120, ...))` and `map(str, [...])` over literals.
+    fn fold_mapped(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let (pos, _) = self.args(n);
+        let [f, items] = pos[..] else { return None };
+        if self.resolve(n.child(F::Function)?, scope, depth + 1)? != "builtins.map" {
+            return None;
+        }
+        if !items.kind().is_sequence() {
+            return None;
+        }
+        match self.resolve(f, scope, depth + 1)?.as_str() {
+            "builtins.chr" => items
+                .children()
+                .map(|k| {
+                    let v = int_value(self.text(k))?;
+                    char::from_u32(u32::try_from(v).ok()?).map(String::from)
+                })
+                .collect(),
+            "builtins.str" => items
+                .children()
+                .map(|k| self.fold(k, scope, depth + 1))
+                .collect(),
             _ => None,
         }
     }

@@ -7,8 +7,10 @@
 //! capabilities such as sockets, deserialisers and native code
 //! ([`capability`]), literal strings ([`strings`]), data leaving the machine
 //! ([`exfil`]), pickle gadgets ([`gadget`]), covering tracks and switching
-//! defences off ([`evasion`]), guessing passwords and spreading ([`lateral`])
-//! and cross-file combinations ([`composite`]). Name resolution ([`resolve`]) and constant folding
+//! defences off ([`evasion`]), guessing passwords and spreading ([`lateral`]),
+//! container escape and process injection ([`escape`]), the supply chain
+//! ([`supply`]), collection reported out ([`recon`]) and cross-file
+//! combinations ([`composite`]). Name resolution ([`resolve`]) and constant folding
 //! ([`fold`]) serve them all.
 //!
 //! The walk is iterative (a cursor over the flat tree) and the helper
@@ -27,6 +29,7 @@ mod composite;
 mod defs;
 mod dropper;
 mod dynamic;
+mod escape;
 mod evasion;
 mod exfil;
 mod files;
@@ -42,9 +45,11 @@ mod names;
 mod paths;
 mod process;
 mod ransom;
+mod recon;
 mod resolve;
 mod resource;
 mod strings;
+mod supply;
 mod taxonomy;
 mod walk;
 
@@ -150,6 +155,8 @@ fn analyze_text(
     a.index_writes();
     a.check_calls();
     a.check_gadgets();
+    a.check_recon();
+    a.check_supply_chain();
     a.check_sends();
     a.check_strings();
     a.check_ransomware();

@@ -49,6 +49,7 @@ pub(super) fn is_builtin(name: &str) -> bool {
             | "tuple"
             | "reversed"
             | "filter"
+            | "map"
             | "enumerate"
             | "zip"
             | "bytearray"
@@ -138,6 +139,14 @@ pub(super) const NETWORK_CLIENTS: &[&str] = &[
     "telnetlib.Telnet",
     "paramiko.SSHClient",
     "socket.create_connection",
+    // Answers from name servers and remote queues are data others control.
+    "dns.resolver.resolve",
+    "dns.resolver.query",
+    "dns.resolver.Resolver",
+    "redis.Redis",
+    "redis.StrictRedis",
+    "redis.from_url",
+    "redis.Redis.from_url",
 ];
 
 pub(super) const PATH_TYPES: &[&str] = &[

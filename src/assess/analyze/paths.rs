@@ -122,6 +122,30 @@ fn with_suffix(p: &str, suffix: &str) -> String {
     }
 }
 
+/// A `%`-format with every conversion (`%d`, `%s`, `%05x`...) left unknown.
+fn percent_wild(format: &str) -> String {
+    let mut out = String::with_capacity(format.len());
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        if chars.next_if_eq(&'(').is_some() {
+            while chars.next().is_some_and(|k| k != ')') {}
+        }
+        while chars.next_if(|k| !k.is_ascii_alphabetic()).is_some() {}
+        chars.next();
+        out.push('*');
+    }
+    out
+}
+
 impl<'t> Analyzer<'t> {
     /// The values a path expression may have (exact or abstract).
     pub(super) fn paths(&self, n: Node<'t>, scope: usize) -> Vec<String> {
@@ -152,6 +176,7 @@ impl<'t> Analyzer<'t> {
                 match n.operator() {
                     Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
                     Op::Bin(Operator::Div) => product(&l, &r, join2),
+                    Op::Bin(Operator::Mod) => l.iter().map(|f| percent_wild(f)).collect(),
                     _ => Vec::new(),
                 }
             }

@@ -35,6 +35,7 @@ impl<'t> Analyzer<'t> {
             } else {
                 self.add("MB603", node, via);
             }
+            self.check_fed_script(&cmds, call);
             for c in cmds {
                 self.check_command(&c, node);
             }
@@ -53,6 +54,35 @@ impl<'t> Analyzer<'t> {
             }
         }
         self.check_fork(q, call);
+    }
+
+    /// `run(["at", "now"], input=job)`, `run("sh", input=script)`: programs
+    /// that run the script fed to their standard input; the script is judged
+    /// as commands, and handing it to `at`/`batch` schedules it (MB208).
+    fn check_fed_script(&mut self, cmds: &[String], call: &Call<'t>) {
+        let Some(input) = call.kwarg("input") else {
+            return;
+        };
+        let head = |c: &String| {
+            let w = c.split_whitespace().next().unwrap_or("");
+            w.rsplit('/').next().unwrap_or(w).to_string()
+        };
+        let heads: Vec<String> = cmds.iter().map(head).collect();
+        let runs = |h: &String| {
+            matches!(
+                h.as_str(),
+                "at" | "batch" | "sh" | "bash" | "dash" | "zsh" | "ksh"
+            )
+        };
+        let Some(h) = heads.iter().find(|h| runs(h)) else {
+            return;
+        };
+        if matches!(h.as_str(), "at" | "batch") {
+            self.add("MB208", call.node, format!("schedules a job with `{h}`"));
+        }
+        for script in self.command_values(input, call.scope) {
+            self.check_command(&script, call.node);
+        }
     }
 
     /// The command a shell string or argument list gives: exact when it

@@ -131,6 +131,11 @@ impl<'t> Analyzer<'t> {
             K::Call => self.resolve_call(n, scope, depth),
             K::Subscript => self.resolve_subscript(n, scope, depth),
             K::NamedExpression => self.resolve(n.child(F::Value)?, scope, depth + 1),
+            // `a if test else b`: the first branch that names something
+            // (scripts pick between spellings of one object this way).
+            K::ConditionalExpression => {
+                n.children().find_map(|c| self.resolve(c, scope, depth + 1))
+            }
             _ => None,
         }?;
         Some(normalize(q))
@@ -149,6 +154,11 @@ impl<'t> Analyzer<'t> {
             }
             "builtins.__import__" | "importlib.import_module" | "importlib.__import__" => {
                 self.fold(*pos.first()?, scope, depth + 1)
+            }
+            // `vars(module)` is the module's namespace, not the caller's.
+            "builtins.vars" if pos.len() == 1 => {
+                let m = self.resolve(pos[0], scope, depth + 1)?;
+                Some(format!("{m}.__dict__"))
             }
             "ctypes.CDLL"
             | "ctypes.PyDLL"

@@ -39,6 +39,11 @@ impl<'t> Analyzer<'t> {
         if lower.contains("ld_preload") || lower.contains("/etc/ld.so.preload") {
             self.add("MB209", node, format!("{:?}", shorten(v)));
         }
+        if v.starts_with("#!") {
+            // A script kept in a string is written somewhere to be run:
+            // judge the shapes whose meaning does not depend on where.
+            self.check_command_line(&lower, node);
+        }
         if v == "0.0.0.0" {
             self.add("MB104", node, "0.0.0.0");
         }

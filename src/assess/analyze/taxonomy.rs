@@ -349,6 +349,74 @@ pub(super) fn secret(path: &str) -> bool {
         || secret_tree(&lower)
 }
 
+/// Kernel and cgroup files whose contents the host kernel runs or acts on,
+/// outside any container: writing one is a container escape.
+pub(super) fn host_control(path: &str) -> Option<&'static str> {
+    const FILES: &[(&str, &str)] = &[
+        (
+            "/proc/sys/kernel/core_pattern",
+            "the kernel's core-dump handler",
+        ),
+        (
+            "/proc/sys/kernel/modprobe",
+            "the kernel's module-loader path",
+        ),
+        ("/proc/sys/kernel/hotplug", "the kernel's hotplug helper"),
+        ("/sys/kernel/uevent_helper", "the kernel's uevent helper"),
+        ("/proc/sysrq-trigger", "the kernel's SysRq trigger"),
+        ("/proc/sys/fs/binfmt_misc/", "a binary-format handler"),
+    ];
+    let lower = path.trim().to_ascii_lowercase();
+    if let Some((_, what)) = FILES.iter().find(|(f, _)| lower.starts_with(f)) {
+        return Some(what);
+    }
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    match name {
+        "release_agent" => Some("a cgroup release agent (run by the host kernel)"),
+        "notify_on_release" => Some("a cgroup's release notification"),
+        _ => None,
+    }
+}
+
+/// The pid part of a `/proc/PID/rest` path, and the rest.
+fn proc_entry(lower: &str) -> Option<(&str, &str)> {
+    let rest = lower.strip_prefix("/proc/")?;
+    rest.split_once('/')
+}
+
+/// Another process's memory or executable, or a descriptor reopened by a
+/// computed number (a runtime binary held open): what `/proc` lets one
+/// overwrite in place.
+pub(super) fn process_image(path: &str) -> Option<&'static str> {
+    let lower = path.trim().to_ascii_lowercase();
+    let (pid, rest) = proc_entry(&lower)?;
+    let own = matches!(pid, "self" | "thread-self");
+    match rest {
+        "mem" if !own => Some("the memory"),
+        "exe" => Some("the executable"),
+        r if r.starts_with("fd/") && r[3..].contains(['*', '{', '<']) => {
+            Some("a descriptor reopened by number (such as a runtime binary held open)")
+        }
+        _ => None,
+    }
+}
+
+/// A namespace of another process (`/proc/1/ns/mnt`, `/proc/%d/ns/%s`).
+pub(super) fn foreign_namespace(path: &str) -> bool {
+    let lower = path.trim().to_ascii_lowercase();
+    proc_entry(&lower).is_some_and(|(pid, rest)| {
+        !matches!(pid, "self" | "thread-self") && (rest == "ns" || rest.starts_with("ns/"))
+    })
+}
+
+/// Another process's root directory (`/proc/1/root`): PID 1's is the host's
+/// when the container shares its PID namespace.
+pub(super) fn foreign_root(path: &str) -> bool {
+    let lower = path.trim().trim_end_matches('/').to_ascii_lowercase();
+    proc_entry(&lower)
+        .is_some_and(|(pid, rest)| !matches!(pid, "self" | "thread-self") && rest == "root")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

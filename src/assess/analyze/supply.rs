@@ -1,0 +1,226 @@
+//! The software supply chain, judged by what is changed: packages installed
+//! over unauthenticated channels (MB432) and then imported (MB931);
+//! installed packages' source or the dependency manifests of projects found
+//! by walking rewritten (MB932); modification times copied onto system or
+//! installed files to hide a change (MB933).
+
+use super::calls::Call;
+use super::literal::{shorten, string_value};
+use super::names::SYSTEM_PREFIXES;
+use super::{Analyzer, Bind, Node, F, K};
+
+/// Calls that locate an installed module's file.
+const MODULE_LOCATORS: &[&str] = &[
+    "importlib.util.find_spec",
+    "importlib.machinery.PathFinder.find_spec",
+    "inspect.getsourcefile",
+    "inspect.getfile",
+    "pkgutil.get_loader",
+];
+
+/// Files that list a project's dependencies or pip's configuration.
+const MANIFESTS: &[&str] = &[
+    "requirements",
+    "pyproject.toml",
+    "setup.cfg",
+    "pipfile",
+    "constraints.txt",
+    "pip.conf",
+    "pip.ini",
+];
+
+/// Options that point pip at another package index.
+const INDEX_OPTIONS: &[&str] = &[
+    "--extra-index-url",
+    "--index-url",
+    "index-url",
+    "--trusted-host",
+];
+
+/// A pip command installing from an unauthenticated source: TLS checks
+/// switched off for a host, or an index, link page or package given by a
+/// plain-http URL. The source is returned.
+pub(super) fn untrusted_pip_source(words: &[&str]) -> Option<String> {
+    let pip = words
+        .iter()
+        .position(|w| matches!(w.rsplit('/').next(), Some("pip" | "pip3")))?;
+    if words.get(pip + 1) != Some(&"install") {
+        return None;
+    }
+    let rest = &words[pip + 2..];
+    if let Some(i) = rest.iter().position(|w| *w == "--trusted-host") {
+        return Some(format!("--trusted-host {}", rest.get(i + 1).unwrap_or(&"")));
+    }
+    rest.iter()
+        .find(|w| w.starts_with("http://") || w.contains("=http://"))
+        .map(|w| w.to_string())
+}
+
+/// Whether a path is under one of the system trees.
+fn system_path(p: &str) -> bool {
+    SYSTEM_PREFIXES
+        .iter()
+        .any(|s| p == *s || p.strip_prefix(s).is_some_and(|r| r.starts_with('/')))
+}
+
+impl<'t> Analyzer<'t> {
+    /// What the path argument `t` of a write names when it is an installed
+    /// module's own file: `find_spec(m).origin`, `module.__file__`,
+    /// `inspect.getsourcefile(module)`.
+    fn installed_source(&self, t: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        if depth > 4 {
+            return None;
+        }
+        match t.kind() {
+            K::Identifier => {
+                let binds = self.lookup(self.text(t), scope, t.start_byte())?;
+                binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) => self.installed_source(v, s, depth + 1),
+                    _ => None,
+                })
+            }
+            K::Attribute => {
+                let obj = t.child(F::Object)?;
+                match self.text(t.child(F::Attribute)?) {
+                    "origin" => self.located(obj, scope),
+                    "__file__" => {
+                        self.reset_budget();
+                        let m = self.resolve(obj, scope, 0)?;
+                        (!m.starts_with("builtins")).then(|| format!("{m}.__file__"))
+                    }
+                    _ => None,
+                }
+            }
+            K::Call => self.located(t, scope),
+            _ => None,
+        }
+    }
+
+    /// A call (or a name bound to one) of a module locator.
+    fn located(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        let (call, s) = match n.kind() {
+            K::Call => (n, scope),
+            K::Identifier => {
+                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
+                binds.iter().rev().find_map(|b| match *b {
+                    Bind::Expr(v, s) if v.kind() == K::Call => Some((v, s)),
+                    _ => None,
+                })?
+            }
+            _ => return None,
+        };
+        let q = self.callee(call, s)?;
+        MODULE_LOCATORS
+            .contains(&q.as_str())
+            .then(|| format!("the file {q} locates"))
+    }
+
+    /// Writes into an installed module's file (MB932) and times copied onto
+    /// system or installed files (MB933).
+    pub(super) fn check_supply_call(&mut self, q: &str, call: &Call<'t>) {
+        let writes = match q {
+            "builtins.open" | "io.open" => call.arg(1, "mode").is_some_and(|m| {
+                self.reset_budget();
+                self.fold(m, call.scope, 0)
+                    .is_some_and(|m| m.contains(['w', 'a', '+']))
+            }),
+            "os.utime" | "shutil.copystat" | "shutil.copy2" | "shutil.copyfile" => true,
+            _ => false,
+        };
+        let target_index = usize::from(q.starts_with("shutil."));
+        let Some(t) = call.pos.get(target_index).copied().filter(|_| writes) else {
+            return;
+        };
+        let installed = self.installed_source(t, call.scope, 0);
+        if let (Some(what), false) = (&installed, q == "os.utime" || q == "shutil.copystat") {
+            let detail = format!("{q} {what}: rewrites an installed package's code");
+            return self.add("MB932", call.node, detail);
+        }
+        if q == "os.utime" || q == "shutil.copystat" {
+            self.check_timestomp(q, call, t, installed);
+        }
+    }
+
+    /// `os.utime(target, (st.st_atime, st.st_mtime))` or `copystat(ref,
+    /// target)` onto a system file or an installed module.
+    fn check_timestomp(
+        &mut self,
+        q: &str,
+        call: &Call<'t>,
+        t: Node<'t>,
+        installed: Option<String>,
+    ) {
+        let times = call
+            .pos
+            .get(1)
+            .copied()
+            .or_else(|| call.kwarg("times"))
+            .or_else(|| call.kwarg("ns"));
+        let copied =
+            q == "shutil.copystat" || times.is_some_and(|times| self.text(times).contains("st_"));
+        if !copied {
+            return;
+        }
+        let target = installed.or_else(|| {
+            self.reset_budget();
+            self.paths(t, call.scope)
+                .into_iter()
+                .find(|p| system_path(p))
+        });
+        if let Some(p) = target {
+            let detail = format!("{q} {p}: copies another file's times onto it, hiding a change");
+            self.add("MB933", call.node, detail);
+        }
+    }
+
+    /// Projects found by walking whose dependency manifests are written by
+    /// a script that carries an index option (MB932); untrusted installs
+    /// followed by an import of a computed module name (MB931).
+    pub(super) fn check_supply_chain(&mut self) {
+        self.check_manifest_poison();
+        let install = self.findings.iter().find(|f| f.rule == "MB432");
+        let import = self.findings.iter().find(|f| f.rule == "MB411");
+        if let (Some(i), Some(m)) = (install, import) {
+            let detail = format!(
+                "installs a package from an unauthenticated source (line {}) and imports a module by computed name (line {})",
+                i.row + 1,
+                m.row + 1
+            );
+            self.add_at("MB931", (i.row, i.col), detail);
+        }
+    }
+
+    fn check_manifest_poison(&mut self) {
+        let Some(walk) = self.signs.enumerates else {
+            return;
+        };
+        let (mut option, mut manifest) = (None, None);
+        for s in &self.strings {
+            let Some(v) = string_value(self.src, *s) else {
+                continue;
+            };
+            let l = v.to_ascii_lowercase();
+            if INDEX_OPTIONS.iter().any(|o| l.contains(o)) && l.contains("://") {
+                option.get_or_insert((*s, v));
+            } else if MANIFESTS.iter().any(|m| l.contains(m)) {
+                manifest.get_or_insert(*s);
+            }
+        }
+        let writes = self.calls.iter().any(|c| {
+            c.node
+                .child(F::Function)
+                .filter(|f| f.kind() == K::Attribute)
+                .and_then(|f| f.child(F::Attribute))
+                .is_some_and(|a| matches!(self.text(a), "write_text" | "write" | "writelines"))
+        });
+        if let (Some((at, v)), Some(m), true) = (option, manifest, writes) {
+            let detail = format!(
+                "walks files (line {}), names dependency manifests (line {}) and writes files with the index option {:?}",
+                walk.start_position().row + 1,
+                m.start_position().row + 1,
+                shorten(&v)
+            );
+            self.add("MB932", at, detail);
+        }
+    }
+}
