@@ -2,6 +2,7 @@
 
 mod common;
 
+use maibox::warm::Remains;
 use maibox::{Code, Config, Io, Sandbox, TrustLevel};
 use std::time::Duration;
 
@@ -14,6 +15,11 @@ fn sandbox() -> Sandbox {
 }
 
 fn run_warm(s: &Sandbox, code: &str, args: &[&str]) -> maibox::Run {
+    run_warm_kept(s, code, args).0
+}
+
+/// A warm run and what is left of its sandbox, destroyed when the caller drops it.
+fn run_warm_kept(s: &Sandbox, code: &str, args: &[&str]) -> (maibox::Run, Remains) {
     let warm = s.prepare_warm(&["json".to_string()]).unwrap();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let timeline = maibox::Timeline::new();
@@ -24,10 +30,7 @@ fn run_warm(s: &Sandbox, code: &str, args: &[&str]) -> maibox::Run {
         Io::capture(),
         &timeline,
     ) {
-        Ok((run, remains)) => {
-            drop(remains);
-            run
-        }
+        Ok((run, remains)) => (run, remains),
         Err(Ok((_, why))) => panic!("not servable: {why:?}"),
         Err(Err(e)) => panic!("{e}"),
     }
@@ -73,8 +76,13 @@ fn a_warm_sandbox_runs_its_script_like_a_cold_run() {
 fn warm_sandboxes_share_no_state_or_seeds() {
     let s = sandbox();
     let probe = "import os, random, sys\nopen('/tmp/left', 'w').write('x')\nprint(os.path.exists('/tmp/left-before'), random.getrandbits(64), hash('maibox'), os.readlink('/proc/self/ns/pid'))\nopen('/tmp/left-before', 'w').write('x')\n";
-    let a = String::from_utf8(run_warm(&s, probe, &[]).stdout).unwrap();
+    // The first sandbox's remains (its namespaces) are kept until the second exists,
+    // as `maibox serve` keeps them: freed, their inode numbers would be handed out
+    // again, and fresh namespaces could show the same number (docs/server.md).
+    let (a, kept) = run_warm_kept(&s, probe, &[]);
+    let a = String::from_utf8(a.stdout).unwrap();
     let b = String::from_utf8(run_warm(&s, probe, &[]).stdout).unwrap();
+    drop(kept);
     let (fa, fb): (Vec<&str>, Vec<&str>) = (
         a.split_whitespace().collect(),
         b.split_whitespace().collect(),

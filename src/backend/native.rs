@@ -158,6 +158,7 @@ fn supervise(
         cgroup: cg,
         signals,
         started: None,
+        done: None,
         timeline: job.timeline,
     };
     let outcome = crate::supervise::run(prepared, opts, io, &mut || {});

@@ -403,6 +403,14 @@ impl RunCgroup {
         }
     }
 
+    /// The processes in the group now (host pids, each once).
+    pub fn pids(&self) -> Vec<i32> {
+        let mut pids: Vec<i32> = self.dirs.values().flat_map(|d| procs(d)).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
     /// Kills every process in the group, however it got there.
     pub fn kill_all(&self) {
         match &self.layout {

@@ -32,6 +32,10 @@ impl<'a, 'io> Watch<'a, 'io> {
         }
     }
 
+    pub fn group(&self) -> &'a crate::cgroup::RunCgroup {
+        self.cg.group
+    }
+
     /// How long until the next sample is due.
     pub fn until_next(&self, now: Instant) -> Duration {
         match self.next.checked_duration_since(now) {

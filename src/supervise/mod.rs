@@ -9,6 +9,7 @@
 //! handlers: output goes to the caller's sinks, so a process may supervise many runs.
 
 mod cgroup;
+pub(crate) mod done;
 mod output;
 mod seccomp;
 pub(crate) mod signals;
@@ -50,6 +51,10 @@ pub(crate) struct Options<'a> {
     pub signals: Option<signals::Forwarder>,
     /// Already started: no `Start` is sent, and the clock starts now.
     pub started: Option<Started>,
+    /// A warm runner's status pipe (see [`done`]) and the sandbox's CPU accounts
+    /// when the code was handed over; acted on only with a cgroup, whose processes
+    /// the code's usage is then read from.
+    pub done: Option<(OwnedFd, done::Accounts)>,
     pub timeline: &'a Timeline,
 }
 
@@ -116,6 +121,7 @@ enum Src {
     StdinRead,
     StdinWrite,
     Cancel,
+    Done,
 }
 
 struct Supervisor<'a, 'io> {
@@ -136,6 +142,9 @@ struct Supervisor<'a, 'io> {
     cg: Option<cgroup::Watch<'a, 'io>>,
     /// Readable (or hung up) when the caller gives up on the run.
     cancel: Option<std::os::fd::BorrowedFd<'io>>,
+    done: Option<OwnedFd>,
+    /// The sandbox's CPU accounts when the code was handed over.
+    baseline: Option<done::Accounts>,
     timeline: &'a Timeline,
 }
 
@@ -152,6 +161,7 @@ pub(crate) fn run<'a, 'io>(
         cgroup: cg,
         signals,
         started: warm,
+        done,
         timeline,
     } = opts;
     let started = Instant::now();
@@ -162,6 +172,10 @@ pub(crate) fn run<'a, 'io>(
         limits.output_bytes,
     );
     let pump = stdin::Pump::new(io.stdin, p.stdin);
+    let (done, baseline) = match done.filter(|_| cg.is_some()) {
+        Some((fd, base)) => (Some(fd), Some(base)),
+        None => (None, None),
+    };
     let samples = Samples::new(io.samples);
     let mut s = Supervisor {
         pidfd: pidfd_open(p.pid),
@@ -178,6 +192,8 @@ pub(crate) fn run<'a, 'io>(
         seccomp: seccomp::Watch::default(),
         cg: cg.map(|c| cgroup::Watch::new(c, samples, started)),
         cancel: io.cancel,
+        baseline,
+        done,
         timeline,
     };
     match warm {
@@ -306,6 +322,9 @@ impl Supervisor<'_, '_> {
         if let Some(fd) = self.cancel {
             fds.push((Src::Cancel, PollFd::new(fd, pin)));
         }
+        if let Some(fd) = &self.done {
+            fds.push((Src::Done, PollFd::new(fd.as_fd(), pin)));
+        }
         let mut pfds: Vec<PollFd> = fds.iter().map(|(_, f)| *f).collect();
         let timeout = PollTimeout::try_from(wait_ms).unwrap_or(PollTimeout::MAX);
         match poll(&mut pfds, timeout) {
@@ -352,7 +371,29 @@ impl Supervisor<'_, '_> {
                 self.cancel = None;
                 self.violated(Violation::Cancelled);
             }
+            Src::Done => self.on_done(),
         }
+    }
+
+    /// The warm runner says the code ended with this status: the run is over once
+    /// the output is drained. Its usage is read now, then the sandbox is killed.
+    fn on_done(&mut self) {
+        let Some(fd) = self.done.take() else { return };
+        let (Some(code), Some(c), Some(base)) = (
+            done::read_status(&fd),
+            self.cg.as_ref(),
+            self.baseline.as_ref(),
+        ) else {
+            return;
+        };
+        if self.st.ending.is_some() || self.st.killed {
+            return;
+        }
+        self.timeline.mark("code-ended");
+        self.st.payload_usage = Some(done::Accounts::read(c.group()).since(base));
+        self.st.payload_done = true;
+        self.st.ending = Some(Ending::Exited { code });
+        self.kill_sandbox();
     }
 
     fn on_channel(&mut self) {

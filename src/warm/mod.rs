@@ -44,6 +44,9 @@ pub struct Warm {
     /// hangs up when the runner is gone).
     code: Option<OwnedFd>,
     ready: OwnedFd,
+    /// The runner's status pipe: one byte when the code has ended (see
+    /// `supervise::done`).
+    done: Option<OwnedFd>,
     group: Group,
     made_at: Instant,
     setup: (f64, Vec<(String, u64)>),
@@ -78,15 +81,18 @@ impl Sandbox {
         }
         let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
         let setup = |e: SetupError| Error::Invalid(format!("preparing a warm sandbox: {e}"));
-        let ((code_r, code_w), (ready_r, ready_w)) =
-            (pipe().map_err(setup)?, pipe().map_err(setup)?);
+        let ((code_r, code_w), (ready_r, ready_w), (done_r, done_w)) = (
+            pipe().map_err(setup)?,
+            pipe().map_err(setup)?,
+            pipe().map_err(setup)?,
+        );
         let run_id = new_run_id();
         let ejob = engine::Job {
             policy: &policy,
             script: RUNNER.as_bytes(),
             args: preload,
             stdin: StdinMode::Pump,
-            extra_fds: vec![code_r.as_fd(), ready_w.as_fd()],
+            extra_fds: vec![code_r.as_fd(), ready_w.as_fd(), done_w.as_fd()],
         };
         let group = Group::default();
         let timeline = Timeline::new();
@@ -95,7 +101,7 @@ impl Sandbox {
             let mut make_group = |pid| native::make_group(&policy, &job, &group, &mut notices, pid);
             engine::prepare(&ejob, &mut make_group, &mut || Ok(())).map_err(setup)?
         };
-        drop((code_r, ready_w));
+        drop((code_r, ready_w, done_w));
         // Preparing yields the CPU to runs in progress (given back in `lower`).
         if let Some(Some(g)) = group.made.get() {
             g.cpu_share(true);
@@ -114,6 +120,13 @@ impl Sandbox {
             started: Some(started),
             code: Some(code_w),
             ready: ready_r,
+            // Without a cgroup there is no usage to read at the runner's word: the
+            // pipe is closed, the runner's write fails, and the run ends with init's.
+            done: group
+                .made
+                .get()
+                .is_some_and(Option::is_some)
+                .then_some(done_r),
             group,
             made_at,
             pending_init: None,
@@ -315,6 +328,11 @@ impl Warm {
             self.prepared = Some(prepared);
             return self.finish(job, Outcome::setup_failed(e), None);
         }
+        // The sandbox's accounts before the code: its usage is counted from here.
+        let done = self.done.take().and_then(|fd| {
+            let g = self.group.made.get().and_then(Option::as_ref)?;
+            Some((fd, crate::supervise::done::Accounts::read(g)))
+        });
         if let Err(e) = hand_over(code_w, &job.code.bytes, job.args) {
             self.prepared = Some(prepared);
             return self.finish(job, Outcome::setup_failed(e), None);
@@ -340,6 +358,7 @@ impl Warm {
             cgroup: cg,
             signals: None,
             started: Some(started),
+            done,
             timeline: job.timeline,
         };
         let mut outcome = crate::supervise::run(prepared, opts, io, &mut || {});
