@@ -3,6 +3,8 @@
 //! numbers Bandit does not (`MB0xx` meta, `MB2xx` privilege, `MB4xx`
 //! dynamic code and capabilities, `MB9xx` known-malicious shapes).
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 
 use super::verdict::Severity;
@@ -153,8 +155,19 @@ pub(crate) fn behaviour(id: &str) -> &str {
 }
 
 /// Looks a rule up by id (case-sensitive, e.g. "MB602").
+///
+/// Every finding of a file is looked up (hundreds on a malicious one), so
+/// the search goes through an index sorted by id, built once per process
+/// (the ids are unique: see the test below).
 pub fn rule(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id == id)
+    static BY_ID: OnceLock<Vec<&'static Rule>> = OnceLock::new();
+    let by_id = BY_ID.get_or_init(|| {
+        let mut v: Vec<&'static Rule> = RULES.iter().collect();
+        v.sort_unstable_by_key(|r| r.id);
+        v
+    });
+    let i = by_id.binary_search_by(|r| r.id.cmp(id)).ok()?;
+    by_id.get(i).copied()
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ impl<'t> Call<'t> {
     /// How the call reached `q`: its name, or the alias that resolved to it.
     pub fn via(&self, q: &str) -> String {
         let written = self.written;
-        if written == q || format!("builtins.{written}") == q {
+        if written == q || q.strip_prefix("builtins.") == Some(written) {
             q.to_string()
         } else {
             format!("`{written}` resolves to {q}")

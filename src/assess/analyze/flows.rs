@@ -174,8 +174,8 @@ impl<'t> Analyzer<'t> {
             K::Identifier => {
                 let binds = self.lookup(self.text(func), scope, func.start_byte());
                 return binds
-                    .unwrap_or_default()
                     .into_iter()
+                    .flatten()
                     .flat_map(|b| match b {
                         Bind::Expr(v, s) => self.dispatch_targets(v, s, depth + 1),
                         _ => Vec::new(),
@@ -213,8 +213,8 @@ impl<'t> Analyzer<'t> {
                 let name = self.text(table);
                 let mut out: Vec<(Node<'t>, usize)> = self
                     .lookup(name, scope, table.start_byte())
-                    .unwrap_or_default()
                     .into_iter()
+                    .flatten()
                     .flat_map(|b| match b {
                         Bind::Expr(v, s) => self.table_values(v, s, depth + 1),
                         _ => Vec::new(),

@@ -210,7 +210,8 @@ impl<'t> Analyzer<'t> {
             K::Identifier => {
                 for b in self
                     .lookup(self.text(n), scope, n.start_byte())
-                    .unwrap_or_default()
+                    .into_iter()
+                    .flatten()
                 {
                     if let Bind::Expr(v, s) = b {
                         if !out.seen.first(v, depth) {

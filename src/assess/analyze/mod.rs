@@ -20,6 +20,12 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+// Maps keyed by node ids and scope numbers use FxHash: those keys are small
+// dense integers the parser and the walk assign, not values the script
+// chooses, so a fast unkeyed hash cannot be driven into collisions. Maps
+// keyed by names from the script keep std's randomly keyed SipHash.
+use rustc_hash::FxHashMap;
+
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod calls;
@@ -238,7 +244,7 @@ struct Facts {
 /// so chains that name one binding twice (`b = [a, a]`) stay linear instead
 /// of doubling at every link until the step budget runs out.
 #[derive(Default)]
-struct Seen(HashMap<u32, usize>);
+struct Seen(FxHashMap<u32, usize>);
 
 impl Seen {
     /// Whether `n` is new at `depth` (and now recorded).
@@ -308,9 +314,9 @@ struct Analyzer<'t> {
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: HashMap<&'t str, Vec<(Node<'t>, usize)>>,
     /// Values a function returns or yields, by the scope its body opens.
-    returns: HashMap<usize, Vec<Node<'t>>>,
+    returns: FxHashMap<usize, Vec<Node<'t>>>,
     /// The calls of each function, by the scope its body opens.
-    callers: HashMap<usize, Vec<defs::Caller<'t>>>,
+    callers: FxHashMap<usize, Vec<defs::Caller<'t>>>,
     /// Files the script writes tainted data to (downloads, copies of
     /// secrets): the path and what it then holds.
     file_store: Vec<(String, flow::Taint<'t>)>,
@@ -318,9 +324,9 @@ struct Analyzer<'t> {
     downloads: Vec<io::Download<'t>>,
     signs: Signs<'t>,
     /// What each call's callee resolves to, by the call's node id.
-    callees: RefCell<HashMap<u32, Option<String>>>,
+    callees: RefCell<FxHashMap<u32, Option<String>>>,
     /// The sources of bound values, by the value's node id.
-    taint_memo: RefCell<HashMap<u32, flow::Taint<'t>>>,
+    taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
     /// A web-route decorator was seen and awaits its function.
     route_decorator: bool,
     /// Loops that never end by their condition, with their scopes.
@@ -352,13 +358,13 @@ impl<'t> Analyzer<'t> {
             last_pos: 0,
             mutations: HashMap::new(),
             attr_stores: HashMap::new(),
-            returns: HashMap::new(),
-            callers: HashMap::new(),
+            returns: FxHashMap::default(),
+            callers: FxHashMap::default(),
             file_store: Vec::new(),
             downloads: Vec::new(),
             signs: Signs::default(),
-            callees: RefCell::new(HashMap::new()),
-            taint_memo: RefCell::new(HashMap::new()),
+            callees: RefCell::new(FxHashMap::default()),
+            taint_memo: RefCell::new(FxHashMap::default()),
             endless_loops: Vec::new(),
             route_decorator: false,
         }

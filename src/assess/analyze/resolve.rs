@@ -25,9 +25,10 @@ impl<'t> Analyzer<'t> {
     /// binds it, and there the last binding before the use (or the last one
     /// at all, for functions that use names bound later in the module).
     /// Picking one binding keeps resolution linear instead of fanning out
-    /// over every rebinding of common names.
-    pub(super) fn lookup(&self, name: &str, scope: usize, at: usize) -> Option<Vec<Bind<'t>>> {
-        self.lookup_span(name, scope, at).map(|(b, _)| vec![b])
+    /// over every rebinding of common names. (An array, not a `Vec`: it is
+    /// asked for at every name the evaluators meet, and needs no allocation.)
+    pub(super) fn lookup(&self, name: &str, scope: usize, at: usize) -> Option<[Bind<'t>; 1]> {
+        self.lookup_span(name, scope, at).map(|(b, _)| [b])
     }
 
     /// [`Self::lookup`], with the stretch of source where that binding is
