@@ -34,7 +34,9 @@ pub(crate) struct Accounts {
 }
 
 impl Accounts {
-    pub(crate) fn read(group: &RunCgroup) -> Accounts {
+    /// The accounts now; the resident-set peaks only with `rss` (a baseline needs
+    /// none, and each is one more `/proc` file to read on the request's path).
+    pub(crate) fn read(group: &RunCgroup, rss: bool) -> Accounts {
         let mut a = Accounts::default();
         for pid in group.pids() {
             let run_ns = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
@@ -46,8 +48,10 @@ impl Accounts {
             if let (Some(ns), Some(t)) = (run_ns, ticks) {
                 a.procs.push((pid, ns, t));
             }
-            let rss = vm_hwm_kb(&format!("/proc/{pid}/status")).unwrap_or(0);
-            a.maxrss_kb = a.maxrss_kb.max(rss);
+            if rss {
+                let kb = vm_hwm_kb(&format!("/proc/{pid}/status")).unwrap_or(0);
+                a.maxrss_kb = a.maxrss_kb.max(kb);
+            }
         }
         a
     }

@@ -390,7 +390,7 @@ impl Supervisor<'_, '_> {
             return;
         }
         self.timeline.mark("code-ended");
-        self.st.payload_usage = Some(done::Accounts::read(c.group()).since(base));
+        self.st.payload_usage = Some(done::Accounts::read(c.group(), true).since(base));
         self.st.payload_done = true;
         self.st.ending = Some(Ending::Exited { code });
         self.kill_sandbox();

@@ -331,7 +331,7 @@ impl Warm {
         // The sandbox's accounts before the code: its usage is counted from here.
         let done = self.done.take().and_then(|fd| {
             let g = self.group.made.get().and_then(Option::as_ref)?;
-            Some((fd, crate::supervise::done::Accounts::read(g)))
+            Some((fd, crate::supervise::done::Accounts::read(g, false)))
         });
         if let Err(e) = hand_over(code_w, &job.code.bytes, job.args) {
             self.prepared = Some(prepared);
