@@ -195,13 +195,16 @@ fn pip_installs_a_wheel_from_an_allowlisted_index_inside_the_sandbox() {
     let code = format!(
         "import subprocess, sys\nr = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-cache-dir', '--target', '/tmp/site', '--index-url', 'http://pypi.test:{port}/simple/', '--trusted-host', 'pypi.test', 'tinypkg'], capture_output=True, text=True)\nprint(r.returncode, r.stderr[-400:], file=sys.stderr)\nsys.path.insert(0, '/tmp/site')\nimport tinypkg\nprint('VALUE', tinypkg.VALUE)\n"
     );
+    // At `trusted`: installing from a plain-http index is HIGH for the assessment
+    // (MB432), which `unknown` escalates to untrusted's 30 s and half a CPU, too little
+    // for pip under the VM lane's emulated CPU. The layer under test is the network's.
     for who in identities("pip_installs_a_wheel_from_an_allowlisted_index_inside_the_sandbox") {
         let o = run(
             who,
             &[
                 "exec",
                 "--trust",
-                "unknown",
+                "trusted",
                 "--config",
                 cfg.to_str().unwrap(),
                 "--network",
@@ -222,7 +225,7 @@ fn pip_installs_a_wheel_from_an_allowlisted_index_inside_the_sandbox() {
             &[
                 "exec",
                 "--trust",
-                "unknown",
+                "trusted",
                 "--config",
                 cfg.to_str().unwrap(),
                 "-c",
