@@ -237,10 +237,15 @@ fn owner_alive(name: &str) -> bool {
 /// How many processes the groups at `dirs` already hold (each counted once):
 /// another container's, when an OCI `cgroupsPath` names a group in use.
 pub fn processes_in(dirs: &[PathBuf]) -> usize {
-    let mut pids: Vec<i32> = dirs.iter().flat_map(|d| procs(d)).collect();
+    pids_in(dirs.iter()).len()
+}
+
+/// The processes in the groups at `dirs`, each once (host pids).
+fn pids_in<'d>(dirs: impl Iterator<Item = &'d PathBuf>) -> Vec<i32> {
+    let mut pids: Vec<i32> = dirs.flat_map(|d| procs(d)).collect();
     pids.sort_unstable();
     pids.dedup();
-    pids.len()
+    pids
 }
 
 /// Where a run's group goes under `cfg.parent`, relative to a hierarchy's root.
@@ -405,10 +410,7 @@ impl RunCgroup {
 
     /// The processes in the group now (host pids, each once).
     pub fn pids(&self) -> Vec<i32> {
-        let mut pids: Vec<i32> = self.dirs.values().flat_map(|d| procs(d)).collect();
-        pids.sort_unstable();
-        pids.dedup();
-        pids
+        pids_in(self.dirs.values())
     }
 
     /// Kills every process in the group, however it got there.

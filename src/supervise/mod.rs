@@ -142,9 +142,8 @@ struct Supervisor<'a, 'io> {
     cg: Option<cgroup::Watch<'a, 'io>>,
     /// Readable (or hung up) when the caller gives up on the run.
     cancel: Option<std::os::fd::BorrowedFd<'io>>,
-    done: Option<OwnedFd>,
-    /// The sandbox's CPU accounts when the code was handed over.
-    baseline: Option<done::Accounts>,
+    /// The warm runner's status pipe and the accounts at the hand-over.
+    done: Option<(OwnedFd, done::Accounts)>,
     timeline: &'a Timeline,
 }
 
@@ -172,10 +171,7 @@ pub(crate) fn run<'a, 'io>(
         limits.output_bytes,
     );
     let pump = stdin::Pump::new(io.stdin, p.stdin);
-    let (done, baseline) = match done.filter(|_| cg.is_some()) {
-        Some((fd, base)) => (Some(fd), Some(base)),
-        None => (None, None),
-    };
+    let done = done.filter(|_| cg.is_some());
     let samples = Samples::new(io.samples);
     let mut s = Supervisor {
         pidfd: pidfd_open(p.pid),
@@ -192,7 +188,6 @@ pub(crate) fn run<'a, 'io>(
         seccomp: seccomp::Watch::default(),
         cg: cg.map(|c| cgroup::Watch::new(c, samples, started)),
         cancel: io.cancel,
-        baseline,
         done,
         timeline,
     };
@@ -322,7 +317,7 @@ impl Supervisor<'_, '_> {
         if let Some(fd) = self.cancel {
             fds.push((Src::Cancel, PollFd::new(fd, pin)));
         }
-        if let Some(fd) = &self.done {
+        if let Some((fd, _)) = &self.done {
             fds.push((Src::Done, PollFd::new(fd.as_fd(), pin)));
         }
         let mut pfds: Vec<PollFd> = fds.iter().map(|(_, f)| *f).collect();
@@ -378,19 +373,17 @@ impl Supervisor<'_, '_> {
     /// The warm runner says the code ended with this status: the run is over once
     /// the output is drained. Its usage is read now, then the sandbox is killed.
     fn on_done(&mut self) {
-        let Some(fd) = self.done.take() else { return };
-        let (Some(code), Some(c), Some(base)) = (
-            done::read_status(&fd),
-            self.cg.as_ref(),
-            self.baseline.as_ref(),
-        ) else {
+        let Some((fd, base)) = self.done.take() else {
+            return;
+        };
+        let (Some(code), Some(c)) = (done::read_status(&fd), self.cg.as_ref()) else {
             return;
         };
         if self.st.ending.is_some() || self.st.killed {
             return;
         }
         self.timeline.mark("code-ended");
-        self.st.payload_usage = Some(done::Accounts::read(c.group(), true).since(base));
+        self.st.payload_usage = Some(done::Accounts::read(c.group(), true).since(&base));
         self.st.payload_done = true;
         self.st.ending = Some(Ending::Exited { code });
         self.kill_sandbox();

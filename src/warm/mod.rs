@@ -422,6 +422,11 @@ impl Warm {
     }
 
     fn into_remains(mut self) -> Remains {
+        self.take_remains()
+    }
+
+    /// What is left to destroy; the value itself then holds nothing.
+    fn take_remains(&mut self) -> Remains {
         Remains {
             init: self
                 .pending_init
@@ -468,14 +473,7 @@ impl Drop for Remains {
 
 impl Drop for Warm {
     fn drop(&mut self) {
-        drop(Remains {
-            init: self
-                .pending_init
-                .take()
-                .or_else(|| self.prepared.as_ref().map(|p| p.pid)),
-            group: self.group.made.take().flatten(),
-            namespaces: Vec::new(),
-        });
+        drop(self.take_remains());
     }
 }
 
