@@ -36,7 +36,7 @@ pub use record::{Assessment, Caller, CodeInfo, Event, Kind, Record, RunEnd, RunS
 pub use render::{show, tail, tail_with, ShowFilter, TailOptions};
 pub use sources::PreviousSource;
 pub use verify::{verify, verify_pinned, Problem, ProblemKind, VerifyReport};
-pub use writer::{AppendedRecord, AuditLog, Opened};
+pub use writer::{AppendedRecord, AuditLog, Opened, Unsynced};
 
 #[cfg(test)]
 pub(crate) mod testutil;

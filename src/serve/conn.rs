@@ -70,8 +70,14 @@ fn serve_one(server: &Server, stream: &UnixStream, started: Instant) -> Result<(
     let mut out = Output::new(stream, req.stream, req.samples);
     let (result, served) = run(server, &sandbox, &code, &req.args, &input, &mut out);
     drop(permit);
-    let run = result.map_err(failure)?;
-    out.finish(&run, served.with_times(started, admitted))
+    let mut run = result.map_err(failure)?;
+    let sent = out.finish(&run, served.with_times(started, admitted));
+    // The client has its report; the end record, already in the log, is made
+    // durable now rather than on the request's path.
+    if let Err(e) = run.sync_audit() {
+        eprintln!("maibox serve: audit log: {e}");
+    }
+    sent
 }
 
 /// How the request was served, for the report's `server` object.

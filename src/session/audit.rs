@@ -95,7 +95,13 @@ pub fn start(log: &mut AuditLog, s: &Start) -> Result<(), AuditError> {
     Ok(())
 }
 
-pub fn end(log: &mut AuditLog, r: &Report) -> Result<(), AuditError> {
+/// Records the run's end; with `defer_sync`, returns before the record is synced
+/// (see [`AuditLog::append_unsynced`]).
+pub fn end(
+    log: &mut AuditLog,
+    r: &Report,
+    defer_sync: bool,
+) -> Result<Option<audit::Unsynced>, AuditError> {
     let end = audit::RunEnd {
         run_id: r.run_id.clone(),
         // The network's verdicts ride along: in allowlist mode every request the proxy
@@ -105,8 +111,20 @@ pub fn end(log: &mut AuditLog, r: &Report) -> Result<(), AuditError> {
         usage: serde_json::to_value(&r.usage).unwrap_or_default(),
         violations: serde_json::to_value(&r.violations).unwrap_or_default(),
     };
+    if defer_sync {
+        return Ok(log.append_unsynced(audit::Event::run_end(&end)?)?.1);
+    }
     log.append_run_end(&end)?;
-    Ok(())
+    Ok(None)
+}
+
+/// How recording a run's end went.
+#[derive(Default)]
+pub(crate) struct Ended {
+    /// Why the end could not be recorded, if it could not (the run did happen).
+    pub problem: Option<String>,
+    /// The end record, written but not yet synced.
+    pub unsynced: Option<audit::Unsynced>,
 }
 
 /// The audit side of one run: the log, once opened, why recording the run's start
@@ -171,28 +189,34 @@ impl RunAudit {
     }
 
     /// Records the run's end. An error when its start could not be recorded; `Ok`
-    /// with a reason when the end could not be (the run did happen).
+    /// with a reason when the end could not be (the run did happen). In a log kept
+    /// open by the caller (a server), the record is written but its sync is left to
+    /// the returned handle, so the caller can answer its client first.
     pub fn end(
         &self,
         r: &Report,
         timeline: &Timeline,
-    ) -> Result<Option<String>, (&'static str, AuditError)> {
+    ) -> Result<Ended, (&'static str, AuditError)> {
         if let Some(e) = lock(&self.failed).take() {
             return Err(e);
         }
-        let mut problem = None;
+        let mut ended = Ended::default();
         let mut own = lock(&self.log);
         let mut shared = self.shared.as_ref().map(|s| lock(s));
+        let defer_sync = shared.is_some();
         if let Some(log) = shared.as_deref_mut().or(own.as_mut()) {
-            if let Err(e) = end(log, r) {
-                problem = Some(format!(
-                    "the end of run {} could not be recorded in the audit log: {e}",
-                    r.run_id
-                ));
+            match end(log, r, defer_sync) {
+                Ok(unsynced) => ended.unsynced = unsynced,
+                Err(e) => {
+                    ended.problem = Some(format!(
+                        "the end of run {} could not be recorded in the audit log: {e}",
+                        r.run_id
+                    ))
+                }
             }
         }
         timeline.mark("audit-end");
-        Ok(problem)
+        Ok(ended)
     }
 }
 

@@ -78,6 +78,17 @@ pub struct Run {
     pub notices: Vec<Notice>,
     /// The whole assessment (the report carries its summary).
     pub assessment: Assessment,
+    /// The audit end record, written but not yet synced, in a log kept open by the
+    /// caller ([`Sandbox::audit_log`]); synced by [`Run::sync_audit`] or on drop.
+    audit_unsynced: Option<crate::audit::Unsynced>,
+}
+
+impl Run {
+    /// Makes the run's audit end record durable, where it was left unsynced so
+    /// that the caller could answer first (a log kept open by the caller).
+    pub fn sync_audit(&mut self) -> Result<(), crate::audit::AuditError> {
+        self.audit_unsynced.take().map_or(Ok(()), |u| u.sync())
+    }
 }
 
 /// What the gate decided for a run, and the policy it runs under.
@@ -257,6 +268,9 @@ impl Sandbox {
 
     /// Records runs in this log, kept open by the caller (a process that runs many
     /// sandboxes, such as a server), instead of opening the configured one per run.
+    /// A run's end record is then written before [`Sandbox::run`] returns but synced
+    /// by [`Run::sync_audit`] or when the [`Run`] is dropped, so that the caller can
+    /// answer first.
     pub fn audit_log(mut self, log: Arc<std::sync::Mutex<crate::audit::AuditLog>>) -> Self {
         self.audit_log = Some(log);
         self
@@ -364,8 +378,9 @@ impl Sandbox {
         let (outcome, facts) = backend(&job, io, &mut notices, before_code);
         let report = crate::report::build(&policy, &outcome, info, facts);
         x.timeline.mark("report");
-        self.end(run_audit, &report, x.timeline, &mut notices)?;
+        let audit_unsynced = self.end(run_audit, &report, x.timeline, &mut notices)?;
         Ok(Run {
+            audit_unsynced,
             report,
             stdout: outcome.stdout,
             stderr: outcome.stderr,
@@ -450,17 +465,18 @@ impl Sandbox {
         report: &Report,
         timeline: &Timeline,
         n: &mut Notices,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<crate::audit::Unsynced>, Error> {
         if let Some(why) = run_audit.disabled.lock().ok().and_then(|mut d| d.take()) {
             n.warn(format!(
                 "audit log disabled for this run (audit.required is false): {why}"
             ));
         }
         match run_audit.end(report, timeline) {
-            Ok(None) => Ok(()),
-            Ok(Some(problem)) => {
-                n.warn(problem);
-                Ok(())
+            Ok(ended) => {
+                if let Some(problem) = ended.problem {
+                    n.warn(problem);
+                }
+                Ok(ended.unsynced)
             }
             Err((context, source)) => Err(Error::Audit { context, source }),
         }

@@ -35,6 +35,40 @@ pub struct AppendedRecord {
     pub segment: u64,
 }
 
+/// A record written but not yet synced (see [`AuditLog::append_unsynced`]).
+/// Dropping it syncs too, so a record is never left to the page cache alone.
+#[derive(Debug)]
+pub struct Unsynced {
+    /// `None` once synced.
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl Unsynced {
+    /// Makes the record durable (`fdatasync` of its segment).
+    pub fn sync(mut self) -> Result<(), AuditError> {
+        self.sync_now()
+    }
+
+    fn sync_now(&mut self) -> Result<(), AuditError> {
+        match self.file.take() {
+            Some(f) => f
+                .sync_data()
+                .map_err(AuditError::io("fsync record", &self.path)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Unsynced {
+    fn drop(&mut self) {
+        if let Err(e) = self.sync_now() {
+            // Nobody is left to tell but the operator; the line itself is written.
+            eprintln!("maibox: audit log: {e}");
+        }
+    }
+}
+
 /// Result of [`AuditLog::open_policy`]: with `required = false`, a log that
 /// cannot be opened yields `Disabled` so the caller can warn and run anyway.
 #[derive(Debug)]
@@ -200,6 +234,26 @@ impl AuditLog {
     /// Appends one record. Returns only after the line is on disk (fdatasync);
     /// any failure is returned, never swallowed.
     pub fn append(&mut self, event: Event) -> Result<AppendedRecord, AuditError> {
+        self.append_with(event, false).map(|(r, _)| r)
+    }
+
+    /// Appends one record and returns before it is synced: the line is in the
+    /// file (a reader, a later append or a killed process sees it), and the
+    /// returned [`Unsynced`] makes it durable when synced or dropped. For a
+    /// server that answers its client first: only a machine crash in between
+    /// could lose the line.
+    pub fn append_unsynced(
+        &mut self,
+        event: Event,
+    ) -> Result<(AppendedRecord, Option<Unsynced>), AuditError> {
+        self.append_with(event, true)
+    }
+
+    fn append_with(
+        &mut self,
+        event: Event,
+        defer_sync: bool,
+    ) -> Result<(AppendedRecord, Option<Unsynced>), AuditError> {
         if event.kind.writer_only() {
             return Err(AuditError::ReservedKind(event.kind.as_str().into()));
         }
@@ -207,7 +261,7 @@ impl AuditLog {
         let _guard = lock(&self.lock_file, &lock_path, FlockArg::LockExclusive)?;
         self.refresh(false)?;
         self.rotate_if_due()?;
-        self.write_record(event.kind, event.run_id.as_deref(), event.body)
+        self.write_record(event.kind, event.run_id.as_deref(), event.body, defer_sync)
     }
 
     pub fn append_run_start(&mut self, s: &RunStart) -> Result<AppendedRecord, AuditError> {

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{json, Value};
 
 use super::tail::last_of_segment;
-use super::{Active, AppendedRecord, AuditLog};
+use super::{Active, AppendedRecord, AuditLog, Unsynced};
 use crate::audit::error::AuditError;
 use crate::audit::line::build_line;
 use crate::audit::record::Kind;
@@ -85,12 +85,15 @@ impl AuditLog {
         Ok(())
     }
 
+    /// Writes one line; syncs it unless `defer_sync`, which hands the caller a
+    /// handle on the segment to sync instead (the line is already in the file).
     pub(super) fn write_record(
         &mut self,
         kind: Kind,
         run_id: Option<&str>,
         body: Value,
-    ) -> Result<AppendedRecord, AuditError> {
+        defer_sync: bool,
+    ) -> Result<(AppendedRecord, Option<Unsynced>), AuditError> {
         let Some(a) = self.active.as_mut() else {
             return Err(AuditError::TailCorrupt {
                 segment: 0,
@@ -107,7 +110,15 @@ impl AuditLog {
             self.active = None;
             return Err(AuditError::io("write record", path)(e));
         }
-        if self.sync {
+        // A handle that cannot be made (no descriptor left) means syncing here.
+        let unsynced = match self.sync && defer_sync {
+            true => a.file.try_clone().ok().map(|file| Unsynced {
+                file: Some(file),
+                path: a.path.clone(),
+            }),
+            false => None,
+        };
+        if self.sync && unsynced.is_none() {
             if let Err(e) = a.file.sync_data() {
                 let path = a.path.clone();
                 self.active = None;
@@ -117,11 +128,12 @@ impl AuditLog {
         a.len += line.len() as u64;
         a.last_seq = seq;
         a.last_hash = hash.clone();
-        Ok(AppendedRecord {
+        let record = AppendedRecord {
             seq,
             hash,
             segment: a.number,
-        })
+        };
+        Ok((record, unsynced))
     }
 
     /// Deletes the oldest closed segments whose mtime is past the retention
@@ -166,6 +178,7 @@ impl AuditLog {
             Kind::Retention,
             None,
             json!({"retention_days": self.cfg.retention_days, "deleted": entries}),
+            false,
         )?;
         for s in &doomed {
             fs::remove_file(&s.path).map_err(AuditError::io("delete expired segment", &s.path))?;

@@ -1,5 +1,5 @@
 use super::super::render::read_records;
-use super::super::testutil::{cfg, make_log, sample_start, spawn_helper, HelperJob};
+use super::super::testutil::{cfg, make_log, sample_end, sample_start, spawn_helper, HelperJob};
 use super::super::verify::{verify, ProblemKind};
 use super::*;
 use crate::audit::record::{hex, Kind};
@@ -37,6 +37,37 @@ fn a_new_day_starts_a_new_segment_and_the_chain_holds() {
     log2.active.as_mut().unwrap().first_day = Some(yesterday);
     log2.append_run_start(&sample_start("b")).unwrap();
     assert_eq!(super::super::segments::list(&log2.dir).unwrap().len(), 1);
+}
+
+#[test]
+fn an_unsynced_record_is_in_the_log_before_its_sync() {
+    let d = tempfile::tempdir().unwrap();
+    let c = cfg(d.path());
+    let mut log = AuditLog::open(&c).unwrap();
+    log.append_run_start(&sample_start("a")).unwrap();
+    let end = Event::run_end(&sample_end("a")).unwrap();
+    let (rec, unsynced) = log.append_unsynced(end).unwrap();
+    let unsynced = unsynced.expect("a syncing log hands back the sync");
+    // Another writer, and a reader, see it before it is synced: a server killed
+    // between the write and the sync loses nothing.
+    let mut other = AuditLog::open(&c).unwrap();
+    let next = other.append_run_start(&sample_start("b")).unwrap();
+    assert_eq!(next.seq, rec.seq + 1);
+    let kinds: Vec<String> = read_records(d.path())
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.record.as_ref().map(|r| r.kind.clone()))
+        .collect();
+    assert!(
+        kinds.iter().any(|k| k == Kind::RunEnd.as_str()),
+        "{kinds:?}"
+    );
+    assert!(verify(d.path()).unwrap().ok);
+    unsynced.sync().unwrap();
+    // A log that does not sync (tests only) has nothing to hand back.
+    log.set_sync(false);
+    let end = Event::run_end(&sample_end("b")).unwrap();
+    assert!(log.append_unsynced(end).unwrap().1.is_none());
 }
 
 #[test]
