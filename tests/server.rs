@@ -26,6 +26,11 @@ fn failure(r: Result<common::server::Ran, ClientError>) -> maibox::serve::protoc
 
 /// `maibox exec` against this server (`--server`) or cold (no flag).
 fn cli(s: &Server, server: bool, args: &[&str], stdin: &[u8]) -> std::process::Output {
+    cli_with(s, server, args, Some(stdin))
+}
+
+/// As [`cli`]; stdin `None` is /dev/null.
+fn cli_with(s: &Server, server: bool, args: &[&str], stdin: Option<&[u8]>) -> std::process::Output {
     let sock = s.socket();
     let cfg = s.config.display().to_string();
     let mut all = vec!["exec", "--config", &cfg];
@@ -37,12 +42,17 @@ fn cli(s: &Server, server: bool, args: &[&str], stdin: &[u8]) -> std::process::O
     let mut c = command(As::Caller);
     c.env("MAIBOX_AUDIT_DIR", s.audit());
     c.args(&all)
-        .stdin(std::process::Stdio::piped())
+        .stdin(match stdin {
+            Some(_) => std::process::Stdio::piped(),
+            None => std::process::Stdio::null(),
+        })
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = c.spawn().unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    if let Some(data) = stdin {
+        child.stdin.take().unwrap().write_all(data).unwrap();
+    }
     child.wait_with_output().unwrap()
 }
 
@@ -62,11 +72,14 @@ fn served_runs_match_cold_runs_through_the_cli() {
         vec![&path[..], "--", "a b"],
         vec![&path[..], "--", "x", "y"],
     ] {
-        let warm = cli(&s, true, &args, b"input line\n");
-        let cold = cli(&s, false, &args, b"input line\n");
-        assert_eq!(stdout(&warm), stdout(&cold));
-        assert_eq!(stderr(&warm), stderr(&cold));
-        assert_eq!(warm.status.code(), cold.status.code());
+        // Stdin streamed, and /dev/null (which the client does not stream).
+        for input in [Some(&b"input line\n"[..]), None] {
+            let warm = cli_with(&s, true, &args, input);
+            let cold = cli_with(&s, false, &args, input);
+            assert_eq!(stdout(&warm), stdout(&cold));
+            assert_eq!(stderr(&warm), stderr(&cold));
+            assert_eq!(warm.status.code(), cold.status.code());
+        }
     }
     let mut json = vec!["--json", &path[..]];
     let w = report(&cli(&s, true, &json, b""));

@@ -33,9 +33,12 @@ pub fn exec(
         Err(_) if mode == Mode::Auto => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let req = request(a, code, from_stdin);
+    // Stdin that can only be empty is not streamed: the code gets /dev/null either
+    // way, and no thread on either side waits for an end of input.
+    let stream_stdin = !from_stdin && !stdin_is_null();
+    let req = request(a, code, stream_stdin);
     let stdin: Option<Box<dyn std::io::Read + Send>> =
-        (!from_stdin).then(|| Box::new(std::io::stdin()) as _);
+        stream_stdin.then(|| Box::new(std::io::stdin()) as _);
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();
     let mut on_event = |e: Event| match e {
@@ -59,7 +62,20 @@ pub fn exec(
     Ok(Some(report["exit_code"].as_i64().unwrap_or(125) as i32))
 }
 
-fn request(a: &ExecArgs, code: &Code, from_stdin: bool) -> Request {
+/// Whether this process's stdin is /dev/null (or closed).
+fn stdin_is_null() -> bool {
+    use nix::sys::stat::{fstat, major, minor, SFlag};
+    use std::os::fd::AsRawFd;
+    match fstat(std::io::stdin().as_raw_fd()) {
+        Ok(st) => {
+            let chr = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFCHR;
+            chr && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3
+        }
+        Err(e) => e == nix::errno::Errno::EBADF,
+    }
+}
+
+fn request(a: &ExecArgs, code: &Code, stream_stdin: bool) -> Request {
     Request {
         v: VERSION,
         code: String::from_utf8_lossy(&code.bytes).into_owned(),
@@ -76,7 +92,7 @@ fn request(a: &ExecArgs, code: &Code, from_stdin: bool) -> Request {
         override_reason: a.override_reason.clone(),
         stream: true,
         samples: a.stats.is_some(),
-        stdin: (!from_stdin).then(|| StdinSpec::Mode("stream".into())),
+        stdin: stream_stdin.then(|| StdinSpec::Mode("stream".into())),
     }
 }
 
