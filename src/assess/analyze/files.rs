@@ -227,6 +227,11 @@ impl<'t> Analyzer<'t> {
             );
         } else if let Some(what) = taxonomy::persistence(p).filter(|_| !deletes) {
             self.add("MB906", node, format!("{op} {p}: writes {what}"));
+        } else if !deletes && taxonomy::installed_package(p) && p.contains('*') {
+            // Package files found by listing site-packages: the code every
+            // later import of those packages runs.
+            let detail = format!("{op} {p}: rewrites installed packages' code");
+            self.add("MB932", node, detail);
         } else if !deletes && taxonomy::is_disk(p) {
             self.add("MB907", node, format!("{op} {p}: overwrites a disk"));
         } else if !p.contains(['*', '<']) {

@@ -54,6 +54,7 @@ mod ransom;
 mod recon;
 mod resolve;
 mod resource;
+mod spread;
 mod strings;
 mod supply;
 mod taxonomy;

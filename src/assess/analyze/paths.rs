@@ -172,8 +172,13 @@ impl<'t> Analyzer<'t> {
                 let (Some(l), Some(r)) = (n.child(F::Left), n.child(F::Right)) else {
                     return Vec::new();
                 };
+                // `paths_a + [p, q]` joins two lists of paths, not two strings.
+                let lists = [l, r]
+                    .iter()
+                    .any(|k| matches!(k.kind(), K::List | K::Tuple));
                 let (l, r) = (self.pv(l, scope, d), self.pv(r, scope, d));
                 match n.operator() {
+                    Op::Bin(Operator::Add) if lists => l.into_iter().chain(r).collect(),
                     Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
                     Op::Bin(Operator::Div) => product(&l, &r, join2),
                     Op::Bin(Operator::Mod) => l.iter().map(|f| percent_wild(f)).collect(),
@@ -257,6 +262,25 @@ impl<'t> Analyzer<'t> {
                 }
                 Bind::Part { of, scope: s, how } => out.extend(self.pv_part(of, s, how, depth)),
                 _ => {}
+            }
+        }
+        // Paths put into a list without rebinding it (`found.append(p)`,
+        // `found += [...]`) are its values too.
+        let stored = self
+            .mutations
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for &(s, v) in stored {
+            if self.encloses(s, scope) || self.encloses(scope, s) {
+                out.extend(
+                    v.children()
+                        .filter(|_| v.kind() == K::ArgumentList)
+                        .flat_map(|a| self.pv(a, s, depth)),
+                );
+                if v.kind() != K::ArgumentList {
+                    out.extend(self.pv(v, s, depth));
+                }
             }
         }
         out

@@ -166,6 +166,38 @@ pub(super) fn is_disk(path: &str) -> bool {
     DISKS.iter().any(|d| path.starts_with(d))
 }
 
+/// Places where a file is run by someone else, later: mounted removable
+/// media and shares (opened on another machine), notebooks, IPython start-up
+/// directories, git hooks, installed packages. A copy of a script put there
+/// spreads it.
+pub(super) fn spread_target(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    if ["/media/", "/run/media/", "/mnt/"]
+        .iter()
+        .any(|m| lower.starts_with(m))
+    {
+        Some("removable media or a network share")
+    } else if lower.ends_with(".ipynb") {
+        Some("a notebook other people run")
+    } else if lower.contains("/.ipython/") && lower.contains("/startup/") {
+        Some("IPython's start-up directory")
+    } else if lower.contains("/.git/hooks/") {
+        Some("a git hook")
+    } else if installed_package(&lower) {
+        Some("an installed package")
+    } else {
+        None
+    }
+}
+
+/// A path inside a directory Python imports installed packages from.
+pub(super) fn installed_package(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.starts_with("<site-packages>/")
+        || lower.contains("/site-packages/")
+        || lower.contains("/dist-packages/")
+}
+
 /// Devices no sandboxed script reads for a good reason: raw keyboards and
 /// mice, physical and kernel memory.
 pub(super) fn capture_device(path: &str) -> Option<&'static str> {

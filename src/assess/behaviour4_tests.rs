@@ -1,0 +1,53 @@
+//! Behaviour tests for the fourth round's families (surveillance, attacks on
+//! third parties, self-propagation, tampering, harness cheating, kernel
+//! attacks), spelled unlike the corpus, each with a benign control.
+
+use super::{assess, AssessConfig, Assessment, Verdict};
+
+fn run(src: &str) -> Assessment {
+    assess("t.py", src.as_bytes(), &AssessConfig::default()).unwrap()
+}
+
+fn rules(a: &Assessment) -> Vec<&str> {
+    a.findings.iter().map(|f| f.rule.as_str()).collect()
+}
+
+fn finding<'a>(a: &'a Assessment, rule: &str) -> &'a super::Finding {
+    a.findings
+        .iter()
+        .find(|f| f.rule == rule)
+        .unwrap_or_else(|| panic!("no {rule} in {:?}", a.findings))
+}
+
+#[test]
+fn own_code_copied_into_walked_files_and_shares() {
+    // The script's file read through a helper, then appended to scripts a
+    // walk finds; and the file itself copied onto a mounted share.
+    let infect = "import os, sys\n\ndef me():\n    return open(sys.argv[0]).read()\n\nbody = me()\nfor top, _, names in os.walk('/home'):\n    for n in names:\n        if n.endswith('.py'):\n            with open(os.path.join(top, n), 'a') as out:\n                out.write(body)\n";
+    let a = run(infect);
+    let f = finding(&a, "MB936");
+    assert_eq!(f.line, 11);
+    assert!(f.detail.contains("line 4"), "{}", f.detail);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let share = "import shutil\ntargets = []\nfor d in ('usb0', 'usb1'):\n    targets.append('/mnt/' + d + '/readme.py')\nfor t in targets:\n    shutil.copy(__file__, t)\n";
+    assert!(
+        rules(&run(share)).contains(&"MB936"),
+        "{:?}",
+        run(share).findings
+    );
+    // A formatter rewriting the files of its own tree writes their text,
+    // not its own, and a script saving a copy of itself once keeps it.
+    let tidy = "import pathlib\nroot = pathlib.Path(__file__).parent\nfor p in root.rglob('*.py'):\n    p.write_text(p.read_text().rstrip() + '\\n')\n";
+    assert!(
+        run(tidy).verdict < Verdict::High,
+        "{:?}",
+        run(tidy).findings
+    );
+    let backup =
+        "import shutil, os\nshutil.copy(__file__, os.path.expanduser('~/backup/tool.py'))\n";
+    assert!(
+        run(backup).verdict < Verdict::High,
+        "{:?}",
+        run(backup).findings
+    );
+}
