@@ -51,3 +51,25 @@ fn own_code_copied_into_walked_files_and_shares() {
         run(backup).findings
     );
 }
+
+#[test]
+fn harness_patched_reports_forged_and_runner_killed() {
+    let patch = "from unittest import TestCase as T\n\ndef never_fails(*args, **kwargs):\n    pass\n\nT.assertEqual = never_fails\n";
+    let a = run(patch);
+    assert_eq!(finding(&a, "MB937").line, 6);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let report = "from pathlib import Path\nout = Path('build') / 'junit-results.xml'\nout.write_text('<testsuite tests=\"9\" failures=\"0\"/>')\n";
+    assert!(
+        rules(&run(report)).contains(&"MB937"),
+        "{:?}",
+        run(report).findings
+    );
+    let stop = "import os, signal, threading\n\ndef later(who):\n    os.kill(who, signal.SIGTERM)\n\nthreading.Timer(2, later, args=(os.getppid(),)).start()\n";
+    let a = run(stop);
+    assert!(rules(&a).contains(&"MB938"), "{:?}", a.findings);
+    // Running the suite, stopping one's own child and an alarm handler that
+    // does something are ordinary.
+    let honest = "import os, signal, subprocess, unittest\n\ndef on_alarm(signum, frame):\n    raise TimeoutError\n\nsignal.signal(signal.SIGALRM, on_alarm)\nchild = subprocess.Popen(['sleep', '9'])\nos.kill(child.pid, signal.SIGTERM)\nunittest.main(module=None, argv=['x', 'discover'])\n";
+    let a = run(honest);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}

@@ -3,7 +3,9 @@
 
 use super::calls::Call;
 use super::names::*;
-use super::{pos, taxonomy, Analyzer, Bind, Node, F, K};
+use ruff_python_ast::Operator;
+
+use super::{pos, taxonomy, Analyzer, Bind, Node, Op, F, K};
 
 /// Operations that delete what they are given.
 const DELETES: &[&str] = &[
@@ -213,11 +215,14 @@ impl<'t> Analyzer<'t> {
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
     fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
-        if self.judge_escape(p, op, node) || self.judge_tamper(p, op, node) {
+        let deletes = DELETES.contains(&op);
+        if self.judge_escape(p, op, node)
+            || self.judge_tamper(p, op, node)
+            || (!deletes && self.judge_harness(p, op, node))
+        {
             return true;
         }
         let before = self.findings.len();
-        let deletes = DELETES.contains(&op);
         let recursive = matches!(op, "shutil.rmtree" | "os.removedirs");
         if deletes && taxonomy::precious_tree(p, recursive) {
             self.add(
@@ -306,6 +311,13 @@ impl<'t> Analyzer<'t> {
             }
             _ => false,
         };
+        if m == "write" {
+            // `tree.write(dir / "report.xml")`: a serialiser writing a file
+            // it is given a path for (a file's `write` takes data).
+            if let Some(arg) = call.pos.first().filter(|a| self.divided_path(**a)) {
+                self.judge_target(*arg, scope, "write", node);
+            }
+        }
         if !writes {
             return;
         }
@@ -345,5 +357,10 @@ impl<'t> Analyzer<'t> {
                 }),
             _ => false,
         }
+    }
+
+    /// A path built with pathlib's `/` operator.
+    fn divided_path(&self, n: Node<'t>) -> bool {
+        n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Div)
     }
 }

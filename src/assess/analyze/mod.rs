@@ -43,6 +43,7 @@ mod flow;
 mod flows;
 mod fold;
 mod gadget;
+mod harness;
 mod host;
 mod io;
 mod lateral;
@@ -163,6 +164,7 @@ fn analyze_text(
     a.check_calls();
     a.check_gadgets();
     a.check_recon();
+    a.check_patched();
     a.check_supply_chain();
     a.check_sends();
     a.check_strings();
@@ -314,6 +316,9 @@ struct Analyzer<'t> {
     mutations: HashMap<&'t str, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: HashMap<&'t str, Vec<(Node<'t>, usize)>>,
+    /// Targets of `obj.attr = v` and `obj[k] = v`, and their scopes: what
+    /// the script replaces in modules it did not write (monkeypatching).
+    assigned: Vec<(Node<'t>, usize)>,
     /// Values a function returns or yields, by the scope its body opens.
     returns: FxHashMap<usize, Vec<Node<'t>>>,
     /// The calls of each function, by the scope its body opens.
@@ -359,6 +364,7 @@ impl<'t> Analyzer<'t> {
             last_pos: 0,
             mutations: HashMap::new(),
             attr_stores: HashMap::new(),
+            assigned: Vec::new(),
             returns: FxHashMap::default(),
             callers: FxHashMap::default(),
             file_store: Vec::new(),

@@ -47,7 +47,6 @@ const SAME_PATH: &[&str] = &[
     "builtins.set",
     "builtins.tuple",
     "builtins.reversed",
-    "builtins.filter",
     "glob.glob",
     "glob.iglob",
     "shlex.quote",
@@ -399,6 +398,8 @@ impl<'t> Analyzer<'t> {
                     });
                 }
                 q if SAME_PATH.contains(&q) => return arg(0),
+                // `filter(pred, paths)`: the paths are the second argument.
+                "builtins.filter" => return arg(1),
                 "pathlib.Path.home" => return vec!["~".into()],
                 "os.getcwd" | "pathlib.Path.cwd" => return vec![".".into()],
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
