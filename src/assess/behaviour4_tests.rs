@@ -73,3 +73,24 @@ fn harness_patched_reports_forged_and_runner_killed() {
     let a = run(honest);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+#[test]
+fn kernel_reached_through_raw_syscalls_and_memory_devices() {
+    // The number alone, through a name that does not spell the call.
+    let raw = "import ctypes\nlibc = ctypes.CDLL('libc.so.6', use_errno=True)\nNR_A = 321\nlibc.syscall(NR_A, 5, None, 0)\n";
+    let a = run(raw);
+    let f = finding(&a, "MB939");
+    assert!(f.detail.contains("bpf"), "{}", f.detail);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let port = "def dev(name):\n    return '/dev/' + name\n\nwith open(dev('port'), 'r+b') as f:\n    f.seek(0xcf9)\n    f.write(b'\\x0e')\n";
+    assert!(
+        rules(&run(port)).contains(&"MB939"),
+        "{:?}",
+        run(port).findings
+    );
+    // getpid through syscall() and reading the uptime are no attack.
+    let benign = "import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.syscall(39))\nprint(open('/proc/uptime').read())\n";
+    let a = run(benign);
+    assert!(!rules(&a).contains(&"MB939"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::Blocked);
+}

@@ -205,10 +205,25 @@ impl<'t> Analyzer<'t> {
             Some(p) => vec![p],
             None => self.paths(t, scope),
         };
+        // One finding per target, unless a later value of it is worse: a
+        // helper writing `/proc/sys/...` and `/proc/sysrq-trigger` is judged
+        // by the trigger.
+        let mut judged = false;
         for p in values {
-            if self.judge_path(&p, op, node) {
+            let before = self.findings.len();
+            if !self.judge_path(&p, op, node) {
+                continue;
+            }
+            if self.findings[before..]
+                .iter()
+                .any(|f| f.rule.starts_with("MB9"))
+            {
                 break;
             }
+            if judged {
+                self.findings.truncate(before);
+            }
+            judged = true;
         }
     }
 
@@ -219,6 +234,7 @@ impl<'t> Analyzer<'t> {
         if self.judge_escape(p, op, node)
             || self.judge_tamper(p, op, node)
             || (!deletes && self.judge_harness(p, op, node))
+            || (!deletes && self.judge_kernel(p, op, node))
         {
             return true;
         }

@@ -46,6 +46,7 @@ mod gadget;
 mod harness;
 mod host;
 mod io;
+mod kernel;
 mod lateral;
 mod literal;
 mod names;

@@ -388,8 +388,27 @@ impl<'t> Analyzer<'t> {
                     if pos.is_empty() {
                         return vec![".".into()];
                     }
-                    return pos.iter().fold(vec![String::new()], |acc, a| {
-                        let v = self.pv(*a, scope, depth);
+                    // With `*parts` kept in place (`args` leaves splats out).
+                    let parts: Vec<Node<'t>> = n
+                        .child(F::Arguments)
+                        .filter(|al| al.kind() == K::ArgumentList)
+                        .map(|al| {
+                            al.children()
+                                .filter(|a| {
+                                    !matches!(a.kind(), K::KeywordArgument | K::DictionarySplat)
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_else(|| pos.clone());
+                    return parts.iter().fold(vec![String::new()], |acc, a| {
+                        let v = self
+                            .splat_parts(*a, scope, depth)
+                            .unwrap_or_else(|| self.pv(*a, scope, depth));
+                        // Parts nothing tells are left out, as before splats
+                        // were followed: the known prefix is still judged.
+                        if v.is_empty() && a.kind() == K::ListSplat {
+                            return acc;
+                        }
                         product(
                             &acc,
                             &v,
@@ -502,6 +521,39 @@ fn blank_fields(t: &str) -> String {
         }
     }
     out
+}
+
+impl<'t> Analyzer<'t> {
+    /// `join(base, *parts)` inside `def f(*parts)`: every caller's remaining
+    /// positional arguments, joined as path components (one value per call).
+    fn splat_parts(&self, a: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let name = a.nth_child(0).filter(|_| a.kind() == K::ListSplat)?;
+        let binds = self.lookup(self.text(name), scope, name.start_byte())?;
+        let [Bind::Param { param, func, index }] = binds else {
+            return None;
+        };
+        if param.kind() != K::ListSplatPattern {
+            return None;
+        }
+        let callers = self.callers.get(&func)?;
+        let mut out = Vec::new();
+        for c in callers {
+            let rest = c
+                .args
+                .get(index.checked_sub(c.offset)?..)
+                .unwrap_or_default();
+            let joined = rest.iter().fold(vec![String::new()], |acc, r| {
+                let v = self.pv(*r, c.scope, depth + 1);
+                product(
+                    &acc,
+                    &v,
+                    |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
+                )
+            });
+            out.extend(joined);
+        }
+        Some(capped(out))
+    }
 }
 
 #[cfg(test)]
