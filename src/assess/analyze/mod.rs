@@ -30,6 +30,7 @@ use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod calls;
 mod capability;
+mod capture;
 mod command;
 mod composite;
 mod defs;
@@ -284,6 +285,10 @@ struct Signs<'t> {
     shell_copies: Vec<String>,
     /// A process killed.
     kills: Option<Node<'t>>,
+    /// The screen, camera, microphone, keyboard or clipboard captured.
+    capture: Option<(Node<'t>, capture::Captured)>,
+    /// A send of data to a network peer (not a command).
+    network_send: Option<Node<'t>>,
     /// A string literal naming a defence (a security agent or service).
     defence_named: Option<(Node<'t>, String)>,
 }
