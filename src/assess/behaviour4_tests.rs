@@ -112,3 +112,25 @@ fn captured_screen_or_microphone_sent_away() {
     let a = run(honest);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+#[test]
+fn floods_forged_packets_and_relay_spam() {
+    let flood = "import socket, time\nfrom threading import Thread\n\ndef hammer(addr, secs):\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    stop = time.monotonic() + secs\n    while time.monotonic() < stop:\n        s.sendto(b'x' * 512, addr)\n\nfor _ in range(32):\n    Thread(target=hammer, args=(('198.51.100.7', 27015), 300)).start()\n";
+    let a = run(flood);
+    assert_eq!(finding(&a, "MB927").line, 8);
+    let forged = "from socket import socket, AF_INET, SOCK_RAW, IPPROTO_UDP, IPPROTO_IP, IP_HDRINCL\nraw = socket(AF_INET, SOCK_RAW, IPPROTO_UDP)\nraw.setsockopt(IPPROTO_IP, IP_HDRINCL, 1)\nfor target in open('reflectors.txt').read().split():\n    raw.sendto(b'\\x45' + b'\\0' * 27, (target, 123))\n";
+    let a = run(forged);
+    assert!(rules(&a).contains(&"MB941"), "{:?}", a.findings);
+    let spam = "import smtplib, json\nservers = json.load(open('relays.json'))\nleads = open('addresses.txt').read().splitlines()\nfor i, server in enumerate(servers):\n    conn = smtplib.SMTP(server['host'])\n    for rcpt in leads[i * 50:(i + 1) * 50]:\n        conn.sendmail('it@bank.example', rcpt, 'Subject: verify\\n\\nclick')\n";
+    let a = run(spam);
+    assert!(rules(&a).contains(&"MB942"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    // A readiness probe that waits, ping's raw ICMP socket and a newsletter
+    // through its one server are not attacks.
+    let honest = "import socket, smtplib, time\nend = time.time() + 30\nwhile time.time() < end:\n    c = socket.socket()\n    if c.connect_ex(('127.0.0.1', 5432)) == 0:\n        break\n    time.sleep(1)\nicmp = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\nfor n in range(3):\n    icmp.sendto(b'\\x08\\0\\0\\0\\0\\0\\0\\0', ('192.0.2.1', 0))\nconn = smtplib.SMTP('mail.example.org')\nfor rcpt in open('subscribers.txt').read().split():\n    conn.sendmail('news@example.org', rcpt, 'Subject: news\\n\\nhello')\n";
+    let a = run(honest);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+    assert!(!rules(&a)
+        .iter()
+        .any(|r| matches!(*r, "MB927" | "MB941" | "MB942")));
+}

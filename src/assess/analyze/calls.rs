@@ -113,6 +113,7 @@ impl<'t> Analyzer<'t> {
         self.check_harness_call(call, &read);
         self.check_kernel_call(call);
         self.check_capture(call, &read);
+        self.check_abuse_call(call);
         self.note_file_steps(call);
         self.note_secret_read(call, &read);
         if let Some(kind) = exfil::send_kind(call.q.as_deref(), call.method) {

@@ -51,6 +51,7 @@ impl<'t> Analyzer<'t> {
         }
         self.combined_signs();
         self.check_capture_shipped(self.signs.network_send);
+        self.check_abuse();
         self.check_defence_kills();
         self.chained_steps();
     }

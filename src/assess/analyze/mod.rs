@@ -28,6 +28,7 @@ use rustc_hash::FxHashMap;
 
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
+mod abuse;
 mod calls;
 mod capability;
 mod capture;
@@ -289,6 +290,14 @@ struct Signs<'t> {
     capture: Option<(Node<'t>, capture::Captured)>,
     /// A send of data to a network peer (not a command).
     network_send: Option<Node<'t>>,
+    /// A raw socket that carries the script's own IP header.
+    own_ip_header: Option<Node<'t>>,
+    /// `sendto` in a loop.
+    looped_sendto: Option<Node<'t>>,
+    /// An SMTP client made in a loop for a server that is not a constant.
+    rotating_relay: Option<Node<'t>>,
+    /// Mail sent in a loop to each address of a list read from data.
+    mass_mail: Option<(Node<'t>, Node<'t>)>,
     /// A string literal naming a defence (a security agent or service).
     defence_named: Option<(Node<'t>, String)>,
 }

@@ -1,0 +1,94 @@
+//! Attacks on third parties besides floods (MB927, [`super::resource`]) and
+//! password guessing (MB925, [`super::lateral`]): packets sent in a loop
+//! with an IP header the script writes itself, so the source address is
+//! whatever it says (MB941: spoofing, reflection and amplification); mail
+//! sent in a loop to addresses read from a file or the network through SMTP
+//! servers that change between batches (MB942: spam runs rotating relays).
+
+use super::calls::Call;
+use super::flow::Source;
+use super::Analyzer;
+
+/// Mail-sending methods of smtplib's client.
+const MAIL_SENDS: &[&str] = &["sendmail", "send_message"];
+
+impl<'t> Analyzer<'t> {
+    /// Notes the steps of MB941 and MB942 a call takes.
+    pub(super) fn check_abuse_call(&mut self, call: &Call<'t>) {
+        let args_text = || {
+            call.pos
+                .iter()
+                .chain(call.kw.iter().map(|(_, v)| v))
+                .map(|a| self.text(*a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let q = call.q.as_deref().unwrap_or("");
+        let own_header = (q == "socket.socket" && args_text().contains("IPPROTO_RAW"))
+            || (call.method == Some("setsockopt") && args_text().contains("HDRINCL"));
+        if own_header {
+            self.signs.own_ip_header.get_or_insert(call.node);
+        }
+        if call.method == Some("sendto") && call.loop_node.is_some() {
+            self.signs.looped_sendto.get_or_insert(call.node);
+        }
+        if matches!(q, "smtplib.SMTP" | "smtplib.SMTP_SSL") && call.loop_node.is_some() {
+            // A server chosen anew in the loop, not one configured relay.
+            let fixed = call.arg(0, "host").is_some_and(|h| {
+                self.reset_budget();
+                self.fold(h, call.scope, 0).is_some()
+            });
+            if !fixed {
+                self.signs.rotating_relay.get_or_insert(call.node);
+            }
+        }
+        if call.method.is_some_and(|m| MAIL_SENDS.contains(&m)) && call.loop_node.is_some() {
+            self.note_mass_mail(call);
+        }
+    }
+
+    /// A send whose recipients are the items of a loop over data read from
+    /// a file or the network (a list of addresses).
+    fn note_mass_mail(&mut self, call: &Call<'t>) {
+        let to = match call.method {
+            Some("sendmail") => call.arg(1, "to_addrs"),
+            _ => call.kwarg("to_addrs").or_else(|| call.pos.first().copied()),
+        };
+        let Some(mut to) = to else { return };
+        if to.kind().is_sequence() {
+            let Some(first) = to.children().next() else {
+                return;
+            };
+            to = first;
+        }
+        self.reset_budget();
+        let Some(list) = self.loop_origin(to, call.scope, 0) else {
+            return;
+        };
+        let t = self.taint(list, call.scope);
+        if t.has(Source::FileData) || t.has(Source::Network) {
+            self.signs.mass_mail.get_or_insert((call.node, list));
+        }
+    }
+
+    /// MB941 and MB942 from the steps noted.
+    pub(super) fn check_abuse(&mut self) {
+        if let (Some(h), Some(s)) = (self.signs.own_ip_header, self.signs.looped_sendto) {
+            let detail = format!(
+                "writes its own IP header (line {}) and sends packets in a loop: the source address is forged",
+                h.start_position().row + 1
+            );
+            self.add("MB941", s, detail);
+        }
+        if let (Some((send, list)), Some(relay)) = (self.signs.mass_mail, self.signs.rotating_relay)
+        {
+            let detail = format!(
+                "mails every address of `{}` (line {}) through SMTP servers that change in the loop (line {})",
+                super::literal::shorten(self.text(list)),
+                list.start_position().row + 1,
+                relay.start_position().row + 1
+            );
+            self.add("MB942", send, detail);
+        }
+    }
+}
