@@ -134,3 +134,24 @@ fn floods_forged_packets_and_relay_spam() {
         .iter()
         .any(|r| matches!(*r, "MB927" | "MB941" | "MB942")));
 }
+
+#[test]
+fn edits_hidden_by_old_times_and_status_commands_through_helpers() {
+    // Another user's ledger edited in place, then given back its times.
+    let hide = "import os\n\ndef amend(ledger, old, new):\n    before = os.stat(ledger)\n    with open(ledger) as f:\n        text = f.read()\n    with open(ledger, 'w') as f:\n        f.write(text.replace(old, new))\n    os.utime(ledger, (before.st_atime, before.st_mtime))\n\namend('/home/accounts/q3.tsv', 'ACME', 'EVIL')\n";
+    let a = run(hide);
+    let f = finding(&a, "MB933");
+    assert_eq!(f.line, 9);
+    assert!(f.detail.contains("line 4"), "{}", f.detail);
+    // Preserving a source's times on its copy names two files.
+    let copy = "import os, shutil\nsrc, dst = 'a.txt', 'backup/a.txt'\nshutil.copyfile(src, dst)\nst = os.stat(src)\nos.utime(dst, (st.st_atime, st.st_mtime))\nopen('log.txt', 'a').write('copied')\n";
+    assert!(
+        !rules(&run(copy)).contains(&"MB933"),
+        "{:?}",
+        run(copy).findings
+    );
+    // Status commands reached through a helper and a table are read-only.
+    let status = "import subprocess\n\ndef show(cmd):\n    return subprocess.run(cmd, capture_output=True).stdout\n\nfor label, cmd in (('fw', ['iptables', '-S']), ('mac', ['aa-status']), ('nft', ['nft', 'list', 'ruleset'])):\n    print(label, show(cmd))\n";
+    let a = run(status);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
