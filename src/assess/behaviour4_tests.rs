@@ -125,6 +125,15 @@ fn floods_forged_packets_and_relay_spam() {
     let a = run(spam);
     assert!(rules(&a).contains(&"MB942"), "{:?}", a.findings);
     assert_eq!(a.verdict, Verdict::Blocked);
+    let slow = "import socket, time\nheld = [socket.create_connection(('tickets.example', 80)) for _ in range(500)]\nfor c in held:\n    c.sendall(b'POST /buy HTTP/1.1\\r\\nHost: tickets.example\\r\\n')\nwhile 1:\n    for c in held:\n        c.sendall(b'X-a: b\\r\\n')\n    time.sleep(10)\n";
+    let a = run(slow);
+    assert_eq!(finding(&a, "MB927").line, 4, "{:?}", a.findings);
+    let poll = "import socket, time\nwhile True:\n    c = socket.create_connection(('127.0.0.1', 8080))\n    c.sendall(b'GET /health HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')\n    print(c.recv(200))\n    c.close()\n    time.sleep(5)\n";
+    assert!(
+        !rules(&run(poll)).contains(&"MB927"),
+        "{:?}",
+        run(poll).findings
+    );
     // A readiness probe that waits, ping's raw ICMP socket and a newsletter
     // through its one server are not attacks.
     let honest = "import socket, smtplib, time\nend = time.time() + 30\nwhile time.time() < end:\n    c = socket.socket()\n    if c.connect_ex(('127.0.0.1', 5432)) == 0:\n        break\n    time.sleep(1)\nicmp = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\nfor n in range(3):\n    icmp.sendto(b'\\x08\\0\\0\\0\\0\\0\\0\\0', ('192.0.2.1', 0))\nconn = smtplib.SMTP('mail.example.org')\nfor rcpt in open('subscribers.txt').read().split():\n    conn.sendmail('news@example.org', rcpt, 'Subject: news\\n\\nhello')\n";

@@ -3,7 +3,8 @@
 //! with an IP header the script writes itself, so the source address is
 //! whatever it says (MB941: spoofing, reflection and amplification); mail
 //! sent in a loop to addresses read from a file or the network through SMTP
-//! servers that change between batches (MB942: spam runs rotating relays).
+//! servers that change between batches (MB942: spam runs rotating relays);
+//! requests left unfinished on held connections (MB927: a slow flood).
 
 use super::calls::Call;
 use super::flow::Source;
@@ -42,6 +43,14 @@ impl<'t> Analyzer<'t> {
                 self.signs.rotating_relay.get_or_insert(call.node);
             }
         }
+        if matches!(call.method, Some("send" | "sendall" | "write"))
+            && call
+                .pos
+                .first()
+                .is_some_and(|a| self.text(*a).contains("HTTP/1."))
+        {
+            self.signs.hand_made_http.get_or_insert(call.node);
+        }
         if call.method.is_some_and(|m| MAIL_SENDS.contains(&m)) && call.loop_node.is_some() {
             self.note_mass_mail(call);
         }
@@ -71,8 +80,26 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// MB927 for a slow flood: an HTTP request written by hand on a
+    /// socket, the blank line that ends its headers written nowhere in the
+    /// script, and an endless loop: connections held open with requests
+    /// that never finish (slowloris). Every honest hand-made request ends
+    /// its headers, or the server never answers it.
+    fn check_slow_flood(&mut self) {
+        let Some(send) = self.signs.hand_made_http else {
+            return;
+        };
+        let ends_headers = self.src.contains("\\r\\n\\r\\n") || self.src.contains("\\n\\n");
+        let endless = self.calls.iter().any(|c| c.loop_node.is_some_and(|l| l.1));
+        if !ends_headers && endless && self.facts.socket.is_some() {
+            let detail = "writes HTTP requests by hand that never end their headers, from an endless loop: connections held open until the server runs out (a slow flood)";
+            self.add("MB927", send, detail);
+        }
+    }
+
     /// MB941 and MB942 from the steps noted.
     pub(super) fn check_abuse(&mut self) {
+        self.check_slow_flood();
         if let (Some(h), Some(s)) = (self.signs.own_ip_header, self.signs.looped_sendto) {
             let detail = format!(
                 "writes its own IP header (line {}) and sends packets in a loop: the source address is forged",

@@ -296,6 +296,8 @@ struct Signs<'t> {
     looped_sendto: Option<Node<'t>>,
     /// An SMTP client made in a loop for a server that is not a constant.
     rotating_relay: Option<Node<'t>>,
+    /// An HTTP request written by hand onto a socket.
+    hand_made_http: Option<Node<'t>>,
     /// Mail sent in a loop to each address of a list read from data.
     mass_mail: Option<(Node<'t>, Node<'t>)>,
     /// A string literal naming a defence (a security agent or service).
