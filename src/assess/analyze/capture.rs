@@ -5,7 +5,7 @@
 //! the host is BLOCKED (MB940). One screenshot of a window is not this.
 
 use super::calls::Call;
-use super::names::{SHELL_FUNCS, SUBPROCESS};
+use super::literal::shorten;
 use super::{Analyzer, Node};
 
 /// What a capture collects.
@@ -83,23 +83,39 @@ fn capture_device(p: &str) -> Option<Captured> {
 const SCREEN_GRABS: &[&str] = &["XGetImage", "XShmGetImage", "get_image", "XGetSubImage"];
 
 impl<'t> Analyzer<'t> {
-    /// Notes a capture and judges it alone (MB216, MB212).
+    /// Capture devices read and X11 images grabbed by a call.
     pub(super) fn check_capture(&mut self, call: &Call<'t>, read: &[String]) {
-        let Some((what, device)) = self.captured_by(call, read) else {
-            return;
-        };
+        if let Some(c) = read.iter().find_map(|p| capture_device(p)) {
+            self.judge_capture(call, c, true);
+        } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
+            self.judge_capture(call, Captured::Screen, false);
+        }
+    }
+
+    /// Capture tools among the commands a process call runs (the values
+    /// [`super::process`] folded already).
+    pub(super) fn check_capture_commands(&mut self, call: &Call<'t>, cmds: &[String]) {
+        if let Some(c) = cmds
+            .iter()
+            .find_map(|c| capture_command(&c.to_ascii_lowercase()))
+        {
+            self.judge_capture(call, c, false);
+        }
+    }
+
+    /// Notes a capture and judges it alone: keystrokes (MB212), repeated
+    /// capture or a device read raw (MB216).
+    fn judge_capture(&mut self, call: &Call<'t>, what: Captured, device: bool) {
         self.signs.capture.get_or_insert((call.node, what));
         let repeated = call.loop_node.is_some();
-        let how = if device {
-            "read from the device"
-        } else if repeated {
-            "in a loop"
-        } else {
-            ""
+        let how = match (device, repeated) {
+            (true, _) => " read from the device",
+            (false, true) => " in a loop",
+            _ => "",
         };
         let detail = format!(
-            "`{}` captures {} {how}",
-            super::literal::shorten(call.written),
+            "`{}` captures {}{how}",
+            shorten(call.written),
             what.describe()
         );
         if what == Captured::Keystrokes {
@@ -107,25 +123,6 @@ impl<'t> Analyzer<'t> {
         } else if repeated || device {
             self.add("MB216", call.node, detail);
         }
-    }
-
-    /// What a call captures, and whether it reads a device directly.
-    fn captured_by(&self, call: &Call<'t>, read: &[String]) -> Option<(Captured, bool)> {
-        if let Some(c) = read.iter().find_map(|p| capture_device(p)) {
-            return Some((c, true));
-        }
-        if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
-            return Some((Captured::Screen, false));
-        }
-        let q = call.q.as_deref()?;
-        if !(SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q)) {
-            return None;
-        }
-        let arg = *call.pos.first()?;
-        self.command_values(arg, call.scope)
-            .iter()
-            .find_map(|c| capture_command(&c.to_ascii_lowercase()))
-            .map(|c| (c, false))
     }
 
     /// MB940: something captured in a script that sends data off the host.

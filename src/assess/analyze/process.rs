@@ -24,12 +24,14 @@ impl<'t> Analyzer<'t> {
         };
         if SHELL_FUNCS.contains(&q) {
             let cmds = command();
+            self.check_capture_commands(call, &cmds);
             self.add("MB605", node, via);
             for c in cmds {
                 self.check_command(&c, node);
             }
         } else if SUBPROCESS.contains(&q) {
             let cmds = command();
+            self.check_capture_commands(call, &cmds);
             if call.shell_kw.is_some() || q == "asyncio.create_subprocess_shell" {
                 self.add("MB602", node, format!("{via} with shell=True"));
             } else {
