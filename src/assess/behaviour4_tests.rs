@@ -134,6 +134,14 @@ fn floods_forged_packets_and_relay_spam() {
         "{:?}",
         run(poll).findings
     );
+    let disguised = "import httpx, secrets\nfor page in range(900):\n    origin = '10.%d.%d.%d' % tuple(secrets.randbelow(250) for _ in range(3))\n    httpx.get('https://shop.example/api?p=%d' % page, headers={'X-Real-IP': origin})\n";
+    assert!(
+        rules(&run(disguised)).contains(&"MB217"),
+        "{:?}",
+        run(disguised).findings
+    );
+    let proxied = "import requests\nrequests.get('http://127.0.0.1:8000/', headers={'X-Forwarded-For': '203.0.113.9'})\n";
+    assert!(!rules(&run(proxied)).contains(&"MB217"));
     // A readiness probe that waits, ping's raw ICMP socket and a newsletter
     // through its one server are not attacks.
     let honest = "import socket, smtplib, time\nend = time.time() + 30\nwhile time.time() < end:\n    c = socket.socket()\n    if c.connect_ex(('127.0.0.1', 5432)) == 0:\n        break\n    time.sleep(1)\nicmp = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\nfor n in range(3):\n    icmp.sendto(b'\\x08\\0\\0\\0\\0\\0\\0\\0', ('192.0.2.1', 0))\nconn = smtplib.SMTP('mail.example.org')\nfor rcpt in open('subscribers.txt').read().split():\n    conn.sendmail('news@example.org', rcpt, 'Subject: news\\n\\nhello')\n";

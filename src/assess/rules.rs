@@ -89,6 +89,7 @@ pub static RULES: &[Rule] = &[
     r("MB214", High, "clock or time limit defeated", "The clock functions a harness measures time with (time.time, monotonic, perf_counter) are replaced, or the signals that enforce time and CPU limits (SIGALRM, SIGXCPU) are ignored: the script hides how long it runs.", Some("CWE-693"), None),
     r("MB215", High, "grader's files read", "Autograder directories, hidden test cases or their answers are read: the script looks up the expected results instead of computing them.", Some("CWE-200"), None),
     r("MB216", High, "screen, camera or microphone captured", "The screen, a camera or the microphone is recorded again and again (a capture tool or an X11 image grab in a loop), or its device (/dev/fb*, /dev/video*, /dev/snd) is read raw: covert surveillance. One screenshot of a window is not this.", Some("CWE-200"), None),
+    r("MB217", High, "forged client address in requests", "Requests carry client-address headers (X-Forwarded-For, X-Real-IP, Forwarded...) with computed values, random or rotating: they pretend to come from many machines to dodge a third party's rate limits and bans. A fixed address for a test proxy is not this.", Some("CWE-290"), None),
     r("MB212", High, "keyboard capture", "Global keyboard listeners are keylogger building blocks.", Some("CWE-200"), None),
     // --- network and native code ----------------------------------------------------
     r("MB401", Medium, "socket creation", "The script opens network sockets directly.", Some("CWE-200"), None),

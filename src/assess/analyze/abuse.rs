@@ -4,11 +4,24 @@
 //! whatever it says (MB941: spoofing, reflection and amplification); mail
 //! sent in a loop to addresses read from a file or the network through SMTP
 //! servers that change between batches (MB942: spam runs rotating relays);
-//! requests left unfinished on held connections (MB927: a slow flood).
+//! requests left unfinished on held connections (MB927: a slow flood);
+//! requests with forged client-address headers (MB217, HIGH).
 
 use super::calls::Call;
 use super::flow::Source;
-use super::Analyzer;
+use super::literal::shorten;
+use super::{Analyzer, Bind, Node, F, K};
+
+/// Headers that tell a server which client address a request came from.
+const CLIENT_ADDRESS_HEADERS: &[&str] = &[
+    "x-forwarded-for",
+    "x-real-ip",
+    "x-client-ip",
+    "client-ip",
+    "true-client-ip",
+    "x-originating-ip",
+    "forwarded",
+];
 
 /// Mail-sending methods of smtplib's client.
 const MAIL_SENDS: &[&str] = &["sendmail", "send_message"];
@@ -50,6 +63,9 @@ impl<'t> Analyzer<'t> {
                 .is_some_and(|a| self.text(*a).contains("HTTP/1."))
         {
             self.signs.hand_made_http.get_or_insert(call.node);
+        }
+        if let Some(h) = call.kwarg("headers") {
+            self.check_forged_origin(call, h);
         }
         if call.method.is_some_and(|m| MAIL_SENDS.contains(&m)) && call.loop_node.is_some() {
             self.note_mass_mail(call);
@@ -97,6 +113,46 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// MB217: a request whose client-address headers carry a computed
+    /// value (a random or rotating address): the requests pretend to come
+    /// from many machines, which rate limits and bans key on. A proxy in
+    /// front of a test server is given one fixed address.
+    fn check_forged_origin(&mut self, call: &Call<'t>, headers: Node<'t>) {
+        let dict = match headers.kind() {
+            K::Dictionary => Some((headers, call.scope)),
+            K::Identifier => {
+                match self.lookup(self.text(headers), call.scope, headers.start_byte()) {
+                    Some([Bind::Expr(v, s)]) if v.kind() == K::Dictionary => Some((v, s)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let Some((dict, scope)) = dict else { return };
+        for pair in dict.children() {
+            let (Some(k), Some(v)) = (pair.child(F::Key), pair.child(F::Value)) else {
+                continue;
+            };
+            self.reset_budget();
+            let key = self
+                .fold(k, scope, 0)
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if !CLIENT_ADDRESS_HEADERS.contains(&key.as_str()) {
+                continue;
+            }
+            self.reset_budget();
+            if self.fold(v, scope, 0).is_none() {
+                let detail = format!(
+                    "`{}` sends {key}: {} (computed): a forged client address, to dodge rate limits and bans",
+                    shorten(call.written),
+                    shorten(self.text(v))
+                );
+                return self.add("MB217", call.node, detail);
+            }
+        }
+    }
+
     /// MB941 and MB942 from the steps noted.
     pub(super) fn check_abuse(&mut self) {
         self.check_slow_flood();
@@ -111,7 +167,7 @@ impl<'t> Analyzer<'t> {
         {
             let detail = format!(
                 "mails every address of `{}` (line {}) through SMTP servers that change in the loop (line {})",
-                super::literal::shorten(self.text(list)),
+                shorten(self.text(list)),
                 list.start_position().row + 1,
                 relay.start_position().row + 1
             );

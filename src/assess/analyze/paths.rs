@@ -384,38 +384,7 @@ impl<'t> Analyzer<'t> {
         };
         if let Some(q) = self.callee(n, scope) {
             match q.as_str() {
-                q if JOINERS.contains(&q) => {
-                    if pos.is_empty() {
-                        return vec![".".into()];
-                    }
-                    // With `*parts` kept in place (`args` leaves splats out).
-                    let parts: Vec<Node<'t>> = n
-                        .child(F::Arguments)
-                        .filter(|al| al.kind() == K::ArgumentList)
-                        .map(|al| {
-                            al.children()
-                                .filter(|a| {
-                                    !matches!(a.kind(), K::KeywordArgument | K::DictionarySplat)
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_else(|| pos.clone());
-                    return parts.iter().fold(vec![String::new()], |acc, a| {
-                        let v = self
-                            .splat_parts(*a, scope, depth)
-                            .unwrap_or_else(|| self.pv(*a, scope, depth));
-                        // Parts nothing tells are left out, as before splats
-                        // were followed: the known prefix is still judged.
-                        if v.is_empty() && a.kind() == K::ListSplat {
-                            return acc;
-                        }
-                        product(
-                            &acc,
-                            &v,
-                            |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
-                        )
-                    });
-                }
+                q if JOINERS.contains(&q) => return self.pv_join(n, &pos, scope, depth),
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.
                 "builtins.filter" => return arg(1),
@@ -524,6 +493,39 @@ fn blank_fields(t: &str) -> String {
 }
 
 impl<'t> Analyzer<'t> {
+    /// `os.path.join(a, b, *parts)` and the like: the parts joined, with
+    /// `*parts` kept in place (`args` leaves splats out) and taken from
+    /// each caller when it is the helper's own `*args`.
+    fn pv_join(&self, n: Node<'t>, pos: &[Node<'t>], scope: usize, depth: usize) -> Vec<String> {
+        if pos.is_empty() {
+            return vec![".".into()];
+        }
+        let parts: Vec<Node<'t>> = n
+            .child(F::Arguments)
+            .filter(|al| al.kind() == K::ArgumentList)
+            .map(|al| {
+                al.children()
+                    .filter(|a| !matches!(a.kind(), K::KeywordArgument | K::DictionarySplat))
+                    .collect()
+            })
+            .unwrap_or_else(|| pos.to_vec());
+        parts.iter().fold(vec![String::new()], |acc, a| {
+            let v = self
+                .splat_parts(*a, scope, depth)
+                .unwrap_or_else(|| self.pv(*a, scope, depth));
+            // Parts nothing tells are left out, as before splats were
+            // followed: the known prefix is still judged.
+            if v.is_empty() && a.kind() == K::ListSplat {
+                return acc;
+            }
+            product(
+                &acc,
+                &v,
+                |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
+            )
+        })
+    }
+
     /// `join(base, *parts)` inside `def f(*parts)`: every caller's remaining
     /// positional arguments, joined as path components (one value per call).
     fn splat_parts(&self, a: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
