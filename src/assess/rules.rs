@@ -1,7 +1,8 @@
 //! The rule table. Ids are `MB` + Bandit's number where the check is the
 //! same as Bandit's (so `MB602` is Bandit `B602`); maibox-only checks use
-//! numbers Bandit does not (`MB0xx` meta, `MB2xx` privilege, `MB4xx`
-//! dynamic code and capabilities, `MB9xx` known-malicious shapes).
+//! numbers Bandit does not (`MB0xx` meta, `MB2xx` privilege and other
+//! HIGH behaviours, `MB4xx` dynamic code and capabilities, `MB9xx`
+//! known-malicious shapes).
 
 use std::sync::OnceLock;
 

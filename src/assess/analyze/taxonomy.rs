@@ -234,7 +234,7 @@ pub(super) fn grader_file(path: &str) -> bool {
     lower.split('/').any(|d| {
         matches!(
             d,
-            "autograder" | "grader" | "grading" | "hidden" | "hidden_tests" | ".hidden_tests"
+            "autograder" | "grader" | "grading" | "hidden_tests" | ".hidden_tests"
         )
     })
 }
