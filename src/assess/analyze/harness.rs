@@ -54,12 +54,15 @@ impl<'t> Analyzer<'t> {
     /// `module.attr = v` and `sys.modules[name] = fake` on the modules a
     /// harness relies on.
     pub(super) fn check_patched(&mut self) {
-        for (target, scope) in std::mem::take(&mut self.assigned) {
+        for (target, value, scope) in std::mem::take(&mut self.assigned) {
             self.reset_budget();
             let (Some(obj), true) = (target.nth_child(0), target.kind() == K::Attribute) else {
                 self.check_planted_module(target, scope);
                 continue;
             };
+            if !self.is_function(value, scope) {
+                continue;
+            }
             let Some(owner) = self.resolve(obj, scope, 0) else {
                 continue;
             };
@@ -119,7 +122,11 @@ impl<'t> Analyzer<'t> {
             .and_then(|a| self.fold(*a, call.scope, 0))
             .unwrap_or_else(|| "*".into());
         let full = format!("{owner}.{attr}");
-        if let Some((rule, what)) = patched(&owner, &full) {
+        let replaced_by_function = call
+            .pos
+            .get(2)
+            .is_some_and(|v| self.is_function(*v, call.scope));
+        if let (Some((rule, what)), true) = (patched(&owner, &full), replaced_by_function) {
             let detail = format!("setattr replaces {full}: {what}");
             self.add(rule, call.node, detail);
         }
@@ -180,6 +187,22 @@ impl<'t> Analyzer<'t> {
         if let (true, Some(s)) = (ignored, limit) {
             let detail = format!("{s} ignored: the time or CPU limit it enforces is defeated");
             self.add("MB214", call.node, detail);
+        }
+    }
+
+    /// Is `v` a function of the script's own (a lambda, or a name bound to
+    /// a `def`)? Patching means putting code in place of a framework's or
+    /// the interpreter's; setting a flag (`doctest.master = None`) or
+    /// installing an object (`builtins.exit = Quitter(...)`, as site.py
+    /// does) is configuration.
+    fn is_function(&self, v: Node<'t>, scope: usize) -> bool {
+        match v.kind() {
+            K::Lambda => true,
+            K::Identifier => matches!(
+                self.lookup(self.text(v), scope, v.start_byte()),
+                Some([Bind::Def(d, _)]) if d.kind() == K::FunctionDefinition
+            ),
+            _ => false,
         }
     }
 

@@ -333,9 +333,10 @@ struct Analyzer<'t> {
     mutations: HashMap<&'t str, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: HashMap<&'t str, Vec<(Node<'t>, usize)>>,
-    /// Targets of `obj.attr = v` and `obj[k] = v`, and their scopes: what
-    /// the script replaces in modules it did not write (monkeypatching).
-    assigned: Vec<(Node<'t>, usize)>,
+    /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
+    /// scopes: what the script replaces in modules it did not write
+    /// (monkeypatching).
+    assigned: Vec<(Node<'t>, Node<'t>, usize)>,
     /// Values a function returns or yields, by the scope its body opens.
     returns: FxHashMap<usize, Vec<Node<'t>>>,
     /// The calls of each function, by the scope its body opens.

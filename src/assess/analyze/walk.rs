@@ -400,7 +400,7 @@ impl<'t> Analyzer<'t> {
             K::Subscript | K::Attribute => {
                 if let Src::Value(Some(v)) = src {
                     self.store(target, v, scope);
-                    self.assigned.push((target, scope));
+                    self.assigned.push((target, v, scope));
                 }
             }
             _ => {}
