@@ -67,6 +67,13 @@ fn harness_patched_reports_forged_and_runner_killed() {
     let stop = "import os, signal, threading\n\ndef later(who):\n    os.kill(who, signal.SIGTERM)\n\nthreading.Timer(2, later, args=(os.getppid(),)).start()\n";
     let a = run(stop);
     assert!(rules(&a).contains(&"MB938"), "{:?}", a.findings);
+    let group =
+        "import os, signal\nppid = os.getppid()\nos.killpg(os.getpgid(ppid), signal.SIGKILL)\n";
+    assert!(
+        rules(&run(group)).contains(&"MB938"),
+        "{:?}",
+        run(group).findings
+    );
     // Running the suite, stopping one's own child and an alarm handler that
     // does something are ordinary.
     let honest = "import os, signal, subprocess, unittest\n\ndef on_alarm(signum, frame):\n    raise TimeoutError\n\nsignal.signal(signal.SIGALRM, on_alarm)\nchild = subprocess.Popen(['sleep', '9'])\nos.kill(child.pid, signal.SIGTERM)\nunittest.main(module=None, argv=['x', 'discover'])\n";
@@ -87,6 +94,13 @@ fn kernel_reached_through_raw_syscalls_and_memory_devices() {
         rules(&run(port)).contains(&"MB939"),
         "{:?}",
         run(port).findings
+    );
+    let redirect =
+        "import os\nos.system('echo 1 > /proc/sys/kernel/sysrq; echo b > /proc/sysrq-trigger')\n";
+    assert!(
+        rules(&run(redirect)).contains(&"MB930"),
+        "{:?}",
+        run(redirect).findings
     );
     // getpid through syscall() and reading the uptime are no attack.
     let benign = "import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.syscall(39))\nprint(open('/proc/uptime').read())\n";
@@ -121,6 +135,12 @@ fn floods_forged_packets_and_relay_spam() {
     let forged = "from socket import socket, AF_INET, SOCK_RAW, IPPROTO_UDP, IPPROTO_IP, IP_HDRINCL\nraw = socket(AF_INET, SOCK_RAW, IPPROTO_UDP)\nraw.setsockopt(IPPROTO_IP, IP_HDRINCL, 1)\nfor target in open('reflectors.txt').read().split():\n    raw.sendto(b'\\x45' + b'\\0' * 27, (target, 123))\n";
     let a = run(forged);
     assert!(rules(&a).contains(&"MB941"), "{:?}", a.findings);
+    let scapy = "from scapy.all import IP, UDP, send\nfor r in open('resolvers').read().split():\n    send(IP(src='198.51.100.9', dst=r) / UDP(dport=53), verbose=0)\n";
+    assert!(
+        rules(&run(scapy)).contains(&"MB941"),
+        "{:?}",
+        run(scapy).findings
+    );
     let spam = "import smtplib, json\nservers = json.load(open('relays.json'))\nleads = open('addresses.txt').read().splitlines()\nfor i, server in enumerate(servers):\n    conn = smtplib.SMTP(server['host'])\n    for rcpt in leads[i * 50:(i + 1) * 50]:\n        conn.sendmail('it@bank.example', rcpt, 'Subject: verify\\n\\nclick')\n";
     let a = run(spam);
     assert!(rules(&a).contains(&"MB942"), "{:?}", a.findings);

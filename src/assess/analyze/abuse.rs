@@ -40,6 +40,18 @@ impl<'t> Analyzer<'t> {
         let q = call.q.as_deref().unwrap_or("");
         let own_header = (q == "socket.socket" && args_text().contains("IPPROTO_RAW"))
             || (call.method == Some("setsockopt") && args_text().contains("HDRINCL"));
+        // scapy: an IP layer given its source address, sent in a loop.
+        let scapy_layer = q.starts_with("scapy.") && (q.ends_with(".IP") || q.ends_with(".IPv6"));
+        let own_header = own_header || (scapy_layer && call.kwarg("src").is_some());
+        if q.starts_with("scapy.")
+            && matches!(
+                q.rsplit('.').next(),
+                Some("send" | "sendp" | "sr" | "sr1" | "srloop")
+            )
+            && call.loop_node.is_some()
+        {
+            self.signs.looped_sendto.get_or_insert(call.node);
+        }
         if own_header {
             self.signs.own_ip_header.get_or_insert(call.node);
         }

@@ -229,7 +229,7 @@ impl<'t> Analyzer<'t> {
 
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
-    fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
+    pub(super) fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
         let deletes = DELETES.contains(&op);
         if self.judge_escape(p, op, node)
             || self.judge_tamper(p, op, node)

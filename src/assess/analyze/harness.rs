@@ -151,7 +151,16 @@ impl<'t> Analyzer<'t> {
             return false;
         }
         match n.kind() {
-            K::Call => self.callee(n, scope).as_deref() == Some("os.getppid"),
+            K::Call => match self.callee(n, scope).as_deref() {
+                Some("os.getppid") => true,
+                // The parent's process group: `killpg(getpgid(ppid))`.
+                Some("os.getpgid") => self
+                    .args(n)
+                    .0
+                    .first()
+                    .is_some_and(|a| self.is_parent_pid(*a, scope, depth + 1)),
+                _ => false,
+            },
             K::Identifier => {
                 let name = self.text(n);
                 let Some(binds) = self.lookup(name, scope, n.start_byte()) else {
