@@ -25,6 +25,8 @@ mod syntax;
 mod verdict;
 
 #[cfg(test)]
+mod behaviour4_tests;
+#[cfg(test)]
 mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;

@@ -1,7 +1,8 @@
 //! The rule table. Ids are `MB` + Bandit's number where the check is the
 //! same as Bandit's (so `MB602` is Bandit `B602`); maibox-only checks use
-//! numbers Bandit does not (`MB0xx` meta, `MB2xx` privilege, `MB4xx`
-//! dynamic code and capabilities, `MB9xx` known-malicious shapes).
+//! numbers Bandit does not (`MB0xx` meta, `MB2xx` privilege and other
+//! HIGH behaviours, `MB4xx` dynamic code and capabilities, `MB9xx`
+//! known-malicious shapes).
 
 use std::sync::OnceLock;
 
@@ -86,6 +87,10 @@ pub static RULES: &[Rule] = &[
     r("MB210", High, "privileged libc call through ctypes", "setuid, ptrace, mount, mprotect and similar called directly through libc bypass Python-level review.", Some("CWE-250"), None),
     r("MB211", High, "script deletes itself", "Removing __file__ or sys.argv[0] is an anti-forensics habit of malware.", Some("CWE-506"), None),
     r("MB213", Low, "privileges dropped", "The process changes to a non-root user or group (a named account, a fixed non-zero id, an empty group list): a server shedding root after binding its port, the opposite of privilege gain.", Some("CWE-250"), None),
+    r("MB214", High, "clock or time limit defeated", "The clock functions a harness measures time with (time.time, monotonic, perf_counter) are replaced, or the signals that enforce time and CPU limits (SIGALRM, SIGXCPU) are ignored: the script hides how long it runs.", Some("CWE-693"), None),
+    r("MB215", High, "grader's files read", "Autograder directories, hidden test cases or their answers are read: the script looks up the expected results instead of computing them.", Some("CWE-200"), None),
+    r("MB216", High, "screen, camera or microphone captured", "The screen, a camera or the microphone is recorded again and again (a capture tool or an X11 image grab in a loop), or its device (/dev/fb*, /dev/video*, /dev/snd) is read raw: covert surveillance. One screenshot of a window is not this.", Some("CWE-200"), None),
+    r("MB217", High, "forged client address in requests", "Requests carry client-address headers (X-Forwarded-For, X-Real-IP, Forwarded...) with computed values, random or rotating: they pretend to come from many machines to dodge a third party's rate limits and bans. A fixed address for a test proxy is not this.", Some("CWE-290"), None),
     r("MB212", High, "keyboard capture", "Global keyboard listeners are keylogger building blocks.", Some("CWE-200"), None),
     // --- network and native code ----------------------------------------------------
     r("MB401", Medium, "socket creation", "The script opens network sockets directly.", Some("CWE-200"), None),
@@ -123,15 +128,22 @@ pub static RULES: &[Rule] = &[
     r("MB924", Blocked, "security defences disabled", "A defence is switched off: the audit daemon, SELinux or AppArmor stopped or set permissive, the firewall flushed or disabled, kernel hardening settings (ASLR, ptrace scope) written, or security agents killed. Reading their status is not this.", Some("CWE-693"), None),
     r("MB925", Blocked, "password guessing", "A login (SSH, FTP, SMTP, IMAP, HTTP authentication, sudo) is tried in a loop with passwords taken one by one from a list or a word file, and the target does not change with the password: a brute-force or spraying attack.", Some("CWE-307"), None),
     r("MB926", Blocked, "self-propagation", "The script copies its own file to another machine (scp, rsync, SFTP put) or sends it over the network: a worm's spreading step.", Some("CWE-506"), None),
-    r("MB927", Blocked, "network flood", "An endless loop that never waits sends packets or requests as fast as it can: a denial-of-service flood against the destination.", Some("CWE-400"), None),
+    r("MB927", Blocked, "network flood", "A loop that never waits, endless or running until a deadline, sends packets or requests as fast as it can: a denial-of-service flood against the destination.", Some("CWE-400"), None),
     r("MB928", Blocked, "root backdoor", "The setuid bit, or capabilities that amount to root (cap_setuid, cap_sys_admin, cap_dac_override...), are put on a shell, an interpreter, a copy of one, or a file in a temporary directory: anyone can then run it as root.", Some("CWE-250"), None),
     r("MB929", Blocked, "code injected into another process", "Another process's memory, registers or executable is written: through /proc/PID/mem, ptrace POKETEXT/POKEDATA/SETREGS, process_vm_writev, or /proc/PID/exe and descriptors reopened through /proc. Debuggers read processes; writing into one makes it run the writer's code with its privileges.", Some("CWE-94"), None),
     r("MB930", Blocked, "container escape", "A file the host kernel acts on is written (core_pattern, a cgroup release_agent, the uevent or modprobe helper, binfmt_misc, sysrq-trigger), or another process's namespaces or root directory are entered (setns on /proc/N/ns, chroot into /proc/N/root): the classic ways out of a container onto the host.", Some("CWE-250"), None),
     r("MB934", Blocked, "network sweep reported out", "The hosts of an address range are enumerated (probed one by one) and data is sent to a public address the script names: mapping the network from inside and reporting it to someone outside.", Some("CWE-200"), None),
     r("MB935", Blocked, "clipboard hijacking", "The clipboard is read and replaced by a script that carries a crypto-currency address or a pattern matching one: copied wallet addresses are swapped for the attacker's.", Some("CWE-506"), None),
+    r("MB936", Blocked, "self-propagation into files", "The script's own code (its file read back or copied) is written into files a walk or glob found, onto removable media or shares, into notebooks, installed packages or start-up directories, or hooks are planted into the repositories a walk finds: a file infector or worm spreading on this machine. A formatter rewriting its own project's files does not write its own code into them.", Some("CWE-506"), None),
+    r("MB937", Blocked, "test harness tampered with", "Tests, expected outputs, test configuration (conftest.py) or test and coverage reports are written, or the test framework or the interpreter's exit is replaced at run time (asserts made no-ops, failures turned into successes, a fake test module planted, sys.exit forced): the checks are made to pass instead of the code.", Some("CWE-693"), None),
+    r("MB938", Blocked, "parent process killed", "The process that started this one (the test runner, grader or supervising shell) is killed or stopped, so it cannot record or enforce the result.", Some("CWE-693"), None),
+    r("MB939", Blocked, "kernel attacked directly", "Raw system calls that load code into the kernel (bpf, init_module, kexec) or are the building blocks of kernel exploits (userfaultfd, add_key/keyctl sprays, io_uring) are made through ctypes, or physical memory (/dev/mem, /dev/kmem) or I/O ports (/dev/port) are written: the kernel itself is the target.", Some("CWE-269"), None),
+    r("MB940", Blocked, "surveillance shipped off the host", "The screen, camera, microphone, keystrokes or clipboard are captured by a script that also sends data to a network peer: spying on the user and reporting it to someone else.", Some("CWE-200"), None),
+    r("MB941", Blocked, "forged packets", "Packets are sent in a loop through a raw socket whose IP header the script writes itself (IPPROTO_RAW, IP_HDRINCL): the source address can be anyone's, the shape of spoofing, reflection and amplification attacks. Ping and traceroute let the kernel write the header.", Some("CWE-290"), None),
+    r("MB942", Blocked, "mass mail through rotating relays", "Mail is sent in a loop to every address of a list read from a file or the network, through SMTP servers that change within the loop: a spam or phishing run spreading over relays to dodge blocking. A newsletter goes through its one configured server.", Some("CWE-799"), None),
     r("MB931", Blocked, "untrusted package installed and imported", "A package is installed from an unauthenticated source and the script then imports modules by computed name: code from whoever answers is fetched and run in one go (typosquatting and dependency-confusion installers).", Some("CWE-494"), None),
     r("MB932", Blocked, "installed packages or dependency manifests tampered with", "An installed package's own source file is rewritten (located through find_spec, __file__ or inspect), or dependency manifests of projects found by walking are rewritten with an extra package index: every later import or install runs the attacker's code.", Some("CWE-506"), None),
-    r("MB933", Blocked, "timestamps forged", "Another file's access and modification times (a stat result, copystat) are copied onto a system file or an installed package's source: the change is disguised so that tools and administrators looking for recently modified files miss it.", Some("CWE-506"), None),
+    r("MB933", Blocked, "timestamps forged", "Another file's access and modification times (a stat result, copystat) are copied onto a system file or an installed package's source, or a file's own times, taken before the script rewrote it, are put back: the change is disguised so that tools and administrators looking for recently modified files miss it.", Some("CWE-506"), None),
 ];
 
 /// The whole rule table, in a stable order.

@@ -110,6 +110,10 @@ impl<'t> Analyzer<'t> {
         self.note_kill(call);
         let read = self.read_paths(call.q.as_deref(), call.node, call.scope);
         self.check_host(call, &read);
+        self.check_harness_call(call, &read);
+        self.check_kernel_call(call);
+        self.check_capture(call, &read);
+        self.check_abuse_call(call);
         self.note_file_steps(call);
         self.note_secret_read(call, &read);
         if let Some(kind) = exfil::send_kind(call.q.as_deref(), call.method) {

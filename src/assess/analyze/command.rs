@@ -278,6 +278,26 @@ impl<'t> Analyzer<'t> {
             }
         }
         self.check_command_line(&lower, node);
+        self.check_redirects(&lower, node);
+    }
+
+    /// `echo b > /proc/sysrq-trigger`: a file a shell redirect writes is
+    /// judged like any other write (kernel triggers, persistence, system
+    /// paths). Descriptor duplications (`2>&1`) write no file.
+    fn check_redirects(&mut self, lower: &str, node: Node<'t>) {
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        for (i, w) in words.iter().enumerate() {
+            let target = match w.trim_start_matches(['1', '2']) {
+                ">" | ">>" => words.get(i + 1).copied(),
+                t if t.starts_with('>') => Some(t.trim_start_matches('>')),
+                _ => None,
+            };
+            let Some(t) = target.filter(|t| t.starts_with('/')) else {
+                continue;
+            };
+            let t = t.trim_end_matches([';', '&', '|', ')']);
+            self.judge_path(t, "shell redirect to", node);
+        }
     }
 
     /// Shapes that span the whole (lower-cased) command line.

@@ -50,6 +50,8 @@ impl<'t> Analyzer<'t> {
             self.add_at("MB909", c, "ctypes with executable memory");
         }
         self.combined_signs();
+        self.check_capture_shipped(self.signs.network_send);
+        self.check_abuse();
         self.check_defence_kills();
         self.chained_steps();
     }

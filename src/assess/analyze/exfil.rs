@@ -153,6 +153,9 @@ impl<'t> Analyzer<'t> {
             if !ok {
                 continue;
             }
+            if s.kind != SendKind::Command {
+                self.signs.network_send.get_or_insert(s.node);
+            }
             // A command's keywords are its environment, directory and pipes:
             // `env=os.environ.copy()` is how a child gets a tweaked
             // environment, not a way out of the machine.

@@ -3,7 +3,9 @@
 
 use super::calls::Call;
 use super::names::*;
-use super::{pos, taxonomy, Analyzer, Bind, Node, F, K};
+use ruff_python_ast::Operator;
+
+use super::{pos, taxonomy, Analyzer, Bind, Node, Op, F, K};
 
 /// Operations that delete what they are given.
 const DELETES: &[&str] = &[
@@ -203,21 +205,40 @@ impl<'t> Analyzer<'t> {
             Some(p) => vec![p],
             None => self.paths(t, scope),
         };
+        // One finding per target, unless a later value of it is worse: a
+        // helper writing `/proc/sys/...` and `/proc/sysrq-trigger` is judged
+        // by the trigger.
+        let mut judged = false;
         for p in values {
-            if self.judge_path(&p, op, node) {
+            let before = self.findings.len();
+            if !self.judge_path(&p, op, node) {
+                continue;
+            }
+            if self.findings[before..]
+                .iter()
+                .any(|f| f.rule.starts_with("MB9"))
+            {
                 break;
             }
+            if judged {
+                self.findings.truncate(before);
+            }
+            judged = true;
         }
     }
 
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
-    fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
-        if self.judge_escape(p, op, node) || self.judge_tamper(p, op, node) {
+    pub(super) fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {
+        let deletes = DELETES.contains(&op);
+        if self.judge_escape(p, op, node)
+            || self.judge_tamper(p, op, node)
+            || (!deletes && self.judge_harness(p, op, node))
+            || (!deletes && self.judge_kernel(p, op, node))
+        {
             return true;
         }
         let before = self.findings.len();
-        let deletes = DELETES.contains(&op);
         let recursive = matches!(op, "shutil.rmtree" | "os.removedirs");
         if deletes && taxonomy::precious_tree(p, recursive) {
             self.add(
@@ -227,6 +248,11 @@ impl<'t> Analyzer<'t> {
             );
         } else if let Some(what) = taxonomy::persistence(p).filter(|_| !deletes) {
             self.add("MB906", node, format!("{op} {p}: writes {what}"));
+        } else if !deletes && taxonomy::installed_package(p) && p.contains('*') {
+            // Package files found by listing site-packages: the code every
+            // later import of those packages runs.
+            let detail = format!("{op} {p}: rewrites installed packages' code");
+            self.add("MB932", node, detail);
         } else if !deletes && taxonomy::is_disk(p) {
             self.add("MB907", node, format!("{op} {p}: overwrites a disk"));
         } else if !p.contains(['*', '<']) {
@@ -301,6 +327,13 @@ impl<'t> Analyzer<'t> {
             }
             _ => false,
         };
+        if m == "write" {
+            // `tree.write(dir / "report.xml")`: a serialiser writing a file
+            // it is given a path for (a file's `write` takes data).
+            if let Some(arg) = call.pos.first().filter(|a| self.divided_path(**a)) {
+                self.judge_target(*arg, scope, "write", node);
+            }
+        }
         if !writes {
             return;
         }
@@ -340,5 +373,10 @@ impl<'t> Analyzer<'t> {
                 }),
             _ => false,
         }
+    }
+
+    /// A path built with pathlib's `/` operator.
+    fn divided_path(&self, n: Node<'t>) -> bool {
+        n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Div)
     }
 }

@@ -30,9 +30,11 @@ pub(super) enum Source {
     FileData,
     /// Passed through a cipher, XOR or byte arithmetic.
     Scrambled,
+    /// The script's own source (its file read back): what a worm copies.
+    OwnCode,
 }
 
-const SOURCES: usize = 6;
+const SOURCES: usize = 7;
 
 /// Steps a file read inside a flow query may spend finding its path.
 const PATH_STEPS: u32 = 400;
@@ -46,6 +48,7 @@ impl Source {
             Source::Secret => "secret data",
             Source::FileData => "file contents",
             Source::Scrambled => "scrambled data",
+            Source::OwnCode => "the script's own code",
         }
     }
 }
@@ -449,6 +452,9 @@ impl<'t> Analyzer<'t> {
         self.budget.set(saved.saturating_sub(PATH_STEPS));
         if values.iter().any(|p| taxonomy::secret(p)) {
             acc.add(Source::Secret, at);
+        }
+        if values.iter().any(|p| p == "<self>") {
+            acc.add(Source::OwnCode, at);
         }
         for (stored, t) in &self.file_store {
             if values.iter().any(|p| p == stored) {

@@ -52,6 +52,7 @@ impl<'t> Analyzer<'t> {
             let Some(w) = self.file_write(call, scope) else {
                 continue;
             };
+            self.check_spread(&w);
             if w.data.has(Source::Network) || w.data.has(Source::Secret) {
                 for p in w.paths.iter().filter(|p| p.as_str() != "*") {
                     self.file_store.push((p.clone(), w.data));

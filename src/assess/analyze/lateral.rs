@@ -105,7 +105,7 @@ impl<'t> Analyzer<'t> {
     /// directly (methods on it, operators, f-strings, subscripts; not
     /// lookups that take it as an argument), through assignments and the
     /// parameters of the script's functions.
-    fn loop_origin(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Node<'t>> {
+    pub(super) fn loop_origin(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Node<'t>> {
         if depth > ORIGIN_DEPTH || !self.tick() {
             return None;
         }

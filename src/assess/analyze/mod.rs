@@ -28,8 +28,10 @@ use rustc_hash::FxHashMap;
 
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
+mod abuse;
 mod calls;
 mod capability;
+mod capture;
 mod command;
 mod composite;
 mod defs;
@@ -43,8 +45,10 @@ mod flow;
 mod flows;
 mod fold;
 mod gadget;
+mod harness;
 mod host;
 mod io;
+mod kernel;
 mod lateral;
 mod literal;
 mod names;
@@ -54,6 +58,7 @@ mod ransom;
 mod recon;
 mod resolve;
 mod resource;
+mod spread;
 mod strings;
 mod supply;
 mod taxonomy;
@@ -162,6 +167,7 @@ fn analyze_text(
     a.check_calls();
     a.check_gadgets();
     a.check_recon();
+    a.check_patched();
     a.check_supply_chain();
     a.check_sends();
     a.check_strings();
@@ -280,6 +286,20 @@ struct Signs<'t> {
     shell_copies: Vec<String>,
     /// A process killed.
     kills: Option<Node<'t>>,
+    /// The screen, camera, microphone, keyboard or clipboard captured.
+    capture: Option<(Node<'t>, capture::Captured)>,
+    /// A send of data to a network peer (not a command).
+    network_send: Option<Node<'t>>,
+    /// A raw socket that carries the script's own IP header.
+    own_ip_header: Option<Node<'t>>,
+    /// `sendto` in a loop.
+    looped_sendto: Option<Node<'t>>,
+    /// An SMTP client made in a loop for a server that is not a constant.
+    rotating_relay: Option<Node<'t>>,
+    /// An HTTP request written by hand onto a socket.
+    hand_made_http: Option<Node<'t>>,
+    /// Mail sent in a loop to each address of a list read from data.
+    mass_mail: Option<(Node<'t>, Node<'t>)>,
     /// A string literal naming a defence (a security agent or service).
     defence_named: Option<(Node<'t>, String)>,
 }
@@ -313,6 +333,10 @@ struct Analyzer<'t> {
     mutations: HashMap<&'t str, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: HashMap<&'t str, Vec<(Node<'t>, usize)>>,
+    /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
+    /// scopes: what the script replaces in modules it did not write
+    /// (monkeypatching).
+    assigned: Vec<(Node<'t>, Node<'t>, usize)>,
     /// Values a function returns or yields, by the scope its body opens.
     returns: FxHashMap<usize, Vec<Node<'t>>>,
     /// The calls of each function, by the scope its body opens.
@@ -358,6 +382,7 @@ impl<'t> Analyzer<'t> {
             last_pos: 0,
             mutations: HashMap::new(),
             attr_stores: HashMap::new(),
+            assigned: Vec::new(),
             returns: FxHashMap::default(),
             callers: FxHashMap::default(),
             file_store: Vec::new(),

@@ -47,7 +47,6 @@ const SAME_PATH: &[&str] = &[
     "builtins.set",
     "builtins.tuple",
     "builtins.reversed",
-    "builtins.filter",
     "glob.glob",
     "glob.iglob",
     "shlex.quote",
@@ -172,8 +171,13 @@ impl<'t> Analyzer<'t> {
                 let (Some(l), Some(r)) = (n.child(F::Left), n.child(F::Right)) else {
                     return Vec::new();
                 };
+                // `paths_a + [p, q]` joins two lists of paths, not two strings.
+                let lists = [l, r]
+                    .iter()
+                    .any(|k| matches!(k.kind(), K::List | K::Tuple));
                 let (l, r) = (self.pv(l, scope, d), self.pv(r, scope, d));
                 match n.operator() {
+                    Op::Bin(Operator::Add) if lists => l.into_iter().chain(r).collect(),
                     Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
                     Op::Bin(Operator::Div) => product(&l, &r, join2),
                     Op::Bin(Operator::Mod) => l.iter().map(|f| percent_wild(f)).collect(),
@@ -257,6 +261,25 @@ impl<'t> Analyzer<'t> {
                 }
                 Bind::Part { of, scope: s, how } => out.extend(self.pv_part(of, s, how, depth)),
                 _ => {}
+            }
+        }
+        // Paths put into a list without rebinding it (`found.append(p)`,
+        // `found += [...]`) are its values too.
+        let stored = self
+            .mutations
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for &(s, v) in stored {
+            if self.encloses(s, scope) || self.encloses(scope, s) {
+                out.extend(
+                    v.children()
+                        .filter(|_| v.kind() == K::ArgumentList)
+                        .flat_map(|a| self.pv(a, s, depth)),
+                );
+                if v.kind() != K::ArgumentList {
+                    out.extend(self.pv(v, s, depth));
+                }
             }
         }
         out
@@ -361,20 +384,10 @@ impl<'t> Analyzer<'t> {
         };
         if let Some(q) = self.callee(n, scope) {
             match q.as_str() {
-                q if JOINERS.contains(&q) => {
-                    if pos.is_empty() {
-                        return vec![".".into()];
-                    }
-                    return pos.iter().fold(vec![String::new()], |acc, a| {
-                        let v = self.pv(*a, scope, depth);
-                        product(
-                            &acc,
-                            &v,
-                            |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
-                        )
-                    });
-                }
+                q if JOINERS.contains(&q) => return self.pv_join(n, &pos, scope, depth),
                 q if SAME_PATH.contains(&q) => return arg(0),
+                // `filter(pred, paths)`: the paths are the second argument.
+                "builtins.filter" => return arg(1),
                 "pathlib.Path.home" => return vec!["~".into()],
                 "os.getcwd" | "pathlib.Path.cwd" => return vec![".".into()],
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
@@ -477,6 +490,72 @@ fn blank_fields(t: &str) -> String {
         }
     }
     out
+}
+
+impl<'t> Analyzer<'t> {
+    /// `os.path.join(a, b, *parts)` and the like: the parts joined, with
+    /// `*parts` kept in place (`args` leaves splats out) and taken from
+    /// each caller when it is the helper's own `*args`.
+    fn pv_join(&self, n: Node<'t>, pos: &[Node<'t>], scope: usize, depth: usize) -> Vec<String> {
+        if pos.is_empty() {
+            return vec![".".into()];
+        }
+        let parts: Vec<Node<'t>> = n
+            .child(F::Arguments)
+            .filter(|al| al.kind() == K::ArgumentList)
+            .map(|al| {
+                al.children()
+                    .filter(|a| !matches!(a.kind(), K::KeywordArgument | K::DictionarySplat))
+                    .collect()
+            })
+            .unwrap_or_else(|| pos.to_vec());
+        parts.iter().fold(vec![String::new()], |acc, a| {
+            let v = self
+                .splat_parts(*a, scope, depth)
+                .unwrap_or_else(|| self.pv(*a, scope, depth));
+            // Parts nothing tells are left out, as before splats were
+            // followed: the known prefix is still judged.
+            if v.is_empty() && a.kind() == K::ListSplat {
+                return acc;
+            }
+            product(
+                &acc,
+                &v,
+                |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
+            )
+        })
+    }
+
+    /// `join(base, *parts)` inside `def f(*parts)`: every caller's remaining
+    /// positional arguments, joined as path components (one value per call).
+    fn splat_parts(&self, a: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let name = a.nth_child(0).filter(|_| a.kind() == K::ListSplat)?;
+        let binds = self.lookup(self.text(name), scope, name.start_byte())?;
+        let [Bind::Param { param, func, index }] = binds else {
+            return None;
+        };
+        if param.kind() != K::ListSplatPattern {
+            return None;
+        }
+        let callers = self.callers.get(&func)?;
+        let mut out = Vec::new();
+        for c in callers {
+            let rest = c
+                .args
+                .get(index.checked_sub(c.offset)?..)
+                .unwrap_or_default();
+            let joined = rest.iter().fold(vec![String::new()], |acc, r| {
+                let v = self.pv(*r, c.scope, depth + 1);
+                product(
+                    &acc,
+                    &v,
+                    |x, y| if x.is_empty() { y.into() } else { join2(x, y) },
+                )
+            });
+            out.extend(joined);
+        }
+        Some(capped(out))
+    }
 }
 
 #[cfg(test)]

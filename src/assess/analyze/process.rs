@@ -24,12 +24,14 @@ impl<'t> Analyzer<'t> {
         };
         if SHELL_FUNCS.contains(&q) {
             let cmds = command();
+            self.check_capture_commands(call, &cmds);
             self.add("MB605", node, via);
             for c in cmds {
                 self.check_command(&c, node);
             }
         } else if SUBPROCESS.contains(&q) {
             let cmds = command();
+            self.check_capture_commands(call, &cmds);
             if call.shell_kw.is_some() || q == "asyncio.create_subprocess_shell" {
                 self.add("MB602", node, format!("{via} with shell=True"));
             } else {
@@ -168,20 +170,44 @@ impl<'t> Analyzer<'t> {
         })
     }
 
-    /// `for cmd in ([...], [...]): run(cmd)`: each literal command of the
-    /// list looped over, folded whole (not word by word as paths).
+    /// The commands a loop variable takes: `for argv in [[...], [...]]`,
+    /// `for name, argv in [("a", [...]), ...]` (the element at the
+    /// variable's position), also when the variable reaches the call as a
+    /// helper's parameter. Each list is folded whole, so `["ufw", "status"]`
+    /// stays one command instead of its words being judged alone.
     fn looped_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
-        if arg.kind() != K::Identifier {
+        self.looped_commands_at(arg, scope, 0)
+    }
+
+    fn looped_commands_at(&self, arg: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        if arg.kind() != K::Identifier || depth > 2 {
             return None;
         }
-        let binds = self.lookup(self.text(arg), scope, arg.start_byte())?;
-        let [Bind::Part {
-            of,
-            scope: s,
-            how: Part::Each(None),
-        }] = binds[..]
-        else {
-            return None;
+        let name = self.text(arg);
+        let binds = self.lookup(name, scope, arg.start_byte())?;
+        let (of, s, at) = match binds[..] {
+            [Bind::Part {
+                of,
+                scope: s,
+                how: Part::Each(at),
+            }] => (of, s, at),
+            [Bind::Param { func, index, .. }] => {
+                let mut cmds = Vec::new();
+                for (a, s) in self.passed(func, index, name) {
+                    let found = match a.kind() {
+                        K::List | K::Tuple => self.fold_command(a, s).map(|c| vec![c]),
+                        _ => self.looped_commands_at(a, s, depth + 1),
+                    };
+                    cmds.extend(found?);
+                }
+                return (!cmds.is_empty()).then_some(cmds);
+            }
+            [Bind::Part {
+                of,
+                scope: s,
+                how: Part::Unpacked(i),
+            }] => return self.returned_commands(of, s, i),
+            _ => return None,
         };
         let list = match of.kind() {
             K::Identifier => match self.lookup(self.text(of), s, of.start_byte())?[..] {
@@ -195,8 +221,30 @@ impl<'t> Analyzer<'t> {
         }
         let cmds: Vec<String> = list
             .children()
+            .filter_map(|c| match at {
+                None => Some(c),
+                Some(i) => c.children().nth(i).filter(|_| c.kind().is_sequence()),
+            })
             .filter(|c| c.kind().is_sequence())
             .filter_map(|c| self.fold_command(c, s))
+            .take(MAX_COMMANDS * 4)
+            .collect();
+        (!cmds.is_empty()).then_some(cmds)
+    }
+
+    /// `get, put = tools()`: element `i` of each tuple the helper returns,
+    /// when it is a literal command.
+    fn returned_commands(&self, call: Node<'t>, scope: usize, i: usize) -> Option<Vec<String>> {
+        let func = call.child(F::Function).filter(|_| call.kind() == K::Call)?;
+        let (def_scope, _) = self.callee_def(func, scope)?;
+        let cmds: Vec<String> = self
+            .returns
+            .get(&def_scope)?
+            .iter()
+            .filter(|v| v.kind().is_sequence())
+            .filter_map(|v| v.children().nth(i))
+            .filter(|c| c.kind().is_sequence())
+            .filter_map(|c| self.fold_command(c, def_scope))
             .take(MAX_COMMANDS * 4)
             .collect();
         (!cmds.is_empty()).then_some(cmds)

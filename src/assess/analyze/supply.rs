@@ -170,7 +170,61 @@ impl<'t> Analyzer<'t> {
         if let Some(p) = target {
             let detail = format!("{q} {p}: copies another file's times onto it, hiding a change");
             self.add("MB933", call.node, detail);
+        } else if let Some(stat) = times.and_then(|tm| self.own_times(tm, t, call.scope)) {
+            let detail = format!(
+                "{q} {}: puts back the times the file had before (line {}), so its change goes unnoticed",
+                shorten(self.text(t)),
+                stat.start_position().row + 1
+            );
+            self.add("MB933", call.node, detail);
         }
+    }
+
+    /// The stat `times` are taken from when it is of the very path `target`
+    /// names (`st = os.stat(p)` ... `os.utime(p, (st.st_atime,
+    /// st.st_mtime))`), in a script that writes files. Copying a source's
+    /// times onto a copy (`cp -p`) names two paths.
+    fn own_times(&self, times: Node<'t>, target: Node<'t>, scope: usize) -> Option<Node<'t>> {
+        let mut stack = vec![times];
+        let mut roots = Vec::new();
+        while let Some(n) = stack.pop() {
+            if n.kind() == K::Attribute && self.text(n).contains("st_") {
+                roots.extend(n.child(F::Object));
+            } else {
+                stack.extend(n.children());
+            }
+        }
+        let writes = !self.file_store.is_empty()
+            || self.signs.scrambled_write.is_some()
+            || self.writes_files();
+        if !writes {
+            return None;
+        }
+        roots.into_iter().find_map(|r| {
+            let binds = self.lookup(self.text(r), scope, r.start_byte());
+            let Some([Bind::Expr(v, s)]) = binds else {
+                return None;
+            };
+            let stat = v.kind() == K::Call
+                && matches!(self.callee(v, s).as_deref(), Some("os.stat" | "os.lstat"))
+                && self
+                    .args(v)
+                    .0
+                    .first()
+                    .is_some_and(|a| self.text(*a) == self.text(target));
+            stat.then_some(v)
+        })
+    }
+
+    /// Does any call open a file for writing?
+    fn writes_files(&self) -> bool {
+        self.calls.iter().any(|c| {
+            let (pos, _) = self.args(c.node);
+            self.callee(c.node, c.scope).as_deref() == Some("builtins.open")
+                && pos
+                    .get(1)
+                    .is_some_and(|m| self.text(*m).contains(['w', 'a']))
+        })
     }
 
     /// Projects found by walking whose dependency manifests are written by

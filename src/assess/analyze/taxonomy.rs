@@ -166,6 +166,79 @@ pub(super) fn is_disk(path: &str) -> bool {
     DISKS.iter().any(|d| path.starts_with(d))
 }
 
+/// Places where a file is run by someone else, later: mounted removable
+/// media and shares (opened on another machine), notebooks, IPython start-up
+/// directories, git hooks, installed packages. A copy of a script put there
+/// spreads it.
+pub(super) fn spread_target(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    if ["/media/", "/run/media/", "/mnt/"]
+        .iter()
+        .any(|m| lower.starts_with(m))
+    {
+        Some("removable media or a network share")
+    } else if lower.ends_with(".ipynb") {
+        Some("a notebook other people run")
+    } else if lower.contains("/.ipython/") && lower.contains("/startup/") {
+        Some("IPython's start-up directory")
+    } else if lower.contains("/.git/hooks/") {
+        Some("a git hook")
+    } else if installed_package(&lower) {
+        Some("an installed package")
+    } else {
+        None
+    }
+}
+
+/// A path inside a directory Python imports installed packages from.
+pub(super) fn installed_package(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.starts_with("<site-packages>/")
+        || lower.contains("/site-packages/")
+        || lower.contains("/dist-packages/")
+}
+
+/// Files a test harness reads its verdict from: test modules, pytest's
+/// configuration hooks, expected outputs of test cases, test and coverage
+/// reports, pytest's cache of failures.
+pub(super) fn harness_file(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let in_tests = lower
+        .split('/')
+        .any(|d| d == "tests" || d == "test" || d == "testcases" || d == "cases");
+    if name == "conftest.py" {
+        Some("pytest's configuration hooks")
+    } else if (name.starts_with("test_") || name.ends_with("_test.py")) && name.ends_with(".py") {
+        Some("a test module")
+    } else if in_tests
+        && [".out", ".expected", ".ans"]
+            .iter()
+            .any(|e| name.ends_with(e))
+    {
+        Some("the expected output of a test case")
+    } else if (name.starts_with("junit") && name.ends_with(".xml"))
+        || matches!(name, "coverage.xml" | ".coverage" | "lcov.info")
+        || lower.contains(".pytest_cache/")
+    {
+        Some("a test or coverage report")
+    } else {
+        None
+    }
+}
+
+/// Files of the grader rather than of the task: autograder trees, hidden
+/// test cases and their answers.
+pub(super) fn grader_file(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.split('/').any(|d| {
+        matches!(
+            d,
+            "autograder" | "grader" | "grading" | "hidden_tests" | ".hidden_tests"
+        )
+    })
+}
+
 /// Devices no sandboxed script reads for a good reason: raw keyboards and
 /// mice, physical and kernel memory.
 pub(super) fn capture_device(path: &str) -> Option<&'static str> {

@@ -125,7 +125,9 @@ impl<'t> Analyzer<'t> {
                         .is_some_and(|c| self.is_truthy_const(c));
                 // Remember what to restore on leaving.
                 frame.loop_node = Some((node, infinite));
-                if infinite {
+                // A loop that runs until a clock passes a deadline runs for
+                // as long as it was told, however fast: a flood's shape.
+                if infinite || self.runs_until_deadline(node) {
                     self.endless_loops.push((node, scope));
                 }
                 if let Some(top) = st.loop_stack.last_mut() {
@@ -135,6 +137,32 @@ impl<'t> Analyzer<'t> {
             _ => {}
         }
         st.frames.push(frame);
+    }
+
+    /// `while time.time() < end:`: a while loop whose condition compares a
+    /// clock reading.
+    fn runs_until_deadline(&self, l: Node<'t>) -> bool {
+        let Some(cond) = l
+            .child(F::Condition)
+            .filter(|_| l.kind() == K::WhileStatement)
+        else {
+            return false;
+        };
+        let mut stack = vec![cond];
+        while let Some(n) = stack.pop() {
+            if n.kind() == K::Call {
+                let f = n.child(F::Function).map(|f| self.text(f)).unwrap_or("");
+                let last = f.rsplit('.').next().unwrap_or(f);
+                if matches!(
+                    last,
+                    "time" | "monotonic" | "perf_counter" | "now" | "utcnow"
+                ) {
+                    return true;
+                }
+            }
+            stack.extend(n.children());
+        }
+        false
     }
 
     /// Closes the scope or loop the innermost open node started.
@@ -372,6 +400,7 @@ impl<'t> Analyzer<'t> {
             K::Subscript | K::Attribute => {
                 if let Src::Value(Some(v)) = src {
                     self.store(target, v, scope);
+                    self.assigned.push((target, v, scope));
                 }
             }
             _ => {}

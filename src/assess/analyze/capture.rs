@@ -1,0 +1,141 @@
+//! Surveillance: the screen, camera, microphone, keyboard or clipboard
+//! captured (capture tools run, X11 images grabbed through ctypes, capture
+//! devices read). Capture that repeats, or of devices read raw, is HIGH
+//! (MB216; keystrokes MB212); captured data in a script that sends data off
+//! the host is BLOCKED (MB940). One screenshot of a window is not this.
+
+use super::calls::Call;
+use super::literal::shorten;
+use super::{Analyzer, Node};
+
+/// What a capture collects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Captured {
+    Screen,
+    Camera,
+    Microphone,
+    Keystrokes,
+    Clipboard,
+}
+
+impl Captured {
+    fn describe(self) -> &'static str {
+        match self {
+            Captured::Screen => "the screen",
+            Captured::Camera => "the camera",
+            Captured::Microphone => "the microphone",
+            Captured::Keystrokes => "keystrokes",
+            Captured::Clipboard => "the clipboard",
+        }
+    }
+}
+
+/// ffmpeg/gstreamer input formats that are capture devices.
+fn grab_format(f: &str) -> Option<Captured> {
+    match f {
+        "x11grab" | "kmsgrab" | "fbdev" | "gdigrab" => Some(Captured::Screen),
+        "v4l2" | "video4linux2" | "dshow" => Some(Captured::Camera),
+        "alsa" | "pulse" | "oss" | "jack" => Some(Captured::Microphone),
+        _ => None,
+    }
+}
+
+/// What a command line (lower-cased) captures.
+pub(super) fn capture_command(cmd: &str) -> Option<Captured> {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let head = words.first().map(|h| h.rsplit('/').next().unwrap_or(h))?;
+    let has = |w: &str| words.contains(&w);
+    match head {
+        "arecord" | "parecord" | "pw-record" | "rec" => Some(Captured::Microphone),
+        "ffmpeg" | "avconv" => words
+            .windows(2)
+            .find(|w| w[0] == "-f")
+            .and_then(|w| grab_format(w[1])),
+        "xinput" if has("test") || has("test-xi2") => Some(Captured::Keystrokes),
+        "xev" | "evtest" | "showkey" | "logkeys" => Some(Captured::Keystrokes),
+        "xwd" if has("-root") => Some(Captured::Screen),
+        "import" if has("-window") && has("root") => Some(Captured::Screen),
+        "scrot" | "gnome-screenshot" | "grim" | "maim" | "spectacle" | "xfce4-screenshooter" => {
+            Some(Captured::Screen)
+        }
+        "fswebcam" | "streamer" => Some(Captured::Camera),
+        "xclip" if has("-o") || has("-out") => Some(Captured::Clipboard),
+        "xsel" if has("-o") || has("--output") => Some(Captured::Clipboard),
+        "wl-paste" | "pbpaste" => Some(Captured::Clipboard),
+        _ => None,
+    }
+}
+
+/// Devices that are a screen, a camera or a microphone.
+fn capture_device(p: &str) -> Option<Captured> {
+    if p.starts_with("/dev/fb") || p.starts_with("/dev/dri/card") {
+        Some(Captured::Screen)
+    } else if p.starts_with("/dev/video") {
+        Some(Captured::Camera)
+    } else if p.starts_with("/dev/snd/pcm") || p == "/dev/dsp" || p == "/dev/audio" {
+        Some(Captured::Microphone)
+    } else {
+        None
+    }
+}
+
+/// X11 calls (through ctypes or python-xlib) that copy the screen's pixels.
+const SCREEN_GRABS: &[&str] = &["XGetImage", "XShmGetImage", "get_image", "XGetSubImage"];
+
+impl<'t> Analyzer<'t> {
+    /// Capture devices read and X11 images grabbed by a call.
+    pub(super) fn check_capture(&mut self, call: &Call<'t>, read: &[String]) {
+        if let Some(c) = read.iter().find_map(|p| capture_device(p)) {
+            self.judge_capture(call, c, true);
+        } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
+            self.judge_capture(call, Captured::Screen, false);
+        }
+    }
+
+    /// Capture tools among the commands a process call runs (the values
+    /// [`super::process`] folded already).
+    pub(super) fn check_capture_commands(&mut self, call: &Call<'t>, cmds: &[String]) {
+        if let Some(c) = cmds
+            .iter()
+            .find_map(|c| capture_command(&c.to_ascii_lowercase()))
+        {
+            self.judge_capture(call, c, false);
+        }
+    }
+
+    /// Notes a capture and judges it alone: keystrokes (MB212), repeated
+    /// capture or a device read raw (MB216).
+    fn judge_capture(&mut self, call: &Call<'t>, what: Captured, device: bool) {
+        self.signs.capture.get_or_insert((call.node, what));
+        let repeated = call.loop_node.is_some();
+        let how = match (device, repeated) {
+            (true, _) => " read from the device",
+            (false, true) => " in a loop",
+            _ => "",
+        };
+        let detail = format!(
+            "`{}` captures {}{how}",
+            shorten(call.written),
+            what.describe()
+        );
+        if what == Captured::Keystrokes {
+            self.add("MB212", call.node, detail);
+        } else if repeated || device {
+            self.add("MB216", call.node, detail);
+        }
+    }
+
+    /// MB940: something captured in a script that sends data off the host.
+    pub(super) fn check_capture_shipped(&mut self, send: Option<Node<'t>>) {
+        let (Some((at, what)), Some(send)) = (self.signs.capture, send) else {
+            return;
+        };
+        let detail = format!(
+            "captures {} (line {}) and sends data off the host (line {})",
+            what.describe(),
+            at.start_position().row + 1,
+            send.start_position().row + 1
+        );
+        self.add("MB940", at, detail);
+    }
+}
