@@ -4,6 +4,7 @@
 //! ratio to bare python; throughput with N parallel workers; the supervisor's own peak
 //! memory. Writes target/bench/bench.{md,json,svg}.
 
+mod cpu;
 mod extra;
 mod output;
 mod peers;
@@ -433,6 +434,9 @@ struct Extra {
     /// The server's anonymous memory, one warm sandbox's and how many were ready.
     served_mem: Option<(u64, u64, usize)>,
     client: Option<served::Client>,
+    /// CPU ms per run of the empty script: (name, all of it, the command's own
+    /// waited-for processes).
+    cpu: Vec<(String, f64, f64)>,
 }
 
 pub fn bench(args: &[String]) -> Result<()> {
@@ -526,6 +530,12 @@ pub fn bench(args: &[String]) -> Result<()> {
         }
         None => (None, None),
     };
+    let mut cpu = Vec::new();
+    for (name, cmd) in &thr_cmds {
+        let settle = Duration::from_millis(if name.contains("--server") { 1500 } else { 0 });
+        let (all, own) = cpu::per_run(cmd, settle)?;
+        cpu.push((name.to_string(), all, own));
+    }
     drop(server);
     let extra = Extra {
         thr,
@@ -533,11 +543,34 @@ pub fn bench(args: &[String]) -> Result<()> {
         assess,
         served_mem,
         client,
+        cpu,
     };
     write_results(&o, &notes, &groups, &failed, &extra)?;
     let _ = std::fs::remove_dir_all(&dir);
     remove_bench_cgroups();
     Ok(())
+}
+
+/// The CPU time per run, and the throughput it allows relative to bare python's.
+fn cpu_lines(cpu: &[(String, f64, f64)]) -> String {
+    let Some((_, base, _)) = cpu.first() else {
+        return String::new();
+    };
+    let each = cpu.iter().map(|(n, all, own)| match n.contains("--server") {
+        true => format!("{n} {all:.1} ms (the client process {own:.1}; the rest is the server's: the request, and the preparation of the warm sandbox that replaces the one it used)"),
+        false => format!("{n} {all:.1} ms"),
+    });
+    let ceiling = cpu
+        .iter()
+        .skip(1)
+        .map(|(n, all, _)| format!("{n} {:.2}x", base / all.max(1e-9)));
+    format!(
+        "\nCPU time per run of the empty script ({} runs {} ms apart; the machine's busy time over them, less its busy time over as long a pause): {}\nthroughput ceiling relative to bare python (its CPU per run over theirs): {}\n",
+        cpu::RUNS,
+        cpu::GAP.as_millis(),
+        each.collect::<Vec<_>>().join("; "),
+        ceiling.collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// Prints the results and writes target/bench/bench.{md,json,svg}.
@@ -572,6 +605,7 @@ fn write_results(
                 .join(", ")
         ));
     }
+    md.push_str(&cpu_lines(&x.cpu));
     md.push_str(&format!(
         "\nSupervisor peak memory (the maibox process itself, the sandbox excluded), median of 10 runs: VmHWM {:.2} MB (file pages of the binary and libc included), RssAnon peak {:.2} MB\n",
         x.mem.0 as f64 / 1e6,
@@ -608,6 +642,7 @@ fn write_results(
             "runs_per_s": x.thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
         "supervisor_peak_rss_bytes": x.mem.0,
         "supervisor_peak_anon_bytes": x.mem.1,
+        "cpu_per_run_ms": x.cpu.iter().map(|(n, all, own)| serde_json::json!({"name": n, "all": all, "own_processes": own})).collect::<Vec<_>>(),
         "server_memory": x.served_mem.map(|(a, p, n)| serde_json::json!({"anon_bytes": a, "per_sandbox_bytes": p, "ready": n})),
         "python_client_ms": x.client.as_ref().map(|c| c.iter().map(|(n, b, r, o)| serde_json::json!({"script": n, "bare": b, "client": r, "overhead": o})).collect::<Vec<_>>()),
         "assessment_ms": x.assess.iter().map(|(k, a, b)| serde_json::json!({"corpus": k, "lines_1000": a, "lines_10000": b})).collect::<Vec<_>>(),
