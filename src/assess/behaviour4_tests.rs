@@ -2,22 +2,8 @@
 //! third parties, self-propagation, tampering, harness cheating, kernel
 //! attacks), spelled unlike the corpus, each with a benign control.
 
-use super::{assess, AssessConfig, Assessment, Verdict};
-
-fn run(src: &str) -> Assessment {
-    assess("t.py", src.as_bytes(), &AssessConfig::default()).unwrap()
-}
-
-fn rules(a: &Assessment) -> Vec<&str> {
-    a.findings.iter().map(|f| f.rule.as_str()).collect()
-}
-
-fn finding<'a>(a: &'a Assessment, rule: &str) -> &'a super::Finding {
-    a.findings
-        .iter()
-        .find(|f| f.rule == rule)
-        .unwrap_or_else(|| panic!("no {rule} in {:?}", a.findings))
-}
+use super::behaviour_tests::{finding, rules, run};
+use super::Verdict;
 
 #[test]
 fn own_code_copied_into_walked_files_and_shares() {

@@ -5,15 +5,15 @@
 
 use super::{assess, AssessConfig, Assessment, Verdict};
 
-fn run(src: &str) -> Assessment {
+pub(super) fn run(src: &str) -> Assessment {
     assess("t.py", src.as_bytes(), &AssessConfig::default()).unwrap()
 }
 
-fn rules(a: &Assessment) -> Vec<&str> {
+pub(super) fn rules(a: &Assessment) -> Vec<&str> {
     a.findings.iter().map(|f| f.rule.as_str()).collect()
 }
 
-fn finding<'a>(a: &'a Assessment, rule: &str) -> &'a super::Finding {
+pub(super) fn finding<'a>(a: &'a Assessment, rule: &str) -> &'a super::Finding {
     a.findings
         .iter()
         .find(|f| f.rule == rule)
