@@ -94,12 +94,27 @@ impl Sandbox {
             stdin: StdinMode::Pump,
             extra_fds: vec![code_r.as_fd(), ready_w.as_fd(), done_w.as_fd()],
         };
-        let group = Group::default();
         let timeline = Timeline::new();
-        let prepared = {
-            let job = native_job(&policy, &run_id, self, &timeline);
-            let mut make_group = |pid| native::make_group(&policy, &job, &group, &mut notices, pid);
-            engine::prepare(&ejob, &mut make_group, &mut || Ok(())).map_err(setup)?
+        let mut attempt = 0;
+        let (group, prepared) = loop {
+            attempt += 1;
+            let group = Group::default();
+            let made = {
+                let job = native_job(&policy, &run_id, self, &timeline);
+                let mut make_group =
+                    |pid| native::make_group(&policy, &job, &group, &mut notices, pid);
+                engine::prepare(&ejob, &mut make_group, &mut || Ok(()))
+            };
+            match made {
+                Ok(p) => break (group, p),
+                // Sandboxes made at once by threads of one process sometimes fail to
+                // attach a detached host tree (move_mount: EINVAL; about 1 in 40 runs
+                // of tests/warm.rs, 1 in 10 on a loaded host, never with one thread
+                // or across processes). Its cause is not found yet (docs/server.md);
+                // the failed sandbox is already gone, so a fresh one is made.
+                Err(e) if e.step == Step::BindHost && attempt < 3 => continue,
+                Err(e) => return Err(setup(e)),
+            }
         };
         drop((code_r, ready_w, done_w));
         // Preparing yields the CPU to runs in progress (given back in `lower`).
