@@ -63,25 +63,11 @@ pub(super) fn main(c: &mut Child) -> i32 {
     r.unwrap_or(125)
 }
 
-/// Reads and drops what the parent sent that the chain never read (its cgroup, when
-/// the chain failed before that step): closing a unix socket with unread data makes
-/// it a reset, and the parent would get ECONNRESET instead of the reason just sent.
-fn drain(chan: &Channel) {
-    use nix::sys::socket::{recv, MsgFlags};
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = recv(chan.raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
-        if n == 0 {
-            break;
-        }
-    }
-}
-
 fn run(c: &Child) -> i32 {
     let ready = match setup(c) {
         Ok(r) => r,
         Err(e) => {
             let _ = c.chan.send(&Msg::Failed(e));
-            drain(&c.chan);
             return 125;
         }
     };

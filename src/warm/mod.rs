@@ -29,6 +29,11 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+/// A preparation failure that a fresh sandbox may not meet (see `prepare_warm`).
+fn transient(e: &SetupError) -> bool {
+    e.step == Step::BindHost || (e.step == Step::Sync && e.message.contains("ECONNRESET"))
+}
+
 /// The runner, as the warm sandbox's script.
 const RUNNER: &str = include_str!("runner.py");
 /// How long the runner may take to import its preloads and say it is ready.
@@ -111,8 +116,10 @@ impl Sandbox {
                 // attach a detached host tree (move_mount: EINVAL; about 1 in 40 runs
                 // of tests/warm.rs, 1 in 10 on a loaded host, never with one thread
                 // or across processes). Its cause is not found yet (docs/server.md);
-                // the failed sandbox is already gone, so a fresh one is made.
-                Err(e) if e.step == Step::BindHost && attempt < 3 => continue,
+                // the failed sandbox is already gone, so a fresh one is made. When
+                // the sandbox failed before reading its cgroup message, its exit
+                // resets the channel and the same failure arrives as ECONNRESET.
+                Err(e) if transient(&e) && attempt < 3 => continue,
                 Err(e) => return Err(setup(e)),
             }
         };
