@@ -100,29 +100,9 @@ impl Sandbox {
             extra_fds: vec![code_r.as_fd(), ready_w.as_fd(), done_w.as_fd()],
         };
         let timeline = Timeline::new();
-        let mut attempt = 0;
-        let (group, prepared) = loop {
-            attempt += 1;
-            let group = Group::default();
-            let made = {
-                let job = native_job(&policy, &run_id, self, &timeline);
-                let mut make_group =
-                    |pid| native::make_group(&policy, &job, &group, &mut notices, pid);
-                engine::prepare(&ejob, &mut make_group, &mut || Ok(()))
-            };
-            match made {
-                Ok(p) => break (group, p),
-                // Sandboxes made at once by threads of one process sometimes fail to
-                // attach a detached host tree (move_mount: EINVAL; about 1 in 40 runs
-                // of tests/warm.rs, 1 in 10 on a loaded host, never with one thread
-                // or across processes). Its cause is not found yet (docs/server.md);
-                // the failed sandbox is already gone, so a fresh one is made. When
-                // the sandbox failed before reading its cgroup message, its exit
-                // resets the channel and the same failure arrives as ECONNRESET.
-                Err(e) if transient(&e) && attempt < 3 => continue,
-                Err(e) => return Err(setup(e)),
-            }
-        };
+        let (group, prepared) = self
+            .prepare_fresh(&policy, &ejob, &run_id, &timeline, &mut notices)
+            .map_err(setup)?;
         drop((code_r, ready_w, done_w));
         // Preparing yields the CPU to runs in progress (given back in `lower`).
         if let Some(Some(g)) = group.made.get() {
@@ -155,6 +135,41 @@ impl Sandbox {
             namespaces,
             notices: notices.all,
         })
+    }
+}
+
+impl Sandbox {
+    /// Makes the warm sandbox's process tree and cgroup; after a transient failure, a
+    /// fresh one (the failed one is already gone).
+    fn prepare_fresh(
+        &self,
+        policy: &Policy,
+        ejob: &engine::Job,
+        run_id: &str,
+        timeline: &Timeline,
+        notices: &mut Notices,
+    ) -> Result<(Group, Prepared), SetupError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let group = Group::default();
+            let made = {
+                let job = native_job(policy, run_id, self, timeline);
+                let mut make_group = |pid| native::make_group(policy, &job, &group, notices, pid);
+                engine::prepare(ejob, &mut make_group, &mut || Ok(()))
+            };
+            match made {
+                Ok(p) => return Ok((group, p)),
+                // Sandboxes made at once by threads of one process sometimes fail to
+                // attach a detached host tree (move_mount: EINVAL; about 1 in 40 runs
+                // of tests/warm.rs, 1 in 10 on a loaded host, never with one thread
+                // or across processes). Its cause is not found yet (docs/server.md).
+                // When the sandbox failed before reading its cgroup message, its exit
+                // resets the channel and the same failure arrives as ECONNRESET.
+                Err(e) if transient(&e) && attempt < 3 => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
