@@ -137,7 +137,7 @@ impl<'t> Analyzer<'t> {
 
     /// The scope of method `name` defined in the class body `class`.
     fn method_of(&self, class: usize, name: &str) -> Option<usize> {
-        let (_, list) = self.binds.get(name)?.iter().find(|(s, _)| *s == class)?;
+        let list = super::resolve::scope_binds(self.binds.get(name)?, class)?;
         list.iter().find_map(|(_, b)| match *b {
             Bind::Def(_, inner) => Some(inner),
             _ => None,

@@ -310,7 +310,8 @@ type Bindings<'t> = Vec<(usize, Bind<'t>)>;
 struct Analyzer<'t> {
     src: &'t str,
     scopes: Vec<Scope<'t>>,
-    /// Bindings by name and scope, in source order of where they take effect.
+    /// Bindings by name, then by scope (sorted by scope number), in source
+    /// order of where they take effect.
     binds: HashMap<&'t str, Vec<(usize, Bindings<'t>)>>,
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
@@ -423,12 +424,15 @@ impl<'t> Analyzer<'t> {
             Bind::Expr(v, _) => v.start_byte(),
             _ => self.last_pos,
         };
+        // Kept sorted by scope: a common name (`self`, `path`) is bound in
+        // hundreds of functions, and a linear scan per lookup made long files
+        // quadratic.
         let scopes = self.binds.entry(name).or_default();
-        let i = match scopes.iter().position(|(s, _)| *s == scope) {
-            Some(i) => i,
-            None => {
-                scopes.push((scope, Vec::new()));
-                scopes.len() - 1
+        let i = match scopes.binary_search_by_key(&scope, |(s, _)| *s) {
+            Ok(i) => i,
+            Err(i) => {
+                scopes.insert(i, (scope, Vec::new()));
+                i
             }
         };
         let list = &mut scopes[i].1;

@@ -4,7 +4,7 @@
 
 use super::literal::{int_value, string_value};
 use super::names::*;
-use super::{Analyzer, Bind, Node, F, K};
+use super::{Analyzer, Bind, Bindings, Node, F, K};
 use super::{EVAL_BUDGET, EVAL_DEPTH};
 
 impl<'t> Analyzer<'t> {
@@ -46,7 +46,7 @@ impl<'t> Analyzer<'t> {
             let sc = self.scopes.get(id)?;
             // Class bodies are not visible from methods nested in them.
             let here = (first || !sc.is_class)
-                .then(|| by_scope.iter().find(|(s, _)| *s == id).map(|(_, l)| l))
+                .then(|| scope_binds(by_scope, id))
                 .flatten();
             if let Some(list) = here {
                 let before = list.partition_point(|(p, _)| *p < at);
@@ -70,12 +70,13 @@ impl<'t> Analyzer<'t> {
         let mut out = Vec::new();
         let mut s = Some(scope);
         while let Some(id) = s {
-            out.extend(
-                self.star_imports
-                    .iter()
-                    .filter(|(sc, _)| *sc == id)
-                    .map(|(_, m)| *m),
-            );
+            for (_, m) in self.star_imports.iter().filter(|(sc, _)| *sc == id) {
+                // A module star-imported twice resolves names the same way
+                // twice: once is enough.
+                if !out.contains(m) {
+                    out.push(*m);
+                }
+            }
             s = self.scopes.get(id).and_then(|sc| sc.parent);
         }
         out
@@ -227,6 +228,16 @@ impl<'t> Analyzer<'t> {
             _ => false,
         }
     }
+}
+
+/// The bindings of one name in scope `id`, from the name's list sorted by
+/// scope.
+pub(super) fn scope_binds<'a, 't>(
+    by_scope: &'a [(usize, Bindings<'t>)],
+    id: usize,
+) -> Option<&'a Bindings<'t>> {
+    let i = by_scope.binary_search_by_key(&id, |(s, _)| *s).ok()?;
+    by_scope.get(i).map(|(_, l)| l)
 }
 
 fn normalize(q: String) -> String {
