@@ -93,10 +93,10 @@ pub fn test_vm(root: PathBuf) -> Result<()> {
         return first.into_result();
     };
     // Under qemu's software emulation the guest kernel sometimes stops making progress
-    // (a boot that never ends, 1 in about 80; a soft lockup of both vCPUs in the first runs after
-    // boot, never reproduced by rerunning those tests in a fresh guest: see
+    // (a boot that never ends, 1 in about 80; a soft lockup of both vCPUs in the first
+    // runs after boot, never reproduced by rerunning those tests in fresh guests: see
     // docs/contributing.md). The binaries from the one that was running on are run
-    // once more in a fresh guest; a second failure fails the lane.
+    // once more in a fresh guest; a second stop fails the lane.
     eprintln!(
         "==> vm lane: the guest kernel stopped (above) while {} ran; running it and the \
          {} after it once more in a fresh guest",
