@@ -165,13 +165,8 @@ fn run_lane(script: &Path, root: &Path, bins: &[PathBuf]) -> Result<Lane> {
         };
         println!("{line}");
         started |= line.starts_with("==> vm: kernel");
-        if let Some(i) = line
-            .strip_prefix("==> vm: ")
-            .and_then(|b| bins.iter().position(|p| p.as_os_str() == b))
-        {
-            current = i;
-        }
-        stopped |= line.contains("soft lockup") || line.contains("Kernel panic");
+        current = binary_started(&line, bins).unwrap_or(current);
+        stopped |= kernel_stopped(&line);
     }
     let st = child.wait().context("waiting for xtask/vm/vm-run.sh")?;
     Ok(if st.success() {
@@ -181,6 +176,17 @@ fn run_lane(script: &Path, root: &Path, bins: &[PathBuf]) -> Result<Lane> {
     } else {
         Lane::Failed(st.to_string())
     })
+}
+
+/// The index in `bins` of the binary whose start `line` marks.
+fn binary_started(line: &str, bins: &[PathBuf]) -> Option<usize> {
+    let b = line.strip_prefix("==> vm: ")?;
+    bins.iter().position(|p| p.as_os_str() == b)
+}
+
+/// Whether the guest's kernel says on `line` that it locked up or panicked.
+fn kernel_stopped(line: &str) -> bool {
+    line.contains("BUG: soft lockup") || line.contains("Kernel panic - not syncing")
 }
 
 /// The guest's command: each binary with the lane's filters, stopping at the first
@@ -278,4 +284,25 @@ fn test_binaries(root: &PathBuf, names: &[&str]) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(bins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_lines_that_mark_a_binary_or_a_stopped_kernel() {
+        let bins = [PathBuf::from("/t/engine-1"), PathBuf::from("/t/oci-2")];
+        assert_eq!(binary_started("==> vm: /t/oci-2", &bins), Some(1));
+        assert_eq!(binary_started("==> vm: /t/other", &bins), None);
+        assert_eq!(binary_started("test /t/oci-2 ... ok", &bins), None);
+        assert!(kernel_stopped(
+            "[   28.48] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [maibox:152]"
+        ));
+        assert!(kernel_stopped(
+            "[    6.86] Kernel panic - not syncing: softlockup: hung tasks"
+        ));
+        // A test's own output naming a lockup is not the kernel's.
+        assert!(!kernel_stopped("test soft_lockup_is_reported ... ok"));
+    }
 }
