@@ -135,7 +135,7 @@ const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
 /// a failed test.
 fn run_lane(script: &Path, root: &Path, bins: &[PathBuf]) -> Result<Lane> {
     let mut child = Command::new(script)
-        .args(["--timeout", "1200", "--", "bash", "-c", &lane_command(bins)])
+        .args(["--timeout", "1500", "--", "bash", "-c", &lane_command(bins)])
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()
