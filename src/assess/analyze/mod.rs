@@ -29,6 +29,7 @@ use rustc_hash::FxHashMap;
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod abuse;
+mod agents;
 mod calls;
 mod capability;
 mod capture;
@@ -37,6 +38,7 @@ mod composite;
 mod defs;
 mod dropper;
 mod dynamic;
+mod effects;
 mod escape;
 mod evasion;
 mod exfil;
@@ -170,6 +172,7 @@ fn analyze_text(
     a.check_patched();
     a.check_supply_chain();
     a.check_sends();
+    a.check_configs();
     a.check_strings();
     a.check_ransomware();
     a.check_endless_loops();
