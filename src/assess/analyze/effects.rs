@@ -160,5 +160,7 @@ impl<'t> Analyzer<'t> {
     pub(super) fn check_configs(&mut self) {
         let fx = self.effects();
         self.check_agent_config(&fx);
+        self.check_database(&fx);
+        self.check_phishing(&fx);
     }
 }
