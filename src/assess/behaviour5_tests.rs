@@ -73,7 +73,7 @@ fn databases_listed_then_destroyed_and_mass_updates() {
     );
     // Its own table dropped by name, a scoped update, a catalogue read to
     // print the schema: ordinary.
-    let own = "import sqlite3\nc = sqlite3.connect('cache.db')\nprint(c.execute('select name from sqlite_master').fetchall())\nc.execute('DROP TABLE IF EXISTS cache_v1')\nc.execute('UPDATE users SET role = ? WHERE id = ?', ('admin', 7))\n";
+    let own = "import sqlite3\nc = sqlite3.connect('cache.db')\nprint(c.execute('select name from sqlite_master').fetchall())\nc.execute('DROP TABLE IF EXISTS cache_v1')\nc.execute('UPDATE users SET role = ? WHERE id = ?', ('admin', 7))\nc.execute('UPDATE accounts SET is_admin = 0')\n";
     let a = run(own);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
@@ -105,4 +105,53 @@ fn prompts_in_another_programs_name_and_harvesting_forms() {
     let a = run(own);
     assert!(!rules(&a).contains(&"MB946"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+#[test]
+fn names_resolvers_trust_and_lan_traffic_redirected() {
+    // A bank's name pinned through a helper writing the hosts file.
+    let pin = "def add(entry, hosts='/etc/hosts'):\n    with open(hosts, 'a') as f:\n        f.write(entry + '\\n')\n\nadd('203.0.113.4 www.examplebank.com')\n";
+    let a = run(pin);
+    let f = finding(&a, "MB947");
+    assert_eq!(f.line, 2);
+    assert!(f.detail.contains("examplebank.com"), "{}", f.detail);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let nat = "import os\nos.system('nft add rule ip nat prerouting tcp dport 443 dnat to 198.51.100.8:8443')\n";
+    assert!(
+        rules(&run(nat)).contains(&"MB947"),
+        "{:?}",
+        run(nat).findings
+    );
+    let arp = "from scapy.all import ARP, send\npkt = ARP(op=2, pdst='10.0.0.5', psrc='10.0.0.1')\nfor _ in range(10**6):\n    send(pkt, verbose=0)\n";
+    assert!(
+        rules(&run(arp)).contains(&"MB947"),
+        "{:?}",
+        run(arp).findings
+    );
+    // A root trusted alone is HIGH.
+    let ca = "import shutil, subprocess\nshutil.copy('corp.pem', '/usr/local/share/ca-certificates/corp.crt')\nsubprocess.run(['update-ca-certificates'])\n";
+    let a = run(ca);
+    assert!(rules(&a).contains(&"MB220"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::High, "{:?}", a.findings);
+    // Reading the files, a local name for one's own app, and a project's
+    // own test bundle are ordinary (the hosts write stays a system write).
+    let read = "for p in ('/etc/hosts', '/etc/resolv.conf'):\n    print(open(p).read())\n";
+    assert!(
+        run(read).verdict < Verdict::High,
+        "{:?}",
+        run(read).findings
+    );
+    let local = "with open('/etc/hosts', 'a') as h:\n    h.write('127.0.0.1 myapp.test\\n')\n";
+    assert!(
+        !rules(&run(local)).contains(&"MB947"),
+        "{:?}",
+        run(local).findings
+    );
+    let bundle =
+        "from pathlib import Path\nPath('tests/ca.pem').write_text(open('build/ca.pem').read())\n";
+    assert!(
+        run(bundle).verdict < Verdict::High,
+        "{:?}",
+        run(bundle).findings
+    );
 }

@@ -112,8 +112,26 @@ fn mass_update(t: &str) -> Option<&'static str> {
         None => (set, None),
     };
     let everyone = cond.is_none_or(|w| matches!(w, "1=1" | "1 = 1" | "true"));
-    let col = POWER_COLUMNS.iter().copied().find(|c| cols.contains(c))?;
-    everyone.then_some(col)
+    if !everyone {
+        return None;
+    }
+    cols.split(',').find_map(|assignment| {
+        let (col, value) = assignment.split_once('=')?;
+        let col_is = POWER_COLUMNS.iter().copied().find(|c| col.contains(c))?;
+        // Money and passwords changed for everyone are abuse whatever the
+        // value; roles and flags only when they grant (demoting everyone
+        // is a clean-up).
+        let v = value.trim().trim_matches(['\'', '"']);
+        let grants = matches!(v, "1" | "true" | "yes" | "y")
+            || ["admin", "superuser", "root", "owner", "staff"]
+                .iter()
+                .any(|w| v.contains(w));
+        let any_value = matches!(
+            col_is,
+            "balance" | "points" | "credit" | "wallet" | "password"
+        );
+        (any_value || grants).then_some(col_is)
+    })
 }
 
 /// A role or user made superuser or given every privilege.

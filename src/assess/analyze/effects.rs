@@ -162,5 +162,6 @@ impl<'t> Analyzer<'t> {
         self.check_agent_config(&fx);
         self.check_database(&fx);
         self.check_phishing(&fx);
+        self.check_traffic(&fx);
     }
 }

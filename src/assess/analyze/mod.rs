@@ -66,6 +66,7 @@ mod spread;
 mod strings;
 mod supply;
 mod taxonomy;
+mod traffic;
 mod walk;
 
 pub(super) struct RawFinding {

@@ -87,18 +87,8 @@ fn line(n: Node<'_>) -> usize {
 impl<'t> Analyzer<'t> {
     /// MB946 over prompts, login forms and planted programs.
     pub(super) fn check_phishing(&mut self, fx: &Effects<'t>) {
-        for w in &fx.writes {
-            if let Some(name) = w.paths.iter().find_map(|p| shadows_program(p)) {
-                let p = w
-                    .paths
-                    .iter()
-                    .find(|p| shadows_program(p).is_some())
-                    .cloned()
-                    .unwrap_or_default();
-                let detail = format!("writes {p}: a {name} on the user's own PATH, which sees the password typed to it");
-                self.add("MB946", w.call, detail);
-                return;
-            }
+        if self.planted_program(fx) {
+            return;
         }
         let form = fx.text_where(|t| {
             t.contains("type=\"password\"")
@@ -157,6 +147,22 @@ impl<'t> Analyzer<'t> {
                 return self.add("MB946", site.node, detail);
             }
         }
+    }
+
+    /// A program named like sudo written into a `bin` directory of the
+    /// user's own; true when found.
+    fn planted_program(&mut self, fx: &Effects<'t>) -> bool {
+        for w in &fx.writes {
+            if let Some(p) = w.paths.iter().find(|p| shadows_program(p).is_some()) {
+                let name = shadows_program(p).unwrap_or("sudo");
+                let detail = format!(
+                    "writes {p}: a {name} on the user's own PATH, which sees the password typed to it"
+                );
+                self.add("MB946", w.call, detail);
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether a prompt call (`getpass`, `input`) asks in another
