@@ -27,6 +27,8 @@ mod verdict;
 #[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
+mod behaviour5_tests;
+#[cfg(test)]
 mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;

@@ -29,14 +29,17 @@ use rustc_hash::FxHashMap;
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod abuse;
+mod agents;
 mod calls;
 mod capability;
 mod capture;
 mod command;
 mod composite;
+mod database;
 mod defs;
 mod dropper;
 mod dynamic;
+mod effects;
 mod escape;
 mod evasion;
 mod exfil;
@@ -53,6 +56,7 @@ mod lateral;
 mod literal;
 mod names;
 mod paths;
+mod phishing;
 mod process;
 mod ransom;
 mod recon;
@@ -62,6 +66,7 @@ mod spread;
 mod strings;
 mod supply;
 mod taxonomy;
+mod traffic;
 mod walk;
 
 pub(super) struct RawFinding {
@@ -170,6 +175,7 @@ fn analyze_text(
     a.check_patched();
     a.check_supply_chain();
     a.check_sends();
+    a.check_configs();
     a.check_strings();
     a.check_ransomware();
     a.check_endless_loops();

@@ -1,0 +1,239 @@
+//! Databases the script does not own (MB945, MB219): every database or
+//! table a catalogue query lists dropped or emptied by computed name, mass
+//! updates that make everyone an administrator or change balances with no
+//! `WHERE`, password hashes, tokens and cards selected by a script that
+//! sends data out, other applications' databases (mail, chat) sent away,
+//! and roles given superuser or every privilege. The SQL is judged by what
+//! it does, read from the script's literals, f-strings included.
+
+use super::effects::Effects;
+use super::literal::shorten;
+use super::{Analyzer, Node};
+
+/// Queries that list every database, schema or table of a server.
+const CATALOGUES: &[&str] = &[
+    "show databases",
+    "show schemas",
+    "show tables",
+    "information_schema",
+    "pg_database",
+    "pg_tables",
+    "pg_namespace",
+    "sqlite_master",
+    "sqlite_schema",
+    "sys.databases",
+    "sys.tables",
+];
+
+/// Statements that destroy what they name.
+const DESTROYS: &[&str] = &[
+    "drop database",
+    "drop schema",
+    "drop table",
+    "truncate",
+    "delete from",
+];
+
+/// Columns whose mass change grants power or money.
+const POWER_COLUMNS: &[&str] = &[
+    "role",
+    "admin",
+    "superuser",
+    "is_staff",
+    "permission",
+    "privilege",
+    "balance",
+    "points",
+    "credit",
+    "wallet",
+    "password",
+];
+
+/// Columns and tables that hold secrets.
+const SECRET_COLUMNS: &[&str] = &[
+    "password",
+    "passwd",
+    "pwd_hash",
+    "pw_hash",
+    "token",
+    "secret",
+    "api_key",
+    "apikey",
+    "card_number",
+    "cc_number",
+    "cvv",
+    "ssn",
+    "private_key",
+];
+
+/// Other applications' own databases: mail and chat clients.
+const FOREIGN_DATABASES: &[&str] = &[
+    "/.thunderbird/",
+    "global-messages-db.sqlite",
+    "/.config/signal/",
+    "/.config/slack/",
+    "/.config/discord/",
+    "/telegram desktop/",
+    "/.local/share/evolution/",
+    "/library/messages/chat.db",
+];
+
+/// Whether the statement's target is computed: a placeholder, an
+/// interpolation or nothing (the name is concatenated after it).
+fn computed_target(rest: &str) -> bool {
+    let mut rest = rest.trim_start();
+    for skip in ["table ", "if exists ", "only "] {
+        rest = rest.strip_prefix(skip).unwrap_or(rest).trim_start();
+    }
+    let rest = rest.trim_start_matches(['"', '`', '\'', '[']);
+    rest.is_empty() || rest.starts_with(['{', '%', '?', '+'])
+}
+
+/// A destroying statement whose target is computed, and its keyword.
+fn destroys_computed(t: &str) -> Option<&'static str> {
+    DESTROYS.iter().copied().find(|d| {
+        t.find(d).is_some_and(|i| {
+            let rest = &t[i + d.len()..];
+            let name_end = rest
+                .trim_start()
+                .find(char::is_whitespace)
+                .unwrap_or(rest.len());
+            computed_target(rest) && !rest[..name_end.min(rest.len())].contains("where")
+        })
+    })
+}
+
+/// `UPDATE t SET power_column = ...` with no `WHERE` (or `WHERE 1=1`).
+fn mass_update(t: &str) -> Option<&'static str> {
+    let t = t.trim_start();
+    let set = t.strip_prefix("update ")?.split_once(" set ")?.1;
+    let (cols, cond) = match set.split_once(" where ") {
+        Some((c, w)) => (c, Some(w.trim())),
+        None => (set, None),
+    };
+    let everyone = cond.is_none_or(|w| matches!(w, "1=1" | "1 = 1" | "true"));
+    if !everyone {
+        return None;
+    }
+    cols.split(',').find_map(|assignment| {
+        let (col, value) = assignment.split_once('=')?;
+        let col_is = POWER_COLUMNS.iter().copied().find(|c| col.contains(c))?;
+        // Money and passwords changed for everyone are abuse whatever the
+        // value; roles and flags only when they grant (demoting everyone
+        // is a clean-up).
+        let v = value.trim().trim_matches(['\'', '"']);
+        let grants = matches!(v, "1" | "true" | "yes" | "y")
+            || ["admin", "superuser", "root", "owner", "staff"]
+                .iter()
+                .any(|w| v.contains(w));
+        let any_value = matches!(
+            col_is,
+            "balance" | "points" | "credit" | "wallet" | "password"
+        );
+        (any_value || grants).then_some(col_is)
+    })
+}
+
+/// A role or user made superuser or given every privilege.
+fn grants_all(t: &str) -> bool {
+    let creates = t.contains("create role")
+        || t.contains("create user")
+        || t.contains("alter role")
+        || t.contains("alter user");
+    (creates && t.contains("superuser") && !t.contains("nosuperuser"))
+        || t.contains("grant all")
+        || t.contains("with grant option")
+}
+
+/// Tables of accounts and payments, whose every column a `SELECT *` takes.
+const ACCOUNT_TABLES: &[&str] = &[
+    "users",
+    "accounts",
+    "customers",
+    "credentials",
+    "logins",
+    "payments",
+    "cards",
+    "members",
+];
+
+/// A `SELECT` of secret columns, or of every column of an account table.
+fn selects_secrets(t: &str) -> Option<&'static str> {
+    let t = t.trim_start();
+    let (cols, rest) = t.strip_prefix("select ")?.split_once(" from ")?;
+    if cols.trim() == "*" {
+        let table = rest
+            .split_whitespace()
+            .next()?
+            .trim_matches(['"', '`', ';']);
+        let table = table.rsplit('.').next().unwrap_or(table);
+        return ACCOUNT_TABLES.iter().copied().find(|a| *a == table);
+    }
+    SECRET_COLUMNS.iter().copied().find(|c| cols.contains(c))
+}
+
+fn line(n: Node<'_>) -> usize {
+    n.start_position().row + 1
+}
+
+impl<'t> Analyzer<'t> {
+    /// MB945 and MB219 over the SQL the script carries.
+    pub(super) fn check_database(&mut self, fx: &Effects<'t>) {
+        let runs_sql = self.calls.iter().any(|c| {
+            let t = self.text(c.node);
+            [
+                "execute(",
+                "executemany(",
+                "executescript(",
+                "exec_driver_sql(",
+                ".query(",
+            ]
+            .iter()
+            .any(|m| t.contains(m))
+        });
+        if !runs_sql {
+            return;
+        }
+        let catalogue = fx.text_where(|t| CATALOGUES.iter().any(|c| t.contains(c)));
+        let send = self.signs.network_send;
+        let mut found = false;
+        for (n, t) in &fx.texts {
+            let shown = shorten(t);
+            if let (Some(kw), Some((cat, _))) = (destroys_computed(t), catalogue) {
+                let detail = format!(
+                    "`{shown}`: {kw} on every name the catalogue query at line {} lists",
+                    line(cat)
+                );
+                self.add("MB945", *n, detail);
+                found = true;
+            } else if let Some(col) = mass_update(t) {
+                let detail = format!("`{shown}`: changes {col} for every row, no WHERE");
+                self.add("MB945", *n, detail);
+                found = true;
+            } else if let (Some(col), Some(s)) = (selects_secrets(t), send) {
+                let detail = format!(
+                    "`{shown}` selects {col}, in a script that sends data (`{}`, line {})",
+                    shorten(self.text(s)),
+                    line(s)
+                );
+                self.add("MB945", *n, detail);
+                found = true;
+            } else if grants_all(t) {
+                match send {
+                    Some(s) => {
+                        let detail = format!("`{shown}`: an all-powerful account, in a script that sends data (line {})", line(s));
+                        self.add("MB945", *n, detail);
+                        found = true;
+                    }
+                    None => self.add("MB219", *n, format!("`{shown}`")),
+                }
+            } else if FOREIGN_DATABASES.iter().any(|d| t.contains(d)) && send.is_some() && !found {
+                let detail = format!(
+                    "`{shown}`: another application's database, in a script that sends data"
+                );
+                self.add("MB945", *n, detail);
+                found = true;
+            }
+        }
+    }
+}

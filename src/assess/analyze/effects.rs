@@ -1,0 +1,167 @@
+//! What a script changes outside itself, gathered once for the families
+//! that judge configuration and traffic (agents, databases, phishing,
+//! traffic hijacking): the paths it writes, the command lines it runs, and
+//! the text of its string literals (f-strings included, as written).
+
+use super::literal::string_value;
+use super::names::{SHELL_FUNCS, SUBPROCESS};
+use super::{Analyzer, Node, F, K};
+
+/// Calls that serialise their first argument into the file object given
+/// second.
+const DUMPS: &[&str] = &[
+    "json.dump",
+    "yaml.dump",
+    "yaml.safe_dump",
+    "toml.dump",
+    "tomli_w.dump",
+    "plistlib.dump",
+];
+
+/// A file the script writes, creates or replaces.
+pub(super) struct Written<'t> {
+    pub call: Node<'t>,
+    pub paths: Vec<String>,
+}
+
+/// A command line the script runs, lower-cased, unknown words as `*`.
+pub(super) struct Command<'t> {
+    pub call: Node<'t>,
+    pub line: String,
+}
+
+#[derive(Default)]
+pub(super) struct Effects<'t> {
+    pub writes: Vec<Written<'t>>,
+    pub commands: Vec<Command<'t>>,
+    /// String literals, lower-cased (decoded when constant, else as written).
+    pub texts: Vec<(Node<'t>, String)>,
+}
+
+impl<'t> Effects<'t> {
+    /// The first literal that `pred` accepts.
+    pub fn text_where(&self, pred: impl Fn(&str) -> bool) -> Option<(Node<'t>, &str)> {
+        self.texts
+            .iter()
+            .find(|(_, t)| pred(t))
+            .map(|(n, t)| (*n, t.as_str()))
+    }
+}
+
+impl<'t> Analyzer<'t> {
+    /// Collects the writes, commands and literals of the whole file.
+    pub(super) fn effects(&self) -> Effects<'t> {
+        let mut fx = Effects::default();
+        for s in &self.strings {
+            let t = string_value(self.src, *s).unwrap_or_else(|| self.text(*s).to_string());
+            fx.texts.push((*s, t.to_ascii_lowercase()));
+        }
+        for site in &self.calls {
+            let (call, scope) = (site.node, site.scope);
+            let q = self.callee(call, scope);
+            if let Some(paths) = self.written_by(call, scope, q.as_deref()) {
+                fx.writes.push(Written { call, paths });
+            }
+            let runs = q
+                .as_deref()
+                .is_some_and(|q| SHELL_FUNCS.contains(&q) || SUBPROCESS.contains(&q));
+            if runs {
+                let (pos, _) = self.args(call);
+                if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {
+                    fx.commands.push(Command {
+                        call,
+                        line: line.to_ascii_lowercase(),
+                    });
+                }
+            }
+        }
+        fx
+    }
+
+    /// The paths a call writes: files opened for writing, `write_text`,
+    /// serialisers given such a file, copies and links made.
+    fn written_by(&self, call: Node<'t>, scope: usize, q: Option<&str>) -> Option<Vec<String>> {
+        let (pos, _) = self.args(call);
+        let writing = |mode: &str| mode.contains(['w', 'a', 'x', '+']);
+        let opened_for_writing = |n: Node<'t>| {
+            self.reset_budget();
+            self.opened(n, scope, 0)
+                .filter(|(_, mode)| writing(mode))
+                .map(|(p, _)| p)
+        };
+        match q {
+            Some("builtins.open" | "io.open" | "codecs.open" | "os.open") => {
+                return self
+                    .opening_call(call, scope)
+                    .filter(|(_, mode)| writing(mode))
+                    .map(|(p, _)| p);
+            }
+            Some(q) if DUMPS.contains(&q) => return opened_for_writing(*pos.get(1)?),
+            Some(
+                "shutil.copy" | "shutil.copy2" | "shutil.copyfile" | "shutil.move" | "os.symlink"
+                | "os.rename" | "os.replace",
+            ) => {
+                self.reset_budget();
+                return Some(self.paths(*pos.get(1)?, scope));
+            }
+            _ => {}
+        }
+        let func = call.child(F::Function)?;
+        if func.kind() != K::Attribute {
+            return None;
+        }
+        let obj = func.child(F::Object)?;
+        match self.text(func.child(F::Attribute)?) {
+            "write_text" | "write_bytes" | "touch" | "symlink_to" => {
+                self.reset_budget();
+                Some(self.paths(obj, scope))
+            }
+            "open" => self
+                .opening_call(call, scope)
+                .filter(|(_, mode)| writing(mode))
+                .map(|(p, _)| p),
+            // `config.write(fh)`: a config parser saving into a file.
+            "write" => opened_for_writing(*pos.first()?),
+            _ => None,
+        }
+    }
+
+    /// A command as words: a folded string, or an argument list whose
+    /// unknown items are `*`.
+    pub(super) fn command_words(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        if let Some(c) = self.fold_command(n, scope) {
+            return Some(c);
+        }
+        let list = if n.kind() == K::Identifier {
+            match self.lookup(self.text(n), scope, n.start_byte()) {
+                Some([super::Bind::Expr(v, _)]) => v,
+                _ => n,
+            }
+        } else {
+            n
+        };
+        if !list.kind().is_sequence() {
+            return None;
+        }
+        let words: Vec<String> = list
+            .children()
+            .map(|k| {
+                self.reset_budget();
+                self.fold(k, scope, 0).unwrap_or_else(|| "*".to_string())
+            })
+            .collect();
+        (!words.is_empty()).then(|| words.join(" "))
+    }
+}
+
+impl<'t> Analyzer<'t> {
+    /// The fifth round's configuration and traffic families, over one
+    /// gathering of the file's effects.
+    pub(super) fn check_configs(&mut self) {
+        let fx = self.effects();
+        self.check_agent_config(&fx);
+        self.check_database(&fx);
+        self.check_phishing(&fx);
+        self.check_traffic(&fx);
+    }
+}

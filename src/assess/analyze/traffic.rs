@@ -1,0 +1,280 @@
+//! Other programs' traffic redirected or intercepted (MB947, MB220):
+//! well-known names mapped to other addresses in /etc/hosts, the system
+//! resolver replaced by an outside one, a root certificate put into the
+//! system or browser trust stores, proxies exported to every login, NAT
+//! rules sending web or DNS traffic elsewhere, ARP replies forged in a
+//! loop. Reading these files, a test CA kept in the project and a reverse
+//! proxy for one's own app are not this.
+
+use super::effects::Effects;
+use super::literal::shorten;
+use super::{Analyzer, Node};
+
+/// Where the system and browsers keep the certificates they trust.
+const TRUST_STORES: &[&str] = &[
+    "/usr/local/share/ca-certificates/",
+    "/usr/share/ca-certificates/",
+    "/etc/pki/ca-trust/source/anchors/",
+    "/etc/ca-certificates/trust-source/",
+    "/etc/ssl/certs/",
+    "/.pki/nssdb",
+    "/cert9.db",
+    "/cert8.db",
+];
+
+/// Resolver configuration files.
+const RESOLVERS: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/systemd/resolved.conf",
+    "/etc/networkmanager/conf.d/",
+    "/etc/dhcp/dhclient.conf",
+];
+
+/// Public resolvers an administrator may choose.
+const KNOWN_RESOLVERS: &[&str] = &[
+    "8.8.8.8",
+    "8.8.4.4",
+    "1.1.1.1",
+    "1.0.0.1",
+    "9.9.9.9",
+    "149.112.112.112",
+    "208.67.222.222",
+    "208.67.220.220",
+];
+
+/// Top-level domains of names other people's traffic goes to.
+const PUBLIC_TLDS: &[&str] = &[
+    "com", "org", "net", "io", "dev", "app", "co", "uk", "de", "fr", "ru", "cn", "info", "biz",
+    "gov", "edu", "cloud", "ai", "me", "us", "eu",
+];
+
+/// Files every login session reads its environment from.
+const LOGIN_ENVIRONMENT: &[&str] = &[
+    "/etc/environment",
+    "/etc/profile",
+    "/.bashrc",
+    "/.zshrc",
+    "/.profile",
+    "/.bash_profile",
+    "/.zprofile",
+    "/.config/fish/config.fish",
+];
+
+fn ipv4(t: &str) -> Option<[u8; 4]> {
+    let mut out = [0u8; 4];
+    let mut parts = t.split('.');
+    for o in &mut out {
+        *o = parts.next()?.parse().ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// An address on this machine or its own network.
+fn local_address(ip: [u8; 4]) -> bool {
+    matches!(ip, [127, ..] | [10, ..] | [192, 168, ..] | [0, ..])
+        || (ip[0] == 172 && (16..32).contains(&ip[1]))
+}
+
+/// The words of a literal that are IPv4 addresses (ports cut off).
+fn addresses(t: &str) -> impl Iterator<Item = (&str, [u8; 4])> {
+    t.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
+        .map(|w| w.split(':').next().unwrap_or(w))
+        .filter_map(|w| ipv4(w).map(|ip| (w, ip)))
+}
+
+/// A host name under a public top-level domain.
+fn public_name(w: &str) -> bool {
+    let labels: Vec<&str> = w.split('.').collect();
+    labels.len() >= 2
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        && labels.last().is_some_and(|tld| PUBLIC_TLDS.contains(tld))
+        && !labels[0].chars().all(|c| c.is_ascii_digit())
+}
+
+/// What the checks found: a trusted root, and the redirections.
+#[derive(Default)]
+struct Found<'t> {
+    trust: Option<(Node<'t>, String)>,
+    hijacks: Vec<(Node<'t>, String)>,
+}
+
+/// A literal naming a proxy variable.
+fn proxy_named<'t>(fx: &Effects<'t>) -> Option<Node<'t>> {
+    fx.text_where(|t| {
+        ["http_proxy", "https_proxy", "all_proxy"]
+            .iter()
+            .any(|k| t.contains(k))
+    })
+    .map(|(n, _)| n)
+}
+
+/// An IPv4 address in the literals outside this machine's networks (and,
+/// when `known_ok`, not a well-known public resolver).
+fn outside_ip(fx: &Effects<'_>, known_ok: bool) -> Option<String> {
+    fx.texts.iter().find_map(|(_, t)| {
+        addresses(t)
+            .find(|(w, ip)| !(local_address(*ip) || (known_ok && KNOWN_RESOLVERS.contains(w))))
+            .map(|(w, _)| w.to_string())
+    })
+}
+
+/// Trust-store commands and network poisoning tools.
+fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
+    for c in &fx.commands {
+        let l = &c.line;
+        let head = l.split_whitespace().next().unwrap_or("");
+        let head = head.rsplit('/').next().unwrap_or(head);
+        if matches!(head, "update-ca-certificates" | "update-ca-trust")
+            || (head == "certutil" && l.contains(" -a"))
+            || (head == "trust" && l.contains("anchor"))
+        {
+            let what = format!("runs `{}`, installing a trusted root", shorten(l));
+            found.trust.get_or_insert((c.call, what));
+        }
+        if matches!(head, "arpspoof" | "ettercap" | "bettercap") {
+            let what = format!(
+                "runs `{}`, poisoning the network's address tables",
+                shorten(l)
+            );
+            found.hijacks.push((c.call, what));
+        }
+    }
+}
+
+fn line(n: Node<'_>) -> usize {
+    n.start_position().row + 1
+}
+
+impl<'t> Analyzer<'t> {
+    /// MB947 and MB220 over writes, commands, literals and scapy calls.
+    pub(super) fn check_traffic(&mut self, fx: &Effects<'t>) {
+        let mut found = Found::default();
+        self.traffic_writes(fx, &mut found);
+        traffic_commands(fx, &mut found);
+        self.nat_rules(fx, &mut found);
+        if let Some(at) = self.forged_arp_replies() {
+            let what = "forged ARP replies (op is-at) sent by scapy: the LAN's traffic is routed through this machine";
+            found.hijacks.push((at, what.into()));
+        }
+        if let Some((at, what)) = found.trust.take() {
+            self.judge_trust(at, what, fx, &mut found);
+        }
+        for (n, detail) in found.hijacks {
+            self.add("MB947", n, detail);
+        }
+    }
+
+    /// Hosts, resolver, trust-store and login-environment writes.
+    fn traffic_writes(&self, fx: &Effects<'t>, found: &mut Found<'t>) {
+        let public = fx.texts.iter().find_map(|(_, t)| {
+            t.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '='))
+                .find(|w| public_name(w))
+                .map(str::to_string)
+        });
+        let proxy = proxy_named(fx).is_some() && outside_ip(fx, false).is_some();
+        for w in &fx.writes {
+            for p in &w.paths {
+                let lower = p.to_ascii_lowercase();
+                let what = if lower == "/etc/hosts" {
+                    public.as_ref().map(|name| {
+                        format!("writes /etc/hosts in a script naming {name}: other programs reach another address for it")
+                    })
+                } else if RESOLVERS.iter().any(|r| lower.starts_with(r)) {
+                    outside_ip(fx, true).map(|ip| {
+                        format!("writes {p} with resolver {ip}: every name is answered by an outside server")
+                    })
+                } else if TRUST_STORES.iter().any(|s| lower.contains(s)) {
+                    found
+                        .trust
+                        .get_or_insert((w.call, format!("writes {p}, a trust store")));
+                    None
+                } else if proxy && LOGIN_ENVIRONMENT.iter().any(|e| lower.ends_with(e)) {
+                    Some(format!(
+                        "exports a proxy from {p}: every login's web traffic goes through it"
+                    ))
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    found.hijacks.push((w.call, what));
+                }
+            }
+        }
+    }
+
+    /// NAT rules in the script's literals that send web or DNS traffic
+    /// elsewhere, in a script that runs commands.
+    fn nat_rules(&self, fx: &Effects<'t>, found: &mut Found<'t>) {
+        let runs_commands = !fx.commands.is_empty()
+            || self.calls.iter().any(|c| {
+                let t = self.text(c.node);
+                t.contains("subprocess") || t.contains("system(")
+            });
+        if !runs_commands {
+            return;
+        }
+        for (n, t) in &fx.texts {
+            let nat = (t.contains("iptables") || t.contains("nft "))
+                && (t.contains("redirect") || t.contains("dnat"));
+            let others = [" 80 ", " 443 ", " 53 ", "dport 80", "dport 443", "dport 53"]
+                .iter()
+                .any(|p| t.contains(p))
+                || !t.contains("dport");
+            if nat && others {
+                let what = format!(
+                    "`{}`: web or DNS traffic of other programs sent elsewhere",
+                    shorten(t)
+                );
+                found.hijacks.push((*n, what));
+            }
+        }
+    }
+
+    /// A root trusted: BLOCKED when downloaded or with another hijack or a
+    /// proxy, else MB220.
+    fn judge_trust(&mut self, at: Node<'t>, what: String, fx: &Effects<'t>, found: &mut Found<'t>) {
+        let downloaded = self.downloads.iter().find(|d| {
+            let lower = d.path.to_ascii_lowercase();
+            TRUST_STORES.iter().any(|s| lower.contains(s))
+        });
+        let why = match (downloaded, found.hijacks.first(), proxy_named(fx)) {
+            (Some(d), _, _) => format!("with a certificate downloaded at line {}", line(d.write)),
+            (None, Some((h, _)), _) => format!("with traffic redirected at line {}", line(*h)),
+            (None, None, Some(p)) => format!("with a proxy set at line {}", line(p)),
+            _ => return self.add("MB220", at, what),
+        };
+        found.hijacks.push((at, format!("{what}, {why}")));
+    }
+
+    /// A scapy `ARP(op=2)` (or `op="is-at"`) in a script that sends with
+    /// scapy.
+    fn forged_arp_replies(&self) -> Option<Node<'t>> {
+        let mut reply = None;
+        let mut sends = false;
+        for c in &self.calls {
+            let Some(q) = self.callee(c.node, c.scope) else {
+                continue;
+            };
+            if !q.starts_with("scapy") {
+                continue;
+            }
+            let last = q.rsplit('.').next().unwrap_or("");
+            if matches!(last, "send" | "sendp" | "srp" | "sr" | "sendpfast") {
+                sends = true;
+            }
+            if last == "ARP" {
+                let (_, kw) = self.args(c.node);
+                let op = kw
+                    .iter()
+                    .find(|(k, _)| *k == "op")
+                    .map(|(_, v)| self.text(*v));
+                if op.is_some_and(|o| matches!(o.trim_matches(['"', '\'']), "2" | "is-at")) {
+                    reply.get_or_insert(c.node);
+                }
+            }
+        }
+        reply.filter(|_| sends)
+    }
+}
