@@ -42,11 +42,14 @@ const TARGET: Floors = Floors {
 /// 1 of 53. With the fifth batch (six families no rule was written for, 54
 /// scripts, written blind; its lines in heldout/BATCH5.md), before any rule
 /// written after it: 108 of 122, 96 of 111, 2 of 71 (the fifth batch alone: 23
-/// of 36, 15 of 29, 1 of 18).
+/// of 36, 15 of 29, 1 of 18). After the fifth round of rules, written on the
+/// helper's own samples of four of those families and never on the batch: 118
+/// of 122, 107 of 111, 3 of 71 (the batch: 33 of 36, 26 of 29, 2 of 18; the
+/// new benign flag is a development login page, MB946).
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.88,
-    blocked_recall: 0.86,
-    benign_flagged: 0.03,
+    recall: 0.96,
+    blocked_recall: 0.96,
+    benign_flagged: 0.05,
 };
 
 struct Floors {
