@@ -7,6 +7,8 @@
 //! is by where the write lands and what the script carries, never by the
 //! script's name.
 
+use std::cell::OnceCell;
+
 use super::effects::Effects;
 use super::literal::shorten;
 use super::{Analyzer, Node};
@@ -174,6 +176,37 @@ fn url_host(t: &str) -> Option<&str> {
     Some(&rest[..end]).filter(|h| h.contains('.'))
 }
 
+/// What a command line changes in a developer tool's configuration: `git
+/// config --global core.hooksPath DIR`, `pip config set global.index-url
+/// URL`, `npm config set registry URL`.
+fn tool_config_change(line: &str) -> Option<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let head = words.first().map(|h| h.rsplit('/').next().unwrap_or(h));
+    let global = words
+        .iter()
+        .any(|w| matches!(*w, "--global" | "--system" | "--user"));
+    let reads = words
+        .iter()
+        .any(|w| w.starts_with("--get") || matches!(*w, "--list" | "-l"));
+    let set = words.contains(&"set") || !reads;
+    match head {
+        Some("git") if words.get(1) == Some(&"config") && global && set => GIT_RUNNERS
+            .iter()
+            .find(|g| words.contains(g))
+            .filter(|_| words.len() >= 5)
+            .map(|g| format!("sets {g}, a program git runs everywhere")),
+        Some("pip" | "pip3" | "npm" | "yarn" | "pnpm" | "uv")
+            if words.contains(&"config") && words.contains(&"set") =>
+        {
+            words
+                .iter()
+                .find(|w| INDEX_KEYS.iter().any(|k| w.contains(k)))
+                .map(|k| format!("sets {k}, where packages come from"))
+        }
+        _ => None,
+    }
+}
+
 /// What the script carries that makes a configuration change hostile.
 struct Signs<'t> {
     remote: Option<(Node<'t>, String)>,
@@ -187,14 +220,23 @@ struct Signs<'t> {
 impl<'t> Analyzer<'t> {
     /// MB943 and MB218 over the writes and commands of the file.
     pub(super) fn check_agent_config(&mut self, fx: &Effects<'t>) {
-        let signs = self.agent_signs(fx);
-        let named: Vec<(String, Kind)> = fx
-            .texts
-            .iter()
-            .filter_map(|(_, t)| {
-                named_kind(t).map(|k| (format!("a computed path (the script names {t})"), k))
+        // Both scan every literal of the file, and most files write no
+        // developer-tool configuration: computed at the first judgement
+        // that needs them, not before (a fifth of the assessment's time
+        // on ordinary code went here).
+        let signs = OnceCell::new();
+        let named = OnceCell::new();
+        let named = || {
+            named.get_or_init(|| {
+                fx.texts
+                    .iter()
+                    .filter_map(|(_, t)| {
+                        named_kind(t)
+                            .map(|k| (format!("a computed path (the script names {t})"), k))
+                    })
+                    .collect::<Vec<(String, Kind)>>()
             })
-            .collect();
+        };
         let mut judged: Vec<String> = Vec::new();
         for w in &fx.writes {
             let known: Vec<(String, Kind)> = w
@@ -206,7 +248,7 @@ impl<'t> Analyzer<'t> {
                 // A path the folder could not follow (a dict of
                 // destinations): judged by the configuration files the
                 // script names.
-                named.clone()
+                named().clone()
             } else {
                 known
             };
@@ -214,14 +256,18 @@ impl<'t> Analyzer<'t> {
                 if judged.contains(&p) {
                     continue;
                 }
-                if self.judge_agent_write(&p, kind, w.call, &signs) {
+                let signs = signs.get_or_init(|| self.agent_signs(fx));
+                if self.judge_agent_write(&p, kind, w.call, signs) {
                     judged.push(p);
                     break;
                 }
             }
         }
         for c in &fx.commands {
-            self.judge_tool_command(&c.line, c.call, &signs);
+            if let Some(what) = tool_config_change(&c.line) {
+                let signs = signs.get_or_init(|| self.agent_signs(fx));
+                self.judge_tool_command(&c.line, what, c.call, signs);
+            }
         }
     }
 
@@ -310,35 +356,9 @@ impl<'t> Analyzer<'t> {
         true
     }
 
-    /// `git config --global core.hooksPath DIR`, `pip config set
-    /// global.index-url URL`, `npm config set registry URL`.
-    fn judge_tool_command(&mut self, line: &str, at: Node<'t>, s: &Signs<'t>) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let head = words.first().map(|h| h.rsplit('/').next().unwrap_or(h));
-        let global = words
-            .iter()
-            .any(|w| matches!(*w, "--global" | "--system" | "--user"));
-        let reads = words
-            .iter()
-            .any(|w| w.starts_with("--get") || matches!(*w, "--list" | "-l"));
-        let set = words.contains(&"set") || !reads;
-        let what = match head {
-            Some("git") if words.get(1) == Some(&"config") && global && set => GIT_RUNNERS
-                .iter()
-                .find(|g| words.contains(g))
-                .filter(|_| words.len() >= 5)
-                .map(|g| format!("sets {g}, a program git runs everywhere")),
-            Some("pip" | "pip3" | "npm" | "yarn" | "pnpm" | "uv")
-                if words.contains(&"config") && words.contains(&"set") =>
-            {
-                words
-                    .iter()
-                    .find(|w| INDEX_KEYS.iter().any(|k| w.contains(k)))
-                    .map(|k| format!("sets {k}, where packages come from"))
-            }
-            _ => None,
-        };
-        let Some(what) = what else { return };
+    /// Judges a developer tool's configuration change (`what`) run as a
+    /// command line.
+    fn judge_tool_command(&mut self, line: &str, what: String, at: Node<'t>, s: &Signs<'t>) {
         let shown = shorten(line);
         if s.remote.is_some() || s.sends {
             let detail = format!("runs `{shown}`: {what}, in a script that also fetches or sends");

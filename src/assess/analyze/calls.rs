@@ -46,6 +46,25 @@ impl<'t> Call<'t> {
 }
 
 impl<'t> Analyzer<'t> {
+    /// Whether the text of some call holds one of `needles`. Only calls
+    /// not inside another call are read: a nested call's text is part of
+    /// its outer call's, and reading it again made the search quadratic in
+    /// the nesting.
+    pub(super) fn call_text_has(&self, needles: &[&str]) -> bool {
+        let mut spans: Vec<std::ops::Range<usize>> =
+            self.calls.iter().map(|c| c.node.byte_range()).collect();
+        spans.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        let mut covered = 0;
+        spans.into_iter().any(|r| {
+            if r.end <= covered {
+                return false;
+            }
+            covered = r.end;
+            let t = self.src.get(r).unwrap_or("");
+            needles.iter().any(|n| t.contains(n))
+        })
+    }
+
     pub(super) fn check_calls(&mut self) {
         let calls = self.calls.clone();
         for site in &calls {

@@ -179,18 +179,13 @@ fn line(n: Node<'_>) -> usize {
 impl<'t> Analyzer<'t> {
     /// MB945 and MB219 over the SQL the script carries.
     pub(super) fn check_database(&mut self, fx: &Effects<'t>) {
-        let runs_sql = self.calls.iter().any(|c| {
-            let t = self.text(c.node);
-            [
-                "execute(",
-                "executemany(",
-                "executescript(",
-                "exec_driver_sql(",
-                ".query(",
-            ]
-            .iter()
-            .any(|m| t.contains(m))
-        });
+        let runs_sql = self.call_text_has(&[
+            "execute(",
+            "executemany(",
+            "executescript(",
+            "exec_driver_sql(",
+            ".query(",
+        ]);
         if !runs_sql {
             return;
         }
@@ -198,8 +193,10 @@ impl<'t> Analyzer<'t> {
         let send = self.signs.network_send;
         let mut found = false;
         for (n, t) in &fx.texts {
-            let shown = shorten(t);
-            if let (Some(kw), Some((cat, _))) = (destroys_computed(t), catalogue) {
+            // The catalogue first: without one, no text needs the search.
+            let destroyed = catalogue.and_then(|(cat, _)| Some((destroys_computed(t)?, cat)));
+            if let Some((kw, cat)) = destroyed {
+                let shown = shorten(t);
                 let detail = format!(
                     "`{shown}`: {kw} on every name the catalogue query at line {} lists",
                     line(cat)
@@ -207,10 +204,12 @@ impl<'t> Analyzer<'t> {
                 self.add("MB945", *n, detail);
                 found = true;
             } else if let Some(col) = mass_update(t) {
+                let shown = shorten(t);
                 let detail = format!("`{shown}`: changes {col} for every row, no WHERE");
                 self.add("MB945", *n, detail);
                 found = true;
             } else if let (Some(col), Some(s)) = (selects_secrets(t), send) {
+                let shown = shorten(t);
                 let detail = format!(
                     "`{shown}` selects {col}, in a script that sends data (`{}`, line {})",
                     shorten(self.text(s)),
@@ -219,6 +218,7 @@ impl<'t> Analyzer<'t> {
                 self.add("MB945", *n, detail);
                 found = true;
             } else if grants_all(t) {
+                let shown = shorten(t);
                 match send {
                     Some(s) => {
                         let detail = format!("`{shown}`: an all-powerful account, in a script that sends data (line {})", line(s));
@@ -228,6 +228,7 @@ impl<'t> Analyzer<'t> {
                     None => self.add("MB219", *n, format!("`{shown}`")),
                 }
             } else if FOREIGN_DATABASES.iter().any(|d| t.contains(d)) && send.is_some() && !found {
+                let shown = shorten(t);
                 let detail = format!(
                     "`{shown}`: another application's database, in a script that sends data"
                 );

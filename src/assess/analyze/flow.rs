@@ -139,7 +139,7 @@ const HANDLER_ATTRS: &[&str] = &[
     "raw_requestline",
 ];
 
-fn source_of(q: &str) -> Option<Source> {
+pub(super) fn source_of(q: &str) -> Option<Source> {
     if is_network_client(q)
         || matches!(
             q,

@@ -8,7 +8,7 @@
 
 use super::effects::Effects;
 use super::exfil::{send_kind, SendKind};
-use super::flow::Source;
+use super::flow::{source_of, Source};
 use super::literal::shorten;
 use super::{Analyzer, Node};
 
@@ -95,6 +95,12 @@ impl<'t> Analyzer<'t> {
                 || t.contains("type='password'")
                 || t.contains("type=password")
         });
+        // A finding needs a login form or a prompt (the only user input
+        // `prompt_impersonates` accepts is a call): without either, the
+        // taint of every send's arguments is not worth following.
+        if form.is_none() && !self.asks_user() {
+            return;
+        }
         let net = self.facts.network || self.facts.net_import;
         let sites = self.calls.clone();
         for site in sites {
@@ -147,6 +153,20 @@ impl<'t> Analyzer<'t> {
                 return self.add("MB946", site.node, detail);
             }
         }
+    }
+
+    /// Whether some call reads user input (a prompt, the command line).
+    fn asks_user(&self) -> bool {
+        self.calls.iter().any(|c| {
+            let parses = c
+                .node
+                .child(super::F::Function)
+                .filter(|f| f.kind() == super::K::Attribute)
+                .and_then(|f| f.child(super::F::Attribute))
+                .is_some_and(|a| matches!(self.text(a), "parse_args" | "parse_known_args"));
+            parses
+                || self.callee(c.node, c.scope).as_deref().and_then(source_of) == Some(Source::User)
+        })
     }
 
     /// A program named like sudo written into a `bin` directory of the

@@ -6,6 +6,8 @@
 //! loop. Reading these files, a test CA kept in the project and a reverse
 //! proxy for one's own app are not this.
 
+use std::cell::OnceCell;
+
 use super::effects::Effects;
 use super::literal::shorten;
 use super::{Analyzer, Node};
@@ -168,17 +170,26 @@ impl<'t> Analyzer<'t> {
 
     /// Hosts, resolver, trust-store and login-environment writes.
     fn traffic_writes(&self, fx: &Effects<'t>, found: &mut Found<'t>) {
-        let public = fx.texts.iter().find_map(|(_, t)| {
-            t.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '='))
-                .find(|w| public_name(w))
-                .map(str::to_string)
-        });
-        let proxy = proxy_named(fx).is_some() && outside_ip(fx, false).is_some();
+        // Both scan every literal, and only a write to one of these files
+        // asks for them: computed then, not for every file.
+        let public = OnceCell::new();
+        let public = || {
+            public.get_or_init(|| {
+                fx.texts.iter().find_map(|(_, t)| {
+                    t.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '='))
+                        .find(|w| public_name(w))
+                        .map(str::to_string)
+                })
+            })
+        };
+        let proxy = OnceCell::new();
+        let proxy =
+            || *proxy.get_or_init(|| proxy_named(fx).is_some() && outside_ip(fx, false).is_some());
         for w in &fx.writes {
             for p in &w.paths {
                 let lower = p.to_ascii_lowercase();
                 let what = if lower == "/etc/hosts" {
-                    public.as_ref().map(|name| {
+                    public().as_ref().map(|name| {
                         format!("writes /etc/hosts in a script naming {name}: other programs reach another address for it")
                     })
                 } else if RESOLVERS.iter().any(|r| lower.starts_with(r)) {
@@ -190,7 +201,7 @@ impl<'t> Analyzer<'t> {
                         .trust
                         .get_or_insert((w.call, format!("writes {p}, a trust store")));
                     None
-                } else if proxy && LOGIN_ENVIRONMENT.iter().any(|e| lower.ends_with(e)) {
+                } else if LOGIN_ENVIRONMENT.iter().any(|e| lower.ends_with(e)) && proxy() {
                     Some(format!(
                         "exports a proxy from {p}: every login's web traffic goes through it"
                     ))
@@ -207,14 +218,14 @@ impl<'t> Analyzer<'t> {
     /// NAT rules in the script's literals that send web or DNS traffic
     /// elsewhere, in a script that runs commands.
     fn nat_rules(&self, fx: &Effects<'t>, found: &mut Found<'t>) {
-        let runs_commands = !fx.commands.is_empty()
-            || self.calls.iter().any(|c| {
-                let t = self.text(c.node);
-                t.contains("subprocess") || t.contains("system(")
-            });
-        if !runs_commands {
-            return;
-        }
+        // Whether the script runs commands is asked only once a literal
+        // reads as such a rule: it scans the text of every call.
+        let runs_commands = OnceCell::new();
+        let runs_commands = || {
+            *runs_commands.get_or_init(|| {
+                !fx.commands.is_empty() || self.call_text_has(&["subprocess", "system("])
+            })
+        };
         for (n, t) in &fx.texts {
             let nat = (t.contains("iptables") || t.contains("nft "))
                 && (t.contains("redirect") || t.contains("dnat"));
@@ -222,7 +233,7 @@ impl<'t> Analyzer<'t> {
                 .iter()
                 .any(|p| t.contains(p))
                 || !t.contains("dport");
-            if nat && others {
+            if nat && others && runs_commands() {
                 let what = format!(
                     "`{}`: web or DNS traffic of other programs sent elsewhere",
                     shorten(t)
