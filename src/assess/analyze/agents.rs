@@ -105,13 +105,17 @@ const DEFAULT_INDEXES: &[&str] = &[
 ];
 
 fn kind_of(path: &str) -> Option<Kind> {
-    let lower = path.to_ascii_lowercase();
+    kind_of_lower(&path.to_ascii_lowercase())
+}
+
+/// [`kind_of`] for a path already lower-cased.
+fn kind_of_lower(lower: &str) -> Option<Kind> {
     if INSTRUCTION_DIRS.iter().any(|d| lower.contains(d)) {
         return Some(Kind::Instructions);
     }
     KINDS
         .iter()
-        .find(|(end, _)| lower.ends_with(end) || lower == end[1..])
+        .find(|(end, _)| lower.ends_with(end) || *lower == end[1..])
         .map(|(_, k)| *k)
 }
 
@@ -121,7 +125,8 @@ fn named_kind(t: &str) -> Option<Kind> {
     if t.contains(char::is_whitespace) || t.is_empty() {
         return None;
     }
-    kind_of(&format!("/{}", t.trim_start_matches('/')))
+    // The literals are lower-cased already (`Effects::texts`).
+    kind_of_lower(&format!("/{}", t.trim_start_matches('/')))
 }
 
 /// A path in projects the script found rather than made: a walked tree, or

@@ -3,7 +3,6 @@
 //! traffic hijacking): the paths it writes, the command lines it runs, and
 //! the text of its string literals (f-strings included, as written).
 
-use super::literal::string_value;
 use super::names::{SHELL_FUNCS, SUBPROCESS};
 use super::{Analyzer, Node, F, K};
 
@@ -52,9 +51,9 @@ impl<'t> Analyzer<'t> {
     /// Collects the writes, commands and literals of the whole file.
     pub(super) fn effects(&self) -> Effects<'t> {
         let mut fx = Effects::default();
-        for s in &self.strings {
-            let t = string_value(self.src, *s).unwrap_or_else(|| self.text(*s).to_string());
-            fx.texts.push((*s, t.to_ascii_lowercase()));
+        for (s, v) in self.literals() {
+            let t = v.unwrap_or_else(|| self.text(s));
+            fx.texts.push((s, t.to_ascii_lowercase()));
         }
         for site in &self.calls {
             let (call, scope) = (site.node, site.scope);

@@ -322,6 +322,10 @@ struct Analyzer<'t> {
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
     strings: Vec<Node<'t>>,
+    /// The decoded value of each of `strings` (`None` for f-strings and
+    /// what does not decode), made at the first family that reads them:
+    /// four do, and each decoded every literal again.
+    decoded: std::cell::OnceCell<Vec<Option<String>>>,
     /// `__reduce__`-style methods of classes: the def (or lambda) and its scope.
     reduce_defs: Vec<(Node<'t>, usize)>,
     /// Calls that pickle something, and their scopes.
@@ -378,6 +382,7 @@ impl<'t> Analyzer<'t> {
             star_imports: Vec::new(),
             calls: Vec::new(),
             strings: Vec::new(),
+            decoded: std::cell::OnceCell::new(),
             reduce_defs: Vec::new(),
             pickle_dumps: Vec::new(),
             sends: Vec::new(),
@@ -400,6 +405,20 @@ impl<'t> Analyzer<'t> {
             endless_loops: Vec::new(),
             route_decorator: false,
         }
+    }
+
+    /// The string literals with their decoded values (see `decoded`).
+    fn literals(&self) -> impl Iterator<Item = (Node<'t>, Option<&str>)> + '_ {
+        let values = self.decoded.get_or_init(|| {
+            self.strings
+                .iter()
+                .map(|s| literal::string_value(self.src, *s))
+                .collect()
+        });
+        self.strings
+            .iter()
+            .zip(values)
+            .map(|(n, v)| (*n, v.as_deref()))
     }
 
     fn text(&self, n: Node) -> &'t str {

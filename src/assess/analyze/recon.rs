@@ -6,7 +6,7 @@
 //! address (MB934); the clipboard watched and crypto-currency addresses in
 //! it replaced (MB935).
 
-use super::literal::{shorten, string_value};
+use super::literal::shorten;
 use super::names::{METADATA_HOSTS, SHELL_FUNCS, SUBPROCESS};
 use super::{exfil::SendKind, Analyzer, Bind, Node, F, K};
 
@@ -102,13 +102,13 @@ impl<'t> Analyzer<'t> {
 
     /// A metadata host is named and a request with a body goes elsewhere.
     fn check_metadata_sent(&mut self) {
-        let named = self.strings.iter().find(|s| {
-            string_value(self.src, **s).is_some_and(|v| {
+        let named = self.literals().find(|(_, v)| {
+            v.is_some_and(|v| {
                 let l = v.to_ascii_lowercase();
                 METADATA_HOSTS.iter().any(|h| l.contains(h))
             })
         });
-        let Some(at) = named.map(|n| super::pos(*n)) else {
+        let Some(at) = named.map(|(n, _)| super::pos(n)) else {
             return;
         };
         let sends: Vec<_> = self.sends.clone();
@@ -178,14 +178,21 @@ impl<'t> Analyzer<'t> {
             let runs = q
                 .as_deref()
                 .is_some_and(|q| SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q));
-            let argv = self
-                .args(c.node)
-                .0
-                .first()
-                .filter(|_| runs)
-                .map(|a| self.command_values(*a, c.scope).join(" "))
-                .unwrap_or_default();
-            let (r, w) = clipboard_use(q.as_deref(), method, &argv.to_ascii_lowercase());
+            // Only a call that runs a program has a command line to read.
+            let argv = if runs {
+                self.args(c.node)
+                    .0
+                    .first()
+                    .map(|a| {
+                        self.command_values(*a, c.scope)
+                            .join(" ")
+                            .to_ascii_lowercase()
+                    })
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let (r, w) = clipboard_use(q.as_deref(), method, &argv);
             if r {
                 read.get_or_insert(c.node);
             }
@@ -197,10 +204,9 @@ impl<'t> Analyzer<'t> {
             return;
         };
         let wallet = self
-            .strings
-            .iter()
-            .find(|s| string_value(self.src, **s).is_some_and(|v| wallet_like(&v)))
-            .copied();
+            .literals()
+            .find(|(_, v)| v.is_some_and(wallet_like))
+            .map(|(s, _)| s);
         if let Some(w) = wallet {
             let detail = format!(
                 "reads the clipboard (line {}) and replaces it (line {}) in a script carrying a crypto-currency address or pattern (line {})",

@@ -7,6 +7,15 @@ use super::names::*;
 use super::{Analyzer, Bind, Bindings, Node, F, K};
 use super::{EVAL_BUDGET, EVAL_DEPTH};
 
+/// `base.attr`, grown in place: resolution builds one of these per level
+/// of every dotted name it meets, and `format!` allocated anew each time.
+fn dotted(mut base: String, attr: &str) -> String {
+    base.reserve(attr.len() + 1);
+    base.push('.');
+    base.push_str(attr);
+    base
+}
+
 impl<'t> Analyzer<'t> {
     pub(super) fn tick(&self) -> bool {
         let b = self.budget.get();
@@ -110,7 +119,7 @@ impl<'t> Analyzer<'t> {
                 match self.lookup(name, scope, n.start_byte()) {
                     Some(binds) => binds.iter().rev().find_map(|b| match *b {
                         Bind::Module(m, None) => Some(m.to_string()),
-                        Bind::Module(m, Some(attr)) => Some(format!("{m}.{attr}")),
+                        Bind::Module(m, Some(attr)) => Some(dotted(m.to_string(), attr)),
                         Bind::Expr(v, s) => self.resolve(v, s, depth + 1),
                         _ => None,
                     }),
@@ -128,7 +137,7 @@ impl<'t> Analyzer<'t> {
                 let obj = n.child(F::Object)?;
                 let attr = n.child(F::Attribute)?;
                 let base = self.resolve(obj, scope, depth + 1)?;
-                Some(format!("{base}.{}", self.text(attr)))
+                Some(dotted(base, self.text(attr)))
             }
             K::Call => self.resolve_call(n, scope, depth),
             K::Subscript => self.resolve_subscript(n, scope, depth),

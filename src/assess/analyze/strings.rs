@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
-use super::literal::{shorten, string_value};
+use super::literal::shorten;
 use super::names::*;
 use super::{pos, Analyzer, Node, F, K};
 
@@ -64,9 +64,11 @@ fn needles_in(lower: &str) -> u8 {
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_strings(&mut self) {
+        let _ = self.literals();
         let strings = std::mem::take(&mut self.strings);
-        for s in strings {
-            let Some(v) = string_value(self.src, s) else {
+        let values = self.decoded.take().unwrap_or_default();
+        for (s, v) in strings.into_iter().zip(values) {
+            let Some(v) = v else {
                 continue;
             };
             self.check_string(&v, s);

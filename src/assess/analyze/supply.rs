@@ -5,7 +5,7 @@
 //! installed files to hide a change (MB933).
 
 use super::calls::Call;
-use super::literal::{shorten, string_value};
+use super::literal::shorten;
 use super::names::SYSTEM_PREFIXES;
 use super::{Analyzer, Bind, Node, F, K};
 
@@ -249,15 +249,15 @@ impl<'t> Analyzer<'t> {
             return;
         };
         let (mut option, mut manifest) = (None, None);
-        for s in &self.strings {
-            let Some(v) = string_value(self.src, *s) else {
+        for (s, v) in self.literals() {
+            let Some(v) = v else {
                 continue;
             };
             let l = v.to_ascii_lowercase();
             if INDEX_OPTIONS.iter().any(|o| l.contains(o)) && l.contains("://") {
-                option.get_or_insert((*s, v));
+                option.get_or_insert((s, v.to_string()));
             } else if MANIFESTS.iter().any(|m| l.contains(m)) {
-                manifest.get_or_insert(*s);
+                manifest.get_or_insert(s);
             }
         }
         let writes = self.calls.iter().any(|c| {
