@@ -13,7 +13,7 @@ pub(super) struct Call<'t> {
     /// Innermost loop in the same function, and whether it is unbounded.
     pub loop_node: Option<(Node<'t>, bool)>,
     /// The qualified name the callee resolves to, e.g. "os.system".
-    pub q: Option<String>,
+    pub q: Option<std::rc::Rc<str>>,
     pub pos: Vec<Node<'t>>,
     pub kw: Vec<(&'t str, Node<'t>)>,
     /// The attribute name when the callee is `obj.method`.

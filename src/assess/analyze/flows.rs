@@ -75,7 +75,7 @@ impl<'t> Analyzer<'t> {
             None => self
                 .dispatch_targets(call.func, call.scope, 0)
                 .into_iter()
-                .map(|q| (q, true))
+                .map(|q| (std::rc::Rc::from(q), true))
                 .collect(),
         };
         for (q, dispatched) in targets {

@@ -359,7 +359,7 @@ struct Analyzer<'t> {
     downloads: Vec<io::Download<'t>>,
     signs: Signs<'t>,
     /// What each call's callee resolves to, by the call's node id.
-    callees: RefCell<FxHashMap<u32, Option<String>>>,
+    callees: RefCell<FxHashMap<u32, Option<std::rc::Rc<str>>>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
     /// A web-route decorator was seen and awaits its function.

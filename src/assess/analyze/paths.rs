@@ -383,7 +383,7 @@ impl<'t> Analyzer<'t> {
                 .unwrap_or_default()
         };
         if let Some(q) = self.callee(n, scope) {
-            match q.as_str() {
+            match &*q {
                 q if JOINERS.contains(&q) => return self.pv_join(n, &pos, scope, depth),
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.

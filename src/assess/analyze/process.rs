@@ -163,9 +163,9 @@ impl<'t> Analyzer<'t> {
             return false;
         };
         binds.iter().any(|b| match *b {
-            Bind::Expr(v, s) if v.kind() == K::Call => self
-                .callee(v, s)
-                .is_some_and(|q| CLIENTS.contains(&q.as_str())),
+            Bind::Expr(v, s) if v.kind() == K::Call => {
+                self.callee(v, s).is_some_and(|q| CLIENTS.contains(&&*q))
+            }
             _ => false,
         })
     }

@@ -111,7 +111,7 @@ impl<'t> Analyzer<'t> {
         };
         let q = self.callee(call, s)?;
         MODULE_LOCATORS
-            .contains(&q.as_str())
+            .contains(&&*q)
             .then(|| format!("the file {q} locates"))
     }
 
