@@ -64,6 +64,18 @@ fn a_warm_sandbox_runs_its_script_like_a_cold_run() {
         String::from_utf8_lossy(&c.stderr)
     );
     assert_eq!(w.report.exit_code, 1);
+    // So does a warning, and the runner has not imported linecache for them before the
+    // code asks (as in a cold run, where nothing has).
+    let warn =
+        "import sys, warnings\nprint('linecache' in sys.modules)\nwarnings.warn('careful')\n";
+    let (w, c) = (run_warm(&s, warn, &[]), s.run_code(warn).unwrap());
+    assert_eq!(String::from_utf8_lossy(&w.stdout), "False\n");
+    assert_eq!(w.stdout, c.stdout);
+    assert_eq!(
+        String::from_utf8_lossy(&w.stderr),
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert!(String::from_utf8_lossy(&w.stderr).contains("warnings.warn('careful')"));
     let syntax = "print(\n";
     let (w, c) = (run_warm(&s, syntax, &[]), s.run_code(syntax).unwrap());
     assert_eq!(

@@ -4,7 +4,39 @@
 # ARGS` would: a fresh __main__, sys.argv and sys.path[0] as for the script, tracebacks
 # that show the script's lines and none of this runner's. It runs once: the sandbox is
 # destroyed after. Nothing here is secret; it is only kept short.
-import sys, os, linecache, time
+import sys, os, time
+
+
+class _MaiboxSource:
+    """Hands linecache the script's source when something first imports it.
+
+    Tracebacks, warnings and inspect read the script's lines through linecache, which
+    would otherwise read this runner (the file at the script's path). Importing
+    linecache up front cost 1.5 ms of CPU per sandbox with the default preloads and 7 ms
+    without (tokenize compiles its regular expressions), and most runs never show a
+    line. The finder removes itself at its one use."""
+
+    def __init__(self, entry):
+        self.entry = entry
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "linecache":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        load, entry = spec.loader.exec_module, self.entry
+
+        def exec_module(module):
+            load(module)
+            module.cache[entry[3]] = entry
+
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def _maibox_read(fd):
@@ -45,7 +77,11 @@ def _maibox_main():
     sys.orig_argv[2:] = [path, *args]
     sys.path[0] = "/sandbox"
     source = code.decode("utf-8")
-    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+    entry = (len(source), None, source.splitlines(True), path)
+    if "linecache" in sys.modules:
+        sys.modules["linecache"].cache[path] = entry
+    else:
+        sys.meta_path.insert(0, _MaiboxSource(entry))
     try:
         exec(compile(source, path, "exec"), main.__dict__)
     except SystemExit as e:
