@@ -36,8 +36,13 @@ pub fn apply_cpuset(
         for part in rel.components() {
             let parent = dir.clone();
             dir = dir.join(part);
-            if !dir.exists() {
-                std::fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+            // Another container may make the same parent at the same moment (a pod's
+            // containers start together): its group is as good as ours.
+            match std::fs::create_dir(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(format!("create {}: {e}", dir.display()));
+                }
+                _ => {}
             }
             for f in ["cpuset.cpus", "cpuset.mems"] {
                 let mine = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
@@ -103,4 +108,50 @@ fn v2_cpuset(dirs: &[PathBuf]) -> Result<PathBuf, String> {
         return Err(no_cpuset());
     }
     Ok(leaf.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+
+    /// A pod's containers start together and make their common parent group at the same
+    /// moment: none of them may fail because another made it first (seen in the CRI
+    /// lane as "create .../maibox-cri-lane: File exists").
+    #[test]
+    fn containers_making_one_parent_at_once_all_get_their_group() {
+        let Some(mount) = v1_mount("cpuset") else {
+            eprintln!("skipped: this host has no v1 cpuset hierarchy (the v2 path needs none)");
+            return;
+        };
+        if !nix::unistd::Uid::effective().is_root() {
+            eprintln!("skipped: making cpuset groups needs root (CI runs this as root)");
+            return;
+        }
+        for round in 0..30 {
+            let parent = format!("maibox-test-cpuset-{}-{round}", std::process::id());
+            let barrier = Arc::new(Barrier::new(4));
+            let handles: Vec<_> = (0..4)
+                .map(|i| {
+                    let (b, rel) = (
+                        barrier.clone(),
+                        PathBuf::from(&parent).join(format!("c{i}")),
+                    );
+                    std::thread::spawn(move || {
+                        b.wait();
+                        apply_cpuset(&rel, "", "", None)
+                    })
+                })
+                .collect();
+            let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+            for i in 0..4 {
+                let _ = std::fs::remove_dir(mount.join(&parent).join(format!("c{i}")));
+            }
+            let _ = std::fs::remove_dir(mount.join(&parent));
+            for r in results {
+                let dir = r.unwrap().unwrap();
+                assert!(dir.starts_with(mount.join(&parent)), "{}", dir.display());
+            }
+        }
+    }
 }
