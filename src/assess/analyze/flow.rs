@@ -139,6 +139,11 @@ const HANDLER_ATTRS: &[&str] = &[
     "raw_requestline",
 ];
 
+/// Methods whose value is the command line, parsed (`argparse`): user input.
+pub(super) fn parses_arguments(method: &str) -> bool {
+    matches!(method, "parse_args" | "parse_known_args")
+}
+
 pub(super) fn source_of(q: &str) -> Option<Source> {
     if is_network_client(q)
         || matches!(
@@ -391,7 +396,7 @@ impl<'t> Analyzer<'t> {
         if SCRAMBLERS.contains(&m) {
             acc.add(Source::Scrambled, n);
         }
-        if matches!(m, "parse_args" | "parse_known_args") {
+        if parses_arguments(m) {
             acc.add(Source::User, n);
         }
         if matches!(m, "read_bytes" | "read_text") {

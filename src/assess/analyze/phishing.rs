@@ -8,7 +8,7 @@
 
 use super::effects::Effects;
 use super::exfil::{send_kind, SendKind};
-use super::flow::{source_of, Source};
+use super::flow::{parses_arguments, source_of, Source};
 use super::literal::shorten;
 use super::{Analyzer, Node};
 
@@ -155,7 +155,8 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    /// Whether some call reads user input (a prompt, the command line).
+    /// Whether some call reads user input (a prompt, the command line): the
+    /// calls the taint marks as [`Source::User`], by the same tests.
     fn asks_user(&self) -> bool {
         self.calls.iter().any(|c| {
             let parses = c
@@ -163,7 +164,7 @@ impl<'t> Analyzer<'t> {
                 .child(super::F::Function)
                 .filter(|f| f.kind() == super::K::Attribute)
                 .and_then(|f| f.child(super::F::Attribute))
-                .is_some_and(|a| matches!(self.text(a), "parse_args" | "parse_known_args"));
+                .is_some_and(|a| parses_arguments(self.text(a)));
             parses
                 || self.callee(c.node, c.scope).as_deref().and_then(source_of) == Some(Source::User)
         })

@@ -64,6 +64,8 @@ fn needles_in(lower: &str) -> u8 {
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_strings(&mut self) {
+        // The last reader of the literals: their decoded values (made now if no
+        // family asked before) are taken with them, not decoded again.
         let _ = self.literals();
         let strings = std::mem::take(&mut self.strings);
         let values = self.decoded.take().unwrap_or_default();
