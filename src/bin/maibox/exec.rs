@@ -13,7 +13,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
-#[derive(Args)]
+#[derive(Args, Debug)]
 pub struct ExecArgs {
     /// Trust level: untrusted, unknown or trusted.
     #[arg(long, value_parser = parse_trust)]

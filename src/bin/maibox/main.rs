@@ -18,7 +18,7 @@ use maibox::Timeline;
 use std::path::PathBuf;
 use std::time::Instant;
 
-#[derive(Parser)]
+#[derive(Parser, Debug)]
 #[command(
     name = "maibox",
     version,
@@ -31,7 +31,7 @@ struct Cli {
     cmd: Cmd,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a Python script in a sandbox.
     Exec(Box<exec::ExecArgs>),
@@ -93,7 +93,7 @@ enum Cmd {
     Oci(maibox::oci::cli::Verb),
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug)]
 pub enum AuditCmd {
     /// Check every chain link and signature; exit 0 only when the log is intact.
     Verify {
@@ -142,9 +142,40 @@ pub enum AuditCmd {
 
 /// clap's parse, with runc's global options shown only in the OCI verbs' help.
 fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    match parse_exec(&args) {
+        Some(cli) => Ok(cli),
+        None => parse_all(args),
+    }
+}
+
+fn parse_all(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
     let mut m = maibox::oci::cli::scope_global_flags(Cli::command()).try_get_matches_from(args)?;
     Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
+}
+
+/// `maibox exec ...` parsed by a command tree that holds `exec` alone. clap builds
+/// the whole tree (every verb, the OCI runtime's too) before it parses a word, and
+/// for the command an agent starts once per run that was half of a served run's
+/// client instructions and most of its heap page faults (`perf record -e
+/// page-faults`). The same derived arguments parse here; anything but a successful
+/// parse (help, a bad flag) returns `None` and goes through the whole tree, so help
+/// and error messages stay the whole tree's.
+fn parse_exec(args: &[std::ffi::OsString]) -> Option<Cli> {
+    use clap::{Args, Command, FromArgMatches};
+    if args.get(1).is_none_or(|a| a != "exec") {
+        return None;
+    }
+    let exec = exec::ExecArgs::augment_args(Command::new("exec"));
+    let root = maibox::oci::cli::Global::augment_args(Command::new("maibox")).subcommand(exec);
+    let mut m = root.try_get_matches_from(args).ok()?;
+    let oci = maibox::oci::cli::Global::from_arg_matches_mut(&mut m).ok()?;
+    let (_, mut sub) = m.remove_subcommand()?;
+    let a = exec::ExecArgs::from_arg_matches_mut(&mut sub).ok()?;
+    Some(Cli {
+        oci,
+        cmd: Cmd::Exec(Box::new(a)),
+    })
 }
 
 fn main() {
@@ -230,5 +261,57 @@ fn dispatch(cli: Cli, timeline: &Timeline, started: Instant) -> anyhow::Result<i
         Cmd::Serve { socket, config } => commands::serve(socket, config),
         // Logs its own errors (to --log, as the OCI callers expect).
         Cmd::Oci(verb) => Ok(maibox::oci::cli::main(&cli.oci, verb)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<std::ffi::OsString> {
+        std::iter::once("maibox")
+            .chain(line.split(' '))
+            .map(Into::into)
+            .collect()
+    }
+
+    #[test]
+    fn exec_alone_parses_as_the_whole_tree_does() {
+        for line in [
+            "exec x.py",
+            "exec --trust untrusted --json x.py",
+            "exec --server --socket /tmp/s.sock --trust unknown x.py",
+            "exec --server=auto -c print(1)",
+            "exec --timeout 5s --memory 64MiB --cpus 0.5 --pids 8 x.py -- a --b -c",
+            "exec --network allowlist --allow-raise --override why x.py",
+            "exec --unsafe-disable-layer seccomp --with bandit --timings x.py",
+            "exec x.py --root /tmp/r --debug",
+            "exec -",
+        ] {
+            let fast = parse_exec(&words(line)).unwrap_or_else(|| panic!("{line}: not parsed"));
+            let all = parse_all(words(line)).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert_eq!(format!("{fast:?}"), format!("{all:?}"), "{line}");
+        }
+    }
+
+    #[test]
+    fn anything_exec_alone_cannot_parse_goes_to_the_whole_tree() {
+        for line in [
+            "exec --help",
+            "exec --no-such-flag x.py",
+            "exec --trust sorta x.py",
+            "exec",
+            "exec -c print(1) x.py",
+            "exec --json --report-fd 3 x.py",
+        ] {
+            assert!(parse_exec(&words(line)).is_none(), "{line}");
+            assert!(parse_all(words(line)).is_err(), "{line}");
+        }
+        // Not `exec` first: the whole tree, as before.
+        assert!(parse_exec(&words("--debug exec x.py")).is_none());
+        assert!(matches!(
+            parse(words("assess x.py")).map(|c| c.cmd),
+            Ok(Cmd::Assess { .. })
+        ));
     }
 }

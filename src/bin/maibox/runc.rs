@@ -33,7 +33,10 @@ pub fn route_oci_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
             "--cgroup",
         ]
         .iter()
-        .any(|f| a == *f || a.starts_with(&format!("{f}=")))
+        .any(|f| {
+            a.strip_prefix(f)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+        })
     });
     // `exec ID CMD...` without flags (runc's plain form): an argument naming a
     // container under the state root, and no file of that name, means OCI.
