@@ -16,6 +16,8 @@ use std::str::FromStr;
 
 /// The built-in copy of `config/sandbox.yaml`, used when no other file is found.
 pub const BUILTIN: &str = include_str!("../../config/sandbox.yaml");
+/// The same, as JSON made at build time (build.rs), which is what a run parses.
+const BUILTIN_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/builtin-config.json"));
 /// System-wide configuration file, looked for after `--config` and `$MAIBOX_CONFIG`.
 pub const SYSTEM_PATH: &str = "/etc/maibox/sandbox.yaml";
 
@@ -256,6 +258,17 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The built-in configuration, from its JSON copy (build.rs says why).
+    pub fn builtin() -> Result<Config, ConfigError> {
+        let origin = "(built-in)";
+        let cfg: Config = serde_json::from_str(BUILTIN_JSON).map_err(|e| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        cfg.validate(origin)?;
+        Ok(cfg)
+    }
+
     /// Loads the configuration following the documented search order.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, String), ConfigError> {
         match Config::file(explicit) {
@@ -267,10 +280,7 @@ impl Config {
                 let origin = p.display().to_string();
                 Ok((Config::parse(&text, &origin)?, origin))
             }
-            None => Ok((
-                Config::parse(BUILTIN, "(built-in)")?,
-                "(built-in)".to_string(),
-            )),
+            None => Ok((Config::builtin()?, "(built-in)".to_string())),
         }
     }
 
@@ -481,6 +491,20 @@ pub fn validate_docker(d: &DockerConfig) -> Result<(), (&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builtin_json_is_the_builtin_yaml() {
+        let yaml = Config::parse(BUILTIN, "builtin").unwrap();
+        let json = Config::builtin().unwrap();
+        assert_eq!(format!("{yaml:?}"), format!("{json:?}"));
+        assert_eq!(
+            serde_json::to_value(&yaml).unwrap(),
+            serde_json::to_value(&json).unwrap()
+        );
+        // The comparison sees the levels' settings, not only their shape.
+        let other = Config::parse(&BUILTIN.replacen("pids: 64", "pids: 65", 1), "x").unwrap();
+        assert_ne!(format!("{other:?}"), format!("{json:?}"));
+    }
 
     #[test]
     fn builtin_config_is_valid_and_ordered() {
