@@ -36,6 +36,40 @@ fn runs_are_recorded_with_start_and_end_and_verify() {
     }
 }
 
+/// The start record says which layers the run asked for, the end record which it had
+/// (as the report does); a layer switched off is off in both.
+#[test]
+fn the_records_carry_the_layers_asked_for_and_applied() {
+    for who in identities("the_records_carry_the_layers_asked_for_and_applied") {
+        for off in [None, Some("seccomp")] {
+            let mut args = vec!["exec", "--trust", "untrusted", "--json"];
+            if let Some(layer) = off {
+                args.extend(["--unsafe-disable-layer", layer]);
+            }
+            args.extend(["-c", "print('layers')"]);
+            let r = report(&run(who, &args));
+            let id = r["run_id"].as_str().unwrap().to_string();
+            let recs: Vec<_> = records(who)
+                .into_iter()
+                .filter(|x| x["run_id"] == id.as_str())
+                .collect();
+            let (asked, had) = (
+                &recs[0]["body"]["layers"],
+                &recs[1]["body"]["exit"]["layers"],
+            );
+            assert_eq!(
+                had, &r["layers"],
+                "{who:?} {off:?}: the end record's layers"
+            );
+            let on = off.is_none();
+            assert_eq!(asked["seccomp"], on, "{who:?} {off:?}: {asked}");
+            assert_eq!(had["seccomp"], on, "{who:?} {off:?}: {had}");
+            assert_eq!(asked["landlock"], true, "{who:?} {off:?}: {asked}");
+            assert_eq!(asked["cgroup_limits"], true, "{who:?} {off:?}: {asked}");
+        }
+    }
+}
+
 #[test]
 fn overrides_and_refusals_are_visible_in_the_log() {
     let code = "import os, sys\nwhile True:\n    os.fork()\n    sys.exit(0)\n";

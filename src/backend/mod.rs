@@ -76,11 +76,20 @@ pub(crate) fn run(
     r
 }
 
-/// The layers `policy` asks its backend for: what the audit log records before the
-/// run (the report has what was applied).
+/// The layers `policy` asks its backend for: what the audit log's start record says,
+/// written before the sandbox has confirmed them (the report, and the end record,
+/// have what was applied). The seccomp filter, Landlock and the cgroup limits are
+/// asked for unless switched off: a start record that left them out read as a run
+/// without them.
 pub(crate) fn planned_layers(policy: &Policy) -> crate::report::Layers {
+    use crate::policy::Layer;
     match policy.backend {
-        Backend::Native => crate::report::Layers::native(policy),
+        Backend::Native => crate::report::Layers {
+            seccomp: policy.has(Layer::Seccomp),
+            landlock: policy.has(Layer::Landlock),
+            cgroup_limits: policy.has(Layer::CgroupLimits),
+            ..crate::report::Layers::native(policy)
+        },
         Backend::Docker => docker::planned_layers(policy),
     }
 }

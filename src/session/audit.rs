@@ -106,7 +106,8 @@ pub fn end(
         run_id: r.run_id.clone(),
         // The network's verdicts ride along: in allowlist mode every request the proxy
         // allowed or refused becomes part of the signed record.
-        exit: serde_json::json!({"exit_code": r.exit_code, "ending": r.ending, "network": r.network}),
+        // So do the layers the run had: the start record can only say what was asked.
+        exit: serde_json::json!({"exit_code": r.exit_code, "ending": r.ending, "network": r.network, "layers": r.layers}),
         duration_ms: Some((r.usage.wall_time_s * 1000.0) as u64),
         usage: serde_json::to_value(&r.usage).unwrap_or_default(),
         violations: serde_json::to_value(&r.violations).unwrap_or_default(),
