@@ -38,6 +38,10 @@ pub enum Source<'a> {
 pub struct Code {
     pub bytes: Vec<u8>,
     pub origin: String,
+    /// The script's file as the audit log records it, when the caller knows it better
+    /// than this process can: a server's client, whose working directory is not the
+    /// server's. `None`: `origin` resolved here (a cold run).
+    pub path: Option<String>,
 }
 
 impl Code {
@@ -53,6 +57,7 @@ impl Code {
         Ok(Code {
             bytes: code.into_bytes(),
             origin: "-c".into(),
+            path: None,
         })
     }
 
@@ -120,5 +125,9 @@ pub fn read_bytes(src: Source) -> Result<Code, InputError> {
             size: bytes.len(),
         });
     }
-    Ok(Code { bytes, origin })
+    Ok(Code {
+        bytes,
+        origin,
+        path: None,
+    })
 }

@@ -115,6 +115,45 @@ fn served_runs_match_cold_runs_through_the_cli() {
     assert_eq!(stdout(&o), "1\n", "{}", stderr(&o));
 }
 
+/// The audit log records a served script under its absolute path on the client's side,
+/// named relative to the client's directory, which is not the server's.
+#[test]
+fn a_served_script_is_recorded_under_the_clients_path() {
+    if !require_root("a_served_script_is_recorded_under_the_clients_path") {
+        return;
+    }
+    let s = Server::start(&[("pool_wait", "60s")]);
+    let dir = Scratch::new();
+    let script = dir.file("relative.py", b"print('where')\n");
+    let (sock, cfg) = (
+        s.socket().display().to_string(),
+        s.config.display().to_string(),
+    );
+    let o = command(As::Caller)
+        .env("MAIBOX_AUDIT_DIR", s.audit())
+        .current_dir(dir.path())
+        .args(["exec", "--config", &cfg, "--server", "--socket", &sock])
+        .args(["--json", "relative.py"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let r = report(&o);
+    assert_eq!(r["server"]["warm"], true, "{r}");
+    let id = r["run_id"].as_str().unwrap().to_string();
+    let audit = s.audit().display().to_string();
+    let shown = run(
+        As::Caller,
+        &["audit", "show", "--dir", &audit, "--run", &id, "--json"],
+    );
+    let start: serde_json::Value =
+        serde_json::from_str(stdout(&shown).lines().next().unwrap()).unwrap();
+    let want = std::fs::canonicalize(&script)
+        .unwrap()
+        .display()
+        .to_string();
+    assert_eq!(start["body"]["code"]["path"], want.as_str(), "{start}");
+}
+
 /// Plants what could outlive a run, and reports what it finds of an earlier one.
 const PLANT: &str = r#"
 import ctypes, json, os, random, socket, sys, time

@@ -18,6 +18,14 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a write to a client may block before the client counts as gone.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Where the audit log says a request's script came from: the client's absolute
+/// path, else its name as given (`-c` and `-` name no file).
+fn recorded_path(req: &Request) -> Option<String> {
+    let given = req.path.as_ref().filter(|p| p.starts_with('/'));
+    let origin = req.origin.as_ref().filter(|o| *o != "-" && *o != "-c");
+    given.or(origin).cloned()
+}
+
 /// Serves one connection to its end.
 pub fn handle(server: &Server, stream: UnixStream) {
     let started = Instant::now();
@@ -52,6 +60,7 @@ fn serve_one(server: &Server, stream: &UnixStream, started: Instant) -> Result<(
     let code = Code {
         bytes: req.code.clone().into_bytes(),
         origin: req.origin.clone().unwrap_or_else(|| "-c".into()),
+        path: recorded_path(&req),
     };
     let input = Input::open(stream, &req)?;
     let permit = server

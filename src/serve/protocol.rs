@@ -41,6 +41,11 @@ pub struct Request {
     /// the audit log.
     #[serde(default)]
     pub origin: Option<String>,
+    /// The script's absolute path on the client's side, for the audit log. Without it
+    /// a path `origin` is recorded as given: the server resolves nothing against its
+    /// own working directory, which is not the client's.
+    #[serde(default)]
+    pub path: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
     #[serde(default)]

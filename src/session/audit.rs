@@ -64,10 +64,12 @@ pub struct Start<'a> {
 
 pub fn start(log: &mut AuditLog, s: &Start) -> Result<(), AuditError> {
     let text = String::from_utf8_lossy(&s.code.bytes);
-    let path = (s.code.origin != "-" && s.code.origin != "-c").then(|| {
-        std::fs::canonicalize(&s.code.origin)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| s.code.origin.clone())
+    let path = s.code.path.clone().or_else(|| {
+        (s.code.origin != "-" && s.code.origin != "-c").then(|| {
+            std::fs::canonicalize(&s.code.origin)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| s.code.origin.clone())
+        })
     });
     let info = log.code_info(path.as_deref(), &text)?;
     let override_reason = match s.decision {

@@ -181,6 +181,7 @@ fn native_job<'a>(policy: &'a Policy, run_id: &'a str, s: &'a Sandbox, t: &'a Ti
         code: NO_CODE.get_or_init(|| Code {
             bytes: Vec::new(),
             origin: "-".into(),
+            path: None,
         }),
         args: &[],
         run_id,

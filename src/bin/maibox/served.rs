@@ -80,6 +80,11 @@ fn request(a: &ExecArgs, code: &Code, stream_stdin: bool) -> Request {
         v: VERSION,
         code: String::from_utf8_lossy(&code.bytes).into_owned(),
         origin: Some(code.origin.clone()),
+        // The server cannot resolve a relative name: its directory is not ours.
+        path: (code.origin != "-" && code.origin != "-c")
+            .then(|| std::fs::canonicalize(&code.origin).ok())
+            .flatten()
+            .map(|p| p.display().to_string()),
         args: a.args.clone(),
         trust: a.trust,
         timeout_s: a.timeout.map(|t| t.0.as_secs_f64()),
