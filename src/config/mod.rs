@@ -250,20 +250,22 @@ impl Config {
 
     /// Parses and validates a configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let cfg: Config = serde_yaml::from_str(text).map_err(|e| ConfigError::Parse {
-            origin: origin.to_string(),
-            message: e.to_string(),
-        })?;
-        cfg.validate(origin)?;
-        Ok(cfg)
+        Config::checked(
+            serde_yaml::from_str(text).map_err(|e| e.to_string()),
+            origin,
+        )
     }
 
     /// The built-in configuration, from its JSON copy (build.rs says why).
     pub fn builtin() -> Result<Config, ConfigError> {
-        let origin = "(built-in)";
-        let cfg: Config = serde_json::from_str(BUILTIN_JSON).map_err(|e| ConfigError::Parse {
+        let parsed = serde_json::from_str(BUILTIN_JSON).map_err(|e| e.to_string());
+        Config::checked(parsed, "(built-in)")
+    }
+
+    fn checked(parsed: Result<Config, String>, origin: &str) -> Result<Config, ConfigError> {
+        let cfg = parsed.map_err(|message| ConfigError::Parse {
             origin: origin.to_string(),
-            message: e.to_string(),
+            message,
         })?;
         cfg.validate(origin)?;
         Ok(cfg)
