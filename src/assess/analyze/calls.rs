@@ -14,8 +14,8 @@ pub(super) struct Call<'t> {
     pub loop_node: Option<(Node<'t>, bool)>,
     /// The qualified name the callee resolves to, e.g. "os.system".
     pub q: Option<std::rc::Rc<str>>,
-    pub pos: Vec<Node<'t>>,
-    pub kw: Vec<(&'t str, Node<'t>)>,
+    pub pos: &'t [Node<'t>],
+    pub kw: &'t [(&'t str, Node<'t>)],
     /// The attribute name when the callee is `obj.method`.
     pub method: Option<&'t str>,
     /// The callee as written.
@@ -106,7 +106,7 @@ impl<'t> Analyzer<'t> {
 
     fn check_call(&mut self, call: &Call<'t>) {
         let node = call.node;
-        for (k, v) in &call.kw {
+        for (k, v) in call.kw {
             if matches!(*k, "stdin" | "stdout" | "stderr") && self.text(*v).contains("fileno") {
                 self.facts.fileno_redirect.get_or_insert(pos(node));
             }

@@ -103,7 +103,7 @@ impl<'t> Analyzer<'t> {
             for (k, v) in kw {
                 if KEY_FILE_KEYWORDS.contains(&k) {
                     self.reset_budget();
-                    used.extend(self.path_values(v, c.scope));
+                    used.extend(self.path_values(*v, c.scope));
                 }
             }
         }

@@ -4,6 +4,8 @@
 //! that a parameter's value is what its callers pass, and a call's value is
 //! what the function returns.
 
+use std::borrow::Cow;
+
 use super::{Analyzer, Bind, Node, F, K};
 
 /// Callers of a function record at most this many call sites, which keeps
@@ -13,9 +15,10 @@ const MAX_CALLERS: usize = 64;
 /// One call of a script-defined function.
 #[derive(Clone)]
 pub(super) struct Caller<'t> {
-    /// Positional arguments, in order.
-    pub args: Vec<Node<'t>>,
-    pub kw: Vec<(&'t str, Node<'t>)>,
+    /// Positional arguments, in order (borrowed from the call's own when
+    /// they are its positional arguments, which is nearly always).
+    pub args: Cow<'t, [Node<'t>]>,
+    pub kw: &'t [(&'t str, Node<'t>)],
     pub scope: usize,
     /// Parameters the call does not pass itself (`self` of a method).
     pub offset: usize,
@@ -51,17 +54,17 @@ impl<'t> Analyzer<'t> {
                 continue;
             };
             if let Some((def_scope, offset)) = self.callee_def(func, scope) {
-                self.add_caller(def_scope, pos.clone(), kw.clone(), scope, offset);
+                self.add_caller(def_scope, Cow::Borrowed(pos), kw, scope, offset);
             }
-            self.index_runner(call, func, scope, &pos, &kw);
+            self.index_runner(call, func, scope, pos, kw);
         }
     }
 
     fn add_caller(
         &mut self,
         def_scope: usize,
-        args: Vec<Node<'t>>,
-        kw: Vec<(&'t str, Node<'t>)>,
+        args: Cow<'t, [Node<'t>]>,
+        kw: &'t [(&'t str, Node<'t>)],
         scope: usize,
         offset: usize,
     ) {
@@ -82,8 +85,8 @@ impl<'t> Analyzer<'t> {
         call: Node<'t>,
         func: Node<'t>,
         scope: usize,
-        pos: &[Node<'t>],
-        kw: &[(&'t str, Node<'t>)],
+        pos: &'t [Node<'t>],
+        kw: &'t [(&'t str, Node<'t>)],
     ) {
         let q = self.callee(call, scope);
         let method = (func.kind() == K::Attribute)
@@ -96,15 +99,15 @@ impl<'t> Analyzer<'t> {
         let (target, args) = if tuple_args {
             let args = kwarg("args")
                 .filter(|a| a.kind().is_sequence())
-                .map(|a| a.children().collect())
+                .map(|a| Cow::Owned(a.children().collect()))
                 .unwrap_or_default();
             (kwarg("target").or_else(|| pos.get(1).copied()), args)
         } else {
-            (pos.first().copied(), pos.iter().skip(1).copied().collect())
+            (pos.first().copied(), Cow::Borrowed(pos.get(1..).unwrap_or_default()))
         };
         let Some(target) = target else { return };
         if let Some((def_scope, offset)) = self.callee_def(target, scope) {
-            self.add_caller(def_scope, args, Vec::new(), scope, offset);
+            self.add_caller(def_scope, args, &[], scope, offset);
         }
     }
 

@@ -30,6 +30,7 @@ use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod abuse;
 mod agents;
+mod args;
 mod calls;
 mod capability;
 mod capture;
@@ -148,7 +149,8 @@ fn analyze_text(
 ) -> Result<(Vec<RawFinding>, bool), String> {
     let tree = syntax::parse(text, max_depth);
     let syntax_ok = tree.errors.is_empty();
-    let mut a = Analyzer::new(text, max_depth, nesting);
+    let arg_table = args::ArgTable::build(&tree, text);
+    let mut a = Analyzer::new(text, &arg_table, max_depth, nesting);
     if let Some((at, msg)) = tree.errors.first() {
         // "Unexpected EOF" points past the final newline, on a line the file
         // does not have: report it at the end of the last one.
@@ -315,6 +317,8 @@ type Bindings<'t> = Vec<(usize, Bind<'t>)>;
 
 struct Analyzer<'t> {
     src: &'t str,
+    /// Every call's arguments, split once.
+    arg_table: &'t args::ArgTable<'t>,
     scopes: Vec<Scope<'t>>,
     /// Bindings by name, then by scope (sorted by scope number), in source
     /// order of where they take effect.
@@ -369,9 +373,15 @@ struct Analyzer<'t> {
 }
 
 impl<'t> Analyzer<'t> {
-    fn new(src: &'t str, max_depth: usize, nesting: usize) -> Self {
+    fn new(
+        src: &'t str,
+        arg_table: &'t args::ArgTable<'t>,
+        max_depth: usize,
+        nesting: usize,
+    ) -> Self {
         Analyzer {
             src,
+            arg_table,
             scopes: vec![Scope {
                 parent: None,
                 is_class: false,

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use super::args::Args;
 use super::literal::{int_value, string_value};
 use super::names::*;
 use super::{Analyzer, Bind, Bindings, Node, F, K};
@@ -207,36 +208,9 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    pub(super) fn args(&self, call: Node<'t>) -> (Vec<Node<'t>>, Vec<(&'t str, Node<'t>)>) {
-        let mut pos = Vec::new();
-        let mut kw = Vec::new();
-        if let Some(al) = call.child(F::Arguments) {
-            if al.kind() != K::ArgumentList {
-                pos.push(al);
-                return (pos, kw);
-            }
-            // Sized first: this is asked several times for every call, and
-            // growing the vectors one push at a time was a tenth of the
-            // allocator's work.
-            let keywords = al
-                .children()
-                .filter(|a| a.kind() == K::KeywordArgument)
-                .count();
-            pos.reserve_exact(al.children().count() - keywords);
-            kw.reserve_exact(keywords);
-            for a in al.children() {
-                match a.kind() {
-                    K::KeywordArgument => {
-                        if let (Some(k), Some(v)) = (a.child(F::Name), a.child(F::Value)) {
-                            kw.push((self.text(k), v));
-                        }
-                    }
-                    K::ListSplat | K::DictionarySplat => {}
-                    _ => pos.push(a),
-                }
-            }
-        }
-        (pos, kw)
+    /// A call's positional and keyword arguments (see [`super::args::ArgTable`]).
+    pub(super) fn args(&self, call: Node<'t>) -> Args<'t> {
+        self.arg_table.get(call)
     }
 
     pub(super) fn is_truthy_const(&self, n: Node<'t>) -> bool {

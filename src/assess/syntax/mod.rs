@@ -92,6 +92,16 @@ impl Tree {
         Node { tree: self, id: 0 }
     }
 
+    /// How many nodes the tree has; ids run from 0 to this, exclusive.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Every node, in id order (a pre-order of the tree).
+    pub fn nodes(&self) -> impl Iterator<Item = Node<'_>> {
+        (0..to_u32(self.nodes.len())).map(move |id| Node { tree: self, id })
+    }
+
     pub fn point(&self, byte: usize) -> Point {
         let b = to_u32(byte);
         let row = self
