@@ -22,6 +22,8 @@ pub(super) struct Call<'t> {
     pub written: &'t str,
     /// A `shell=` argument that is not false.
     pub shell_kw: Option<Node<'t>>,
+    /// See [`Call::via`].
+    via: std::cell::OnceCell<String>,
 }
 
 impl<'t> Call<'t> {
@@ -34,14 +36,18 @@ impl<'t> Call<'t> {
         self.pos.get(i).copied().or_else(|| self.kwarg(name))
     }
 
-    /// How the call reached `q`: its name, or the alias that resolved to it.
-    pub fn via(&self, q: &str) -> String {
-        let written = self.written;
-        if written == q || q.strip_prefix("builtins.") == Some(written) {
-            q.to_string()
-        } else {
-            format!("`{written}` resolves to {q}")
-        }
+    /// How the call reached its callee `q`: its name, or the alias that
+    /// resolved to it. Made at the first finding that shows it, once: three
+    /// families asked for it at every resolved call, each making a string.
+    pub fn via(&self) -> &str {
+        self.via.get_or_init(|| {
+            let (written, q) = (self.written, self.q.as_deref().unwrap_or(""));
+            if written == q || q.strip_prefix("builtins.") == Some(written) {
+                q.to_string()
+            } else {
+                format!("`{written}` resolves to {q}")
+            }
+        })
     }
 }
 
@@ -101,6 +107,7 @@ impl<'t> Analyzer<'t> {
             method,
             written: self.text(func),
             shell_kw,
+            via: std::cell::OnceCell::new(),
         })
     }
 

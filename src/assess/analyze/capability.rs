@@ -9,15 +9,15 @@ use super::{gadget, pos, Analyzer};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_capabilities(&mut self, q: &str, call: &Call<'t>) {
-        let (node, via) = (call.node, call.via(q));
+        let node = call.node;
         self.check_deserialise(q, call);
         self.check_socket(q, call);
         if is_network_client(q) {
-            self.add("MB310", node, via.clone());
+            self.add("MB310", node, call.via());
             self.facts.network = true;
         }
         if q.starts_with("ctypes.") {
-            self.add("MB410", node, via.clone());
+            self.add("MB410", node, call.via());
             self.facts.ctypes.get_or_insert(pos(node));
             if let Some(f) = q.strip_prefix("ctypes.CDLL().") {
                 let f = f.split('.').next().unwrap_or(f);
@@ -30,10 +30,10 @@ impl<'t> Analyzer<'t> {
             }
         }
         if KEYLOGGERS.contains(&q) {
-            self.add("MB212", node, via.clone());
+            self.add("MB212", node, call.via());
         }
         if q == "sys._getframe" || q == "inspect.currentframe" {
-            self.add("MB415", node, via);
+            self.add("MB415", node, call.via());
         }
         if DECODERS.contains(&q) {
             let blob = call.pos.first().and_then(|a| {
@@ -49,14 +49,14 @@ impl<'t> Analyzer<'t> {
     /// pickle, marshal and yaml loaders; pickling calls are remembered for
     /// the gadget check.
     fn check_deserialise(&mut self, q: &str, call: &Call<'t>) {
-        let (node, via) = (call.node, call.via(q));
+        let node = call.node;
         if gadget::PICKLERS.contains(&q) {
             self.pickle_dumps.push((node, call.scope));
         }
         if DESERIALIZERS.contains(&q) {
-            self.add("MB301", node, via);
+            self.add("MB301", node, call.via());
         } else if matches!(q, "marshal.loads" | "marshal.load") {
-            self.add("MB302", node, via);
+            self.add("MB302", node, call.via());
         } else if q == "yaml.load" || q == "yaml.load_all" {
             let loader = call.kwarg("Loader").or_else(|| call.pos.get(1).copied());
             let safe = loader.is_some_and(|l| {
@@ -64,10 +64,10 @@ impl<'t> Analyzer<'t> {
                 t.contains("SafeLoader") || t.contains("BaseLoader") || t.contains("CSafeLoader")
             });
             if !safe {
-                self.add("MB506", node, via);
+                self.add("MB506", node, call.via());
             }
         } else if q == "yaml.unsafe_load" || q == "yaml.full_load" {
-            self.add("MB506", node, via);
+            self.add("MB506", node, call.via());
         }
     }
 
@@ -83,7 +83,7 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let node = call.node;
-        self.add("MB401", node, call.via(q));
+        self.add("MB401", node, call.via());
         if q != "socket.socketpair" {
             self.facts.socket.get_or_insert(pos(node));
             self.facts.network = true;

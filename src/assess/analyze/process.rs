@@ -15,7 +15,7 @@ const BLOCKING_CALLS: &[&str] = &[
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_process(&mut self, q: &str, call: &Call<'t>) {
-        let (node, scope, via) = (call.node, call.scope, call.via(q));
+        let (node, scope) = (call.node, call.scope);
         let command = || {
             call.pos
                 .first()
@@ -25,7 +25,7 @@ impl<'t> Analyzer<'t> {
         if SHELL_FUNCS.contains(&q) {
             let cmds = command();
             self.check_capture_commands(call, &cmds);
-            self.add("MB605", node, via);
+            self.add("MB605", node, call.via());
             for c in cmds {
                 self.check_command(&c, node);
             }
@@ -33,16 +33,16 @@ impl<'t> Analyzer<'t> {
             let cmds = command();
             self.check_capture_commands(call, &cmds);
             if call.shell_kw.is_some() || q == "asyncio.create_subprocess_shell" {
-                self.add("MB602", node, format!("{via} with shell=True"));
+                self.add("MB602", node, format!("{} with shell=True", call.via()));
             } else {
-                self.add("MB603", node, via);
+                self.add("MB603", node, call.via());
             }
             self.check_fed_script(&cmds, call);
             for c in cmds {
                 self.check_command(&c, node);
             }
         } else if EXEC_FUNCS.contains(&q) || q.starts_with("os.exec") || q.starts_with("os.spawn") {
-            self.add("MB606", node, via);
+            self.add("MB606", node, call.via());
             let parts: Vec<String> = call
                 .pos
                 .iter()

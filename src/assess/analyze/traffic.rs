@@ -229,11 +229,14 @@ impl<'t> Analyzer<'t> {
         for (n, t) in &fx.texts {
             let nat = (t.contains("iptables") || t.contains("nft "))
                 && (t.contains("redirect") || t.contains("dnat"));
-            let others = [" 80 ", " 443 ", " 53 ", "dport 80", "dport 443", "dport 53"]
-                .iter()
-                .any(|p| t.contains(p))
-                || !t.contains("dport");
-            if nat && others && runs_commands() {
+            // Asked only of a NAT rule: seven searches of every literal.
+            let others = || {
+                [" 80 ", " 443 ", " 53 ", "dport 80", "dport 443", "dport 53"]
+                    .iter()
+                    .any(|p| t.contains(p))
+                    || !t.contains("dport")
+            };
+            if nat && others() && runs_commands() {
                 let what = format!(
                     "`{}`: web or DNS traffic of other programs sent elsewhere",
                     shorten(t)
