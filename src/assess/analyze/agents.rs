@@ -233,7 +233,7 @@ impl<'t> Analyzer<'t> {
         let named = OnceCell::new();
         let named = || {
             named.get_or_init(|| {
-                fx.texts
+                fx.texts()
                     .iter()
                     .filter_map(|(_, t)| {
                         named_kind(t)
@@ -282,7 +282,7 @@ impl<'t> Analyzer<'t> {
         let unguarded = found(&|t| UNGUARDED.iter().any(|u| t.contains(u)));
         let folder_open = fx.text_where(|t| t.contains("folderopen")).is_some();
         let git_runner = fx
-            .texts
+            .texts()
             .iter()
             .find_map(|(_, t)| GIT_RUNNERS.iter().find(|g| t.contains(*g)))
             .map(|g| g.to_string());
@@ -290,7 +290,7 @@ impl<'t> Analyzer<'t> {
             .text_where(|t| INDEX_KEYS.iter().any(|k| t.contains(k)))
             .is_some();
         let foreign_index = fx
-            .texts
+            .texts()
             .iter()
             .filter_map(|(_, t)| url_host(t))
             .find(|h| !DEFAULT_INDEXES.iter().any(|d| h.ends_with(d)))

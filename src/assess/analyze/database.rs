@@ -8,10 +8,11 @@
 
 use super::effects::Effects;
 use super::literal::shorten;
+use super::needles::{CATALOGUE, FOREIGN_DB};
 use super::{Analyzer, Node};
 
 /// Queries that list every database, schema or table of a server.
-const CATALOGUES: &[&str] = &[
+pub(super) const CATALOGUES: &[&str] = &[
     "show databases",
     "show schemas",
     "show tables",
@@ -67,7 +68,7 @@ const SECRET_COLUMNS: &[&str] = &[
 ];
 
 /// Other applications' own databases: mail and chat clients.
-const FOREIGN_DATABASES: &[&str] = &[
+pub(super) const FOREIGN_DATABASES: &[&str] = &[
     "/.thunderbird/",
     "global-messages-db.sqlite",
     "/.config/signal/",
@@ -194,10 +195,10 @@ impl<'t> Analyzer<'t> {
         if !runs_sql {
             return;
         }
-        let catalogue = fx.text_where(|t| CATALOGUES.iter().any(|c| t.contains(c)));
+        let catalogue = fx.text_holding(CATALOGUE);
         let send = self.signs.network_send;
         let mut found = false;
-        for (n, t) in &fx.texts {
+        for (i, (n, t)) in fx.texts().iter().enumerate() {
             // The catalogue first: without one, no text needs the search.
             let destroyed = catalogue.and_then(|(cat, _)| Some((destroys_computed(t)?, cat)));
             if let Some((kw, cat)) = destroyed {
@@ -232,7 +233,7 @@ impl<'t> Analyzer<'t> {
                     }
                     None => self.add("MB219", *n, format!("`{shown}`")),
                 }
-            } else if send.is_some() && !found && FOREIGN_DATABASES.iter().any(|d| t.contains(d)) {
+            } else if send.is_some() && !found && fx.holds(i, FOREIGN_DB) {
                 let shown = shorten(t);
                 let detail = format!(
                     "`{shown}`: another application's database, in a script that sends data"

@@ -3,7 +3,10 @@
 //! traffic hijacking): the paths it writes, the command lines it runs, and
 //! the text of its string literals (f-strings included, as written).
 
+use std::rc::Rc;
+
 use super::names::{SHELL_FUNCS, SUBPROCESS};
+use super::needles::Lowered;
 use super::{Analyzer, Node, F, K};
 
 /// Calls that serialise their first argument into the file object given
@@ -29,32 +32,48 @@ pub(super) struct Command<'t> {
     pub line: String,
 }
 
-#[derive(Default)]
 pub(super) struct Effects<'t> {
     pub writes: Vec<Written<'t>>,
     pub commands: Vec<Command<'t>>,
-    /// String literals, lower-cased (decoded when constant, else as written).
-    pub texts: Vec<(Node<'t>, String)>,
+    /// String literals, lower-cased, with their needles.
+    literals: Rc<Lowered<'t>>,
 }
 
 impl<'t> Effects<'t> {
+    /// String literals, lower-cased (decoded when constant, else as written).
+    pub fn texts(&self) -> &[(Node<'t>, String)] {
+        &self.literals.texts
+    }
+
+    /// Whether literal `i` of [`Self::texts`] holds a needle of list `bit`
+    /// (see [`super::needles`]).
+    pub fn holds(&self, i: usize, bit: u16) -> bool {
+        self.literals.found.get(i).is_some_and(|f| f & bit != 0)
+    }
+
     /// The first literal that `pred` accepts.
     pub fn text_where(&self, pred: impl Fn(&str) -> bool) -> Option<(Node<'t>, &str)> {
-        self.texts
+        self.texts()
             .iter()
             .find(|(_, t)| pred(t))
             .map(|(n, t)| (*n, t.as_str()))
+    }
+
+    /// The first literal holding a needle of list `bit`.
+    pub fn text_holding(&self, bit: u16) -> Option<(Node<'t>, &str)> {
+        let i = self.literals.found.iter().position(|f| f & bit != 0)?;
+        self.texts().get(i).map(|(n, t)| (*n, t.as_str()))
     }
 }
 
 impl<'t> Analyzer<'t> {
     /// Collects the writes, commands and literals of the whole file.
     pub(super) fn effects(&self) -> Effects<'t> {
-        let mut fx = Effects::default();
-        for (s, v) in self.literals() {
-            let t = v.unwrap_or_else(|| self.text(s));
-            fx.texts.push((s, t.to_ascii_lowercase()));
-        }
+        let mut fx = Effects {
+            writes: Vec::new(),
+            commands: Vec::new(),
+            literals: self.lowered(),
+        };
         for site in &self.calls {
             let (call, scope) = (site.node, site.scope);
             let q = self.callee(call, scope);

@@ -56,6 +56,7 @@ mod kernel;
 mod lateral;
 mod literal;
 mod names;
+mod needles;
 mod paths;
 mod phishing;
 mod process;
@@ -330,6 +331,8 @@ struct Analyzer<'t> {
     /// what does not decode), made at the first family that reads them:
     /// four do, and each decoded every literal again.
     decoded: std::cell::OnceCell<Vec<Option<String>>>,
+    /// The literals lower-cased, with the needles in each (see [`needles`]).
+    lowered: std::cell::OnceCell<std::rc::Rc<needles::Lowered<'t>>>,
     /// `__reduce__`-style methods of classes: the def (or lambda) and its scope.
     reduce_defs: Vec<(Node<'t>, usize)>,
     /// Calls that pickle something, and their scopes.
@@ -393,6 +396,7 @@ impl<'t> Analyzer<'t> {
             calls: Vec::new(),
             strings: Vec::new(),
             decoded: std::cell::OnceCell::new(),
+            lowered: std::cell::OnceCell::new(),
             reduce_defs: Vec::new(),
             pickle_dumps: Vec::new(),
             sends: Vec::new(),

@@ -90,11 +90,7 @@ impl<'t> Analyzer<'t> {
         if self.planted_program(fx) {
             return;
         }
-        let form = fx.text_where(|t| {
-            t.contains("type=\"password\"")
-                || t.contains("type='password'")
-                || t.contains("type=password")
-        });
+        let form = fx.text_holding(super::needles::PASSWORD_FORM);
         // A finding needs a login form or a prompt (the only user input
         // `prompt_impersonates` accepts is a call): without either, the
         // taint of every send's arguments is not worth following.

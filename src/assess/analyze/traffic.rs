@@ -104,18 +104,13 @@ struct Found<'t> {
 
 /// A literal naming a proxy variable.
 fn proxy_named<'t>(fx: &Effects<'t>) -> Option<Node<'t>> {
-    fx.text_where(|t| {
-        ["http_proxy", "https_proxy", "all_proxy"]
-            .iter()
-            .any(|k| t.contains(k))
-    })
-    .map(|(n, _)| n)
+    fx.text_holding(super::needles::PROXY_VAR).map(|(n, _)| n)
 }
 
 /// An IPv4 address in the literals outside this machine's networks (and,
 /// when `known_ok`, not a well-known public resolver).
 fn outside_ip(fx: &Effects<'_>, known_ok: bool) -> Option<String> {
-    fx.texts.iter().find_map(|(_, t)| {
+    fx.texts().iter().find_map(|(_, t)| {
         addresses(t)
             .find(|(w, ip)| !(local_address(*ip) || (known_ok && KNOWN_RESOLVERS.contains(w))))
             .map(|(w, _)| w.to_string())
@@ -175,7 +170,7 @@ impl<'t> Analyzer<'t> {
         let public = OnceCell::new();
         let public = || {
             public.get_or_init(|| {
-                fx.texts.iter().find_map(|(_, t)| {
+                fx.texts().iter().find_map(|(_, t)| {
                     t.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '='))
                         .find(|w| public_name(w))
                         .map(str::to_string)
@@ -226,7 +221,7 @@ impl<'t> Analyzer<'t> {
                 !fx.commands.is_empty() || self.call_text_has(&["subprocess", "system("])
             })
         };
-        for (n, t) in &fx.texts {
+        for (n, t) in fx.texts() {
             let nat = (t.contains("iptables") || t.contains("nft "))
                 && (t.contains("redirect") || t.contains("dnat"));
             // Asked only of a NAT rule: seven searches of every literal.
