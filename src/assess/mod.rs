@@ -114,8 +114,14 @@ pub fn assess(path: &str, source: &[u8], cfg: &AssessConfig) -> Result<Assessmen
         reason,
     })?;
 
-    let text = String::from_utf8_lossy(source);
-    let line_texts: Vec<&str> = text.lines().collect();
+    // Valid UTF-8, the usual case, is checked by the fast validator: the
+    // lossy decoder walks every byte through its slow path even when it
+    // replaces nothing.
+    let text = match std::str::from_utf8(source) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(source),
+    };
+    let line_texts = split_lines(&text);
     let mut findings: Vec<Finding> = Vec::new();
     for raw in out.findings {
         if cfg.is_disabled(raw.rule) {
@@ -177,6 +183,25 @@ fn fold_verdict(findings: &[Finding], cfg: &AssessConfig) -> Verdict {
     cfg.escalate(distinct(Verdict::Medium), distinct(Verdict::High), max)
 }
 
+/// The lines of `text`, as `str::lines` counts them, each with its line
+/// break left out but a `\r` before it kept (the snippets are trimmed).
+/// A plain byte scan: `lines` searched for each break anew, which cost more
+/// than the line itself on short lines.
+fn split_lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            out.push(text.get(start..i).unwrap_or(""));
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        out.push(text.get(start..).unwrap_or(""));
+    }
+    out
+}
+
 fn shorten(s: &str, max_chars: usize) -> String {
     if s.chars().count() <= max_chars {
         return s.to_string();
@@ -189,6 +214,15 @@ fn shorten(s: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn split_lines_counts_and_trims_like_str_lines() {
+        for t in ["", "\n", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\nx\r", " a \r\n\tb", "é\nü\n\n"] {
+            let ours: Vec<&str> = split_lines(t).into_iter().map(str::trim).collect();
+            let std: Vec<&str> = t.lines().map(str::trim).collect();
+            assert_eq!(ours, std, "{t:?}");
+        }
+    }
 
     fn run(src: &str) -> Assessment {
         assess("t.py", src.as_bytes(), &AssessConfig::default()).unwrap()
