@@ -217,7 +217,17 @@ mod tests {
 
     #[test]
     fn split_lines_counts_and_trims_like_str_lines() {
-        for t in ["", "\n", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\nx\r", " a \r\n\tb", "é\nü\n\n"] {
+        for t in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "\n\nx\r",
+            " a \r\n\tb",
+            "é\nü\n\n",
+        ] {
             let ours: Vec<&str> = split_lines(t).into_iter().map(str::trim).collect();
             let std: Vec<&str> = t.lines().map(str::trim).collect();
             assert_eq!(ours, std, "{t:?}");

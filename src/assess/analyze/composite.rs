@@ -101,7 +101,7 @@ impl<'t> Analyzer<'t> {
         for c in &self.calls {
             let (_, kw) = self.args(c.node);
             for (k, v) in kw {
-                if KEY_FILE_KEYWORDS.contains(&k) {
+                if KEY_FILE_KEYWORDS.contains(k) {
                     self.reset_budget();
                     used.extend(self.path_values(*v, c.scope));
                 }

@@ -103,7 +103,10 @@ impl<'t> Analyzer<'t> {
                 .unwrap_or_default();
             (kwarg("target").or_else(|| pos.get(1).copied()), args)
         } else {
-            (pos.first().copied(), Cow::Borrowed(pos.get(1..).unwrap_or_default()))
+            (
+                pos.first().copied(),
+                Cow::Borrowed(pos.get(1..).unwrap_or_default()),
+            )
         };
         let Some(target) = target else { return };
         if let Some((def_scope, offset)) = self.callee_def(target, scope) {

@@ -162,7 +162,7 @@ impl<'t> Analyzer<'t> {
             let kw = if s.kind == SendKind::Command {
                 &[][..]
             } else {
-                &kw[..]
+                kw
             };
             let mut flow = EnvFlow::default();
             self.reset_budget();
@@ -173,7 +173,7 @@ impl<'t> Analyzer<'t> {
             if let Some(how) = flow.whole {
                 self.add("MB911", s.node, format!("{how} reaches `{call}`"));
             } else {
-                self.check_secret_send(s, &pos, kw);
+                self.check_secret_send(s, pos, kw);
                 let mut keys = flow.keys;
                 keys.sort_unstable();
                 keys.dedup();

@@ -64,7 +64,7 @@ impl<'t> Analyzer<'t> {
         let func = n.child(F::Function)?;
         let (pos, kw) = self.args(n);
         if func.kind() == K::Attribute {
-            if let Some(v) = self.fold_str_method(func, &pos, scope, depth) {
+            if let Some(v) = self.fold_str_method(func, pos, scope, depth) {
                 return v;
             }
         }

@@ -384,7 +384,7 @@ impl<'t> Analyzer<'t> {
         };
         if let Some(q) = self.callee(n, scope) {
             match &*q {
-                q if JOINERS.contains(&q) => return self.pv_join(n, &pos, scope, depth),
+                q if JOINERS.contains(&q) => return self.pv_join(n, pos, scope, depth),
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.
                 "builtins.filter" => return arg(1),
@@ -416,7 +416,7 @@ impl<'t> Analyzer<'t> {
                 .collect();
         }
         let _ = kw;
-        self.pv_method(func, &pos, scope, depth)
+        self.pv_method(func, pos, scope, depth)
     }
 
     /// Path methods: `p.with_suffix(s)`, `p.rglob(pat)`, `p.joinpath(...)`.
