@@ -10,6 +10,15 @@ use super::names::*;
 use super::{Analyzer, Bind, Bindings, Node, F, K};
 use super::{EVAL_BUDGET, EVAL_DEPTH};
 
+/// A module's name as the start of a dotted name: with room for `attr`
+/// and a further attribute or two, which the callers append (each append
+/// to an exact-sized copy moved the whole name).
+fn module_name(m: &str, attr: &str) -> String {
+    let mut s = String::with_capacity(m.len() + attr.len() + 24);
+    s.push_str(m);
+    s
+}
+
 /// `base.attr`, grown in place: resolution builds one of these per level
 /// of every dotted name it meets, and `format!` allocated anew each time.
 fn dotted(mut base: String, attr: &str) -> String {
@@ -123,8 +132,8 @@ impl<'t> Analyzer<'t> {
                 let name = self.text(n);
                 match self.lookup(name, scope, n.start_byte()) {
                     Some(binds) => binds.iter().rev().find_map(|b| match *b {
-                        Bind::Module(m, None) => Some(m.to_string()),
-                        Bind::Module(m, Some(attr)) => Some(dotted(m.to_string(), attr)),
+                        Bind::Module(m, None) => Some(module_name(m, "")),
+                        Bind::Module(m, Some(attr)) => Some(dotted(module_name(m, attr), attr)),
                         Bind::Expr(v, s) => self.resolve(v, s, depth + 1),
                         _ => None,
                     }),
