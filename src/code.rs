@@ -45,6 +45,12 @@ pub struct Code {
 }
 
 impl Code {
+    /// Whether a code's name (its `origin`) names a file: not `-c` (inline) or
+    /// `-` (standard input).
+    pub fn names_file(origin: &str) -> bool {
+        origin != "-" && origin != "-c"
+    }
+
     /// Code given inline (named `-c`).
     pub fn inline(code: impl Into<String>) -> Result<Code, InputError> {
         let code = code.into();

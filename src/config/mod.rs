@@ -14,7 +14,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-/// The built-in copy of `config/sandbox.yaml`, used when no other file is found.
+/// The built-in copy of `config/sandbox.yaml`, the configuration used when no other
+/// file is found (a run reads its JSON copy, which build.rs makes).
 pub const BUILTIN: &str = include_str!("../../config/sandbox.yaml");
 /// The same, as JSON made at build time (build.rs), which is what a run parses.
 const BUILTIN_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/builtin-config.json"));

@@ -22,7 +22,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// path, else its name as given (`-c` and `-` name no file).
 fn recorded_path(req: &Request) -> Option<String> {
     let given = req.path.as_ref().filter(|p| p.starts_with('/'));
-    let origin = req.origin.as_ref().filter(|o| *o != "-" && *o != "-c");
+    let origin = req.origin.as_ref().filter(|o| Code::names_file(o));
     given.or(origin).cloned()
 }
 

@@ -65,7 +65,7 @@ pub struct Start<'a> {
 pub fn start(log: &mut AuditLog, s: &Start) -> Result<(), AuditError> {
     let text = String::from_utf8_lossy(&s.code.bytes);
     let path = s.code.path.clone().or_else(|| {
-        (s.code.origin != "-" && s.code.origin != "-c").then(|| {
+        Code::names_file(&s.code.origin).then(|| {
             std::fs::canonicalize(&s.code.origin)
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| s.code.origin.clone())

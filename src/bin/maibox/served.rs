@@ -81,7 +81,7 @@ fn request(a: &ExecArgs, code: &Code, stream_stdin: bool) -> Request {
         code: String::from_utf8_lossy(&code.bytes).into_owned(),
         origin: Some(code.origin.clone()),
         // The server cannot resolve a relative name: its directory is not ours.
-        path: (code.origin != "-" && code.origin != "-c")
+        path: Code::names_file(&code.origin)
             .then(|| std::fs::canonicalize(&code.origin).ok())
             .flatten()
             .map(|p| p.display().to_string()),
