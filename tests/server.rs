@@ -29,8 +29,9 @@ fn cli(s: &Server, server: bool, args: &[&str], stdin: &[u8]) -> std::process::O
     cli_with(s, server, args, Some(stdin))
 }
 
-/// As [`cli`]; stdin `None` is /dev/null.
-fn cli_with(s: &Server, server: bool, args: &[&str], stdin: Option<&[u8]>) -> std::process::Output {
+/// `maibox exec` with the server's configuration and audit log, on the server
+/// when `server`, then `args`.
+fn exec_command(s: &Server, server: bool, args: &[&str]) -> std::process::Command {
     let sock = s.socket();
     let cfg = s.config.display().to_string();
     let mut all = vec!["exec", "--config", &cfg];
@@ -40,14 +41,19 @@ fn cli_with(s: &Server, server: bool, args: &[&str], stdin: Option<&[u8]>) -> st
     }
     all.extend_from_slice(args);
     let mut c = command(As::Caller);
-    c.env("MAIBOX_AUDIT_DIR", s.audit());
-    c.args(&all)
-        .stdin(match stdin {
-            Some(_) => std::process::Stdio::piped(),
-            None => std::process::Stdio::null(),
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    c.env("MAIBOX_AUDIT_DIR", s.audit()).args(&all);
+    c
+}
+
+/// As [`cli`]; stdin `None` is /dev/null.
+fn cli_with(s: &Server, server: bool, args: &[&str], stdin: Option<&[u8]>) -> std::process::Output {
+    let mut c = exec_command(s, server, args);
+    c.stdin(match stdin {
+        Some(_) => std::process::Stdio::piped(),
+        None => std::process::Stdio::null(),
+    })
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
     let mut child = c.spawn().unwrap();
     use std::io::Write;
     if let Some(data) = stdin {
@@ -125,15 +131,8 @@ fn a_served_script_is_recorded_under_the_clients_path() {
     let s = Server::start(&[("pool_wait", "60s")]);
     let dir = Scratch::new();
     let script = dir.file("relative.py", b"print('where')\n");
-    let (sock, cfg) = (
-        s.socket().display().to_string(),
-        s.config.display().to_string(),
-    );
-    let o = command(As::Caller)
-        .env("MAIBOX_AUDIT_DIR", s.audit())
+    let o = exec_command(&s, true, &["--json", "relative.py"])
         .current_dir(dir.path())
-        .args(["exec", "--config", &cfg, "--server", "--socket", &sock])
-        .args(["--json", "relative.py"])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
