@@ -49,6 +49,8 @@ pub enum Step {
     Hooks,
     /// Recording the run's start in the audit log, done while the sandbox sets up.
     Audit,
+    /// `warm_mode: fork`: starting the zygote or forking an interpreter from it.
+    Zygote,
 }
 
 impl fmt::Display for Step {

@@ -75,6 +75,7 @@ pub(crate) fn run(
         args: job.args,
         stdin,
         extra_fds: Vec::new(),
+        adopt: false,
     };
     let mut make_group = |pid| {
         if let Some(c) = &cleaner {

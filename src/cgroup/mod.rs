@@ -362,10 +362,21 @@ impl RunCgroup {
         if let Layout::V2 { .. } = self.layout {
             return Ok(Vec::new());
         }
+        self.join_files()
+    }
+
+    /// The files through which a process moves itself into every hierarchy of the
+    /// group by writing "0": `tasks` on v1, `cgroup.procs` on v2. An interpreter
+    /// forked from a zygote joins through them (see `warm::zygote`).
+    pub fn join_files(&self) -> Result<Vec<std::os::fd::OwnedFd>, CgroupError> {
+        let name = match self.layout {
+            Layout::V2 { .. } => "cgroup.procs",
+            _ => "tasks",
+        };
         self.dirs
             .values()
             .map(|d| {
-                let f = d.join("tasks");
+                let f = d.join(name);
                 std::fs::OpenOptions::new()
                     .write(true)
                     .open(&f)

@@ -4,7 +4,7 @@
 //! deserializing, so that serde_yaml can point at the line and column of a bad value.
 
 mod server;
-pub use server::{default_socket, ServerConfig};
+pub use server::{default_socket, ServerConfig, WarmMode};
 
 use crate::assess::Verdict;
 use crate::units::{ByteSize, Seconds};

@@ -35,6 +35,46 @@ pub struct ServerConfig {
     /// `maibox exec` without `--server`: whether to try the server first and fall back
     /// to a cold run when none answers (`--server=auto`).
     pub client_auto: bool,
+    /// How a warm sandbox gets its interpreter: started afresh in it (`strict`), or
+    /// forked from a zygote that imported the level's modules once (`fork`).
+    pub warm_mode: WarmMode,
+    /// `fork`: how many interpreters one zygote forks before it is replaced by a fresh
+    /// one (the forks of one zygote share its hash secret and memory layout).
+    pub zygote_forks: usize,
+}
+
+/// Where a warm sandbox's interpreter comes from (docs/server.md, "Warm modes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WarmMode {
+    /// Each warm sandbox starts its own interpreter: nothing is shared between runs,
+    /// not even the hash secret or the memory layout.
+    #[default]
+    Strict,
+    /// Each warm sandbox's interpreter is a fork of a zygote, reseeded in the child;
+    /// its forks share the zygote's hash secret and memory layout, `zygote_forks` at
+    /// most.
+    Fork,
+}
+
+impl std::fmt::Display for WarmMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WarmMode::Strict => "strict",
+            WarmMode::Fork => "fork",
+        })
+    }
+}
+
+impl std::str::FromStr for WarmMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "strict" => Ok(WarmMode::Strict),
+            "fork" => Ok(WarmMode::Fork),
+            other => Err(format!("unknown warm mode {other:?}: strict or fork")),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -51,6 +91,8 @@ impl Default for ServerConfig {
             overcommit: 2.0,
             queue: 64,
             client_auto: false,
+            warm_mode: WarmMode::Strict,
+            zygote_forks: 32,
         }
     }
 }
@@ -73,6 +115,9 @@ impl ServerConfig {
         }
         if !(self.overcommit.is_finite() && self.overcommit > 0.0) {
             return Err("server.overcommit must be a positive number".into());
+        }
+        if self.zygote_forks == 0 {
+            return Err("server.zygote_forks must be at least 1".into());
         }
         if self.refill_threads == Some(0) {
             return Err("server.refill_threads must be at least 1 (or left out)".into());

@@ -254,24 +254,67 @@ fn ruleset(spec: &LandlockSpec) -> Result<landlock::RulesetCreated, ConfineError
 /// Call it in the single-threaded child, after pivot_root, before the seccomp
 /// filter. Sets no_new_privs (required by the kernel; harmless if already set).
 pub fn apply_landlock(spec: &LandlockSpec) -> Result<LandlockOutcome, ConfineError> {
-    validate_spec(spec)?;
-    let (kernel_abi, why_none) = landlock_support();
-    if kernel_abi == 0 {
-        let why = why_none.unwrap_or_else(|| "the kernel has no Landlock".to_string());
-        if spec.required {
-            return Err(ConfineError::LandlockRequired(why));
-        }
-        return Ok(LandlockOutcome {
-            abi: 0,
-            kernel_abi: 0,
-            status: format!("not enforced: {why}"),
-        });
-    }
-
+    let kernel_abi = match usable_abi(spec)? {
+        Ok(abi) => abi,
+        Err(none) => return Ok(none),
+    };
     let status = ruleset(spec)?
         .restrict_self()
         .map_err(ll("restricting the process"))?;
-    let (abi_enforced, text) = match status.ruleset {
+    outcome(spec, kernel_abi, status.ruleset)
+}
+
+/// The ruleset for `spec`, made but not applied: a descriptor that another process
+/// of the same view restricts itself with (`landlock_restrict_self`), and what it
+/// will enforce. A warm sandbox's init makes it for the interpreter forked into the
+/// sandbox (see `engine::adopt`), so that this module stays the only one that knows
+/// the rules. No descriptor when the kernel has no Landlock and the spec allows that.
+pub fn build_ruleset(
+    spec: &LandlockSpec,
+) -> Result<(Option<std::os::fd::OwnedFd>, LandlockOutcome), ConfineError> {
+    let kernel_abi = match usable_abi(spec)? {
+        Ok(abi) => abi,
+        Err(none) => return Ok((None, none)),
+    };
+    let fd: Option<std::os::fd::OwnedFd> = ruleset(spec)?.into();
+    // The crate enforces fully what the kernel's ABI has of TARGET_ABI's rights; on an
+    // older ABI it drops the rights that ABI lacks (best effort): that is its status
+    // once restricted, known here without restricting.
+    let status = if fd.is_none() {
+        RulesetStatus::NotEnforced
+    } else if kernel_abi >= TARGET_ABI_NUM {
+        RulesetStatus::FullyEnforced
+    } else {
+        RulesetStatus::PartiallyEnforced
+    };
+    Ok((fd, outcome(spec, kernel_abi, status)?))
+}
+
+/// The kernel's ABI; or, when it has no Landlock and the spec allows that, the
+/// outcome to report (an error when the spec requires Landlock).
+fn usable_abi(spec: &LandlockSpec) -> Result<Result<u32, LandlockOutcome>, ConfineError> {
+    validate_spec(spec)?;
+    let (kernel_abi, why_none) = landlock_support();
+    if kernel_abi != 0 {
+        return Ok(Ok(kernel_abi));
+    }
+    let why = why_none.unwrap_or_else(|| "the kernel has no Landlock".to_string());
+    if spec.required {
+        return Err(ConfineError::LandlockRequired(why));
+    }
+    Ok(Err(LandlockOutcome {
+        abi: 0,
+        kernel_abi: 0,
+        status: format!("not enforced: {why}"),
+    }))
+}
+
+fn outcome(
+    spec: &LandlockSpec,
+    kernel_abi: u32,
+    status: RulesetStatus,
+) -> Result<LandlockOutcome, ConfineError> {
+    let (abi_enforced, text) = match status {
         RulesetStatus::FullyEnforced => (kernel_abi.min(TARGET_ABI_NUM), "fully enforced".to_string()),
         RulesetStatus::PartiallyEnforced => (
             kernel_abi.min(TARGET_ABI_NUM),

@@ -19,7 +19,9 @@ pub use self::seccomp::{notify, syscalls};
 
 use std::path::PathBuf;
 
-pub use self::landlock::{apply_landlock, landlock_abi, LandlockOutcome, LandlockSpec};
+pub use self::landlock::{
+    apply_landlock, build_ruleset, landlock_abi, LandlockOutcome, LandlockSpec,
+};
 pub use self::seccomp::notify::Notify;
 pub use self::seccomp::{
     allowed_syscalls, build_filter, build_filter_notify, install_filter, install_filter_listening,

@@ -48,6 +48,9 @@ pub struct Payload {
     pub bridge: Option<(u16, std::path::PathBuf)>,
     /// Descriptors 3, 4, ... that the payload inherits (a warm sandbox's pipes).
     pub extra_fds: i32,
+    /// The payload is forked from a zygote outside and adopted, not executed here
+    /// (see [`super::adopt`]).
+    pub adopt: Option<super::adopt::Adopt>,
 }
 
 /// Messages from the payload to init over a close-on-exec pipe, one JSON line each.
@@ -75,6 +78,9 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
         if unsafe { sigaction(sig, &sa) }.is_err() {
             return fail(chan, SetupError::new(Step::Exec, "install signal handlers"));
         }
+    }
+    if let Some(adopt) = &payload.adopt {
+        return super::adopt::run(chan, adopt, payload);
     }
     if let Some((port, sock)) = &payload.bridge {
         // SAFETY: init is single-threaded; the child never returns here.
@@ -130,12 +136,12 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     supervise(chan, child)
 }
 
-fn fail(chan: &Channel, e: SetupError) -> i32 {
+pub(super) fn fail(chan: &Channel, e: SetupError) -> i32 {
     let _ = chan.send(&Msg::Failed(e));
     125
 }
 
-fn supervise(chan: &Channel, child: Pid) -> i32 {
+pub(super) fn supervise(chan: &Channel, child: Pid) -> i32 {
     let set = handled_set();
     loop {
         let sig = match set.wait() {
@@ -149,10 +155,10 @@ fn supervise(chan: &Channel, child: Pid) -> i32 {
         loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(pid, code)) if pid == child => {
-                    return finish(chan, Some(code), None, code)
+                    return finish(chan, Some(code), None, children_usage())
                 }
                 Ok(WaitStatus::Signaled(pid, s, _)) if pid == child => {
-                    return finish(chan, None, Some(s as i32), 128 + s as i32)
+                    return finish(chan, None, Some(s as i32), children_usage())
                 }
                 Ok(WaitStatus::StillAlive) | Err(_) => break,
                 Ok(_) => continue,
@@ -161,11 +167,21 @@ fn supervise(chan: &Channel, child: Pid) -> i32 {
     }
 }
 
-fn finish(chan: &Channel, code: Option<i32>, signal: Option<i32>, rc: i32) -> i32 {
+/// The payload ended: everything else is killed, the supervisor told. Returns init's
+/// exit code, the payload's status.
+pub(super) fn finish(
+    chan: &Channel,
+    code: Option<i32>,
+    signal: Option<i32>,
+    usage: Option<ChildUsage>,
+) -> i32 {
     // Everything else in the PID namespace dies with init anyway; killing it first
     // means no process observes a half-torn-down sandbox.
     let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
-    let usage = children_usage();
+    let rc = match (code, signal) {
+        (_, Some(s)) => 128 + s,
+        (c, None) => c.unwrap_or(0),
+    };
     let _ = chan.send(&Msg::PayloadExit {
         code,
         signal,

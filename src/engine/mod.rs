@@ -4,6 +4,7 @@
 //! init waiting (`create`), [`Prepared::start`] lets the payload run (`start`), and
 //! the supervisor (`src/supervise/`) watches it to the end.
 
+pub mod adopt;
 pub mod cgroupfs;
 mod chain;
 pub(crate) mod clone;
@@ -55,6 +56,9 @@ pub struct Job<'a> {
     pub stdin: StdinMode,
     /// Descriptors the payload gets as 3, 4, ... (a warm sandbox's pipes).
     pub extra_fds: Vec<std::os::fd::BorrowedFd<'a>>,
+    /// The payload is forked from a zygote and adopted by init, not executed (a warm
+    /// sandbox of a `warm_mode: fork` level; see [`adopt`]).
+    pub adopt: bool,
 }
 
 /// A sandbox whose init is set up and waits for `start`.
@@ -234,6 +238,9 @@ fn build_payload(job: &Job) -> Result<Payload, SetupError> {
                 std::path::PathBuf::from(crate::net::SANDBOX_SOCKET_PATH),
             )
         }),
+        adopt: job.adopt.then(|| adopt::Adopt {
+            landlock: landlock.clone(),
+        }),
         confine: Box::new(move || confine_payload(landlock.as_ref(), filter.as_ref())),
     })
 }
@@ -253,21 +260,27 @@ fn command_line(job: &Job, program: &CString) -> Result<(Vec<CString>, Vec<CStri
     for a in job.args {
         argv.push(cstring(Step::Exec, a)?);
     }
-    let mut envp = Vec::new();
-    for (k, v) in &p.env {
-        envp.push(cstring(Step::Exec, &format!("{k}={v}"))?);
-    }
+    let envp = environment(p)
+        .iter()
+        .map(|(k, v)| cstring(Step::Exec, &format!("{k}={v}")))
+        .collect::<Result<_, _>>()?;
+    Ok((argv, envp))
+}
+
+/// The code's environment: the policy's, and USER and LOGNAME unless it sets them.
+pub(crate) fn environment(p: &Policy) -> Vec<(String, String)> {
+    let mut env = p.env.clone();
     for k in ["USER", "LOGNAME"] {
         if !p.env.iter().any(|(ek, _)| ek == k) {
-            envp.push(cstring(Step::Exec, &format!("{k}={}", p.identity.user))?);
+            env.push((k.to_string(), p.identity.user.clone()));
         }
     }
-    Ok((argv, envp))
+    env
 }
 
 /// Compiled here, in the supervisor: installing it in the child is then a single
 /// allocation-free syscall right before execve.
-fn seccomp_filter(p: &Policy) -> Result<Option<seccompiler::BpfProgram>, SetupError> {
+pub(crate) fn seccomp_filter(p: &Policy) -> Result<Option<seccompiler::BpfProgram>, SetupError> {
     if !p.has(Layer::Seccomp) {
         return Ok(None);
     }

@@ -1,32 +1,79 @@
 //! Per-process resource limits, the first line of defence before cgroups.
 
-use crate::error::{SetupError, Step, StepContext};
+use crate::error::{SetupError, Step};
 use crate::policy::Policy;
-use nix::sys::resource::{setrlimit, Resource};
+use nix::sys::resource::Resource;
+
+/// One rlimit to set: the kernel's resource number, soft and hard limits, and its
+/// name for errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Setting {
+    pub resource: i32,
+    pub soft: u64,
+    pub hard: u64,
+    #[serde(skip)]
+    pub name: &'static str,
+}
 
 /// The level's rlimits; with `memory_per_process` (no cgroup bounds the sandbox),
 /// its memory too, as a bound on each process's data (see [`memory_bound`]).
-pub fn apply(policy: &Policy, memory_per_process: bool) -> Result<(), SetupError> {
+pub fn settings(policy: &Policy, memory_per_process: bool) -> Vec<Setting> {
     let l = &policy.limits;
-    let set = |r: Resource, v: u64, what: &str| {
-        setrlimit(r, v, v).step(Step::Rlimits, format!("setrlimit {what}={v}"))
+    let at = |r: Resource, v: u64, name| Setting {
+        resource: r as i32,
+        soft: v,
+        hard: v,
+        name,
     };
-    set(Resource::RLIMIT_NOFILE, l.nofile, "NOFILE")?;
-    set(Resource::RLIMIT_FSIZE, l.fsize_bytes, "FSIZE")?;
-    set(Resource::RLIMIT_CORE, 0, "CORE")?;
-    // NPROC is counted per user in the sandbox's own user namespace, so it bounds
-    // this sandbox's processes and threads without touching the host user's count.
-    set(Resource::RLIMIT_NPROC, l.pids, "NPROC")?;
+    let mut s = vec![
+        at(Resource::RLIMIT_NOFILE, l.nofile, "NOFILE"),
+        at(Resource::RLIMIT_FSIZE, l.fsize_bytes, "FSIZE"),
+        at(Resource::RLIMIT_CORE, 0, "CORE"),
+        // NPROC is counted per user in the sandbox's own user namespace, so it bounds
+        // this sandbox's processes and threads without touching the host user's count.
+        at(Resource::RLIMIT_NPROC, l.pids, "NPROC"),
+    ];
     if memory_per_process {
-        let m = memory_bound(l.memory_bytes);
-        set(Resource::RLIMIT_DATA, m, "DATA")?;
+        s.push(at(
+            Resource::RLIMIT_DATA,
+            memory_bound(l.memory_bytes),
+            "DATA",
+        ));
     }
     if let Some(cpu) = l.cpu_time {
         // Per process, a fallback for runs without a cgroup: SIGXCPU at the soft
         // limit (reported as a `cpu` violation), SIGKILL a second later.
         let soft = cpu.as_secs_f64().ceil() as u64;
-        setrlimit(Resource::RLIMIT_CPU, soft, soft + 1)
-            .step(Step::Rlimits, format!("setrlimit CPU={soft}"))?;
+        s.push(Setting {
+            hard: soft + 1,
+            ..at(Resource::RLIMIT_CPU, soft, "CPU")
+        });
+    }
+    s
+}
+
+/// Sets the level's rlimits (see [`settings`]) on the calling process.
+pub fn apply(policy: &Policy, memory_per_process: bool) -> Result<(), SetupError> {
+    settings(policy, memory_per_process)
+        .iter()
+        .try_for_each(|s| set(s.resource, s.soft, s.hard, s.name))
+}
+
+fn set(resource: i32, soft: u64, hard: u64, what: &str) -> Result<(), SetupError> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: a valid rlimit struct; the resource number is one of the kernel's (ours,
+    // or an OCI spec's, checked at parse time).
+    if unsafe { libc::setrlimit(resource as _, &lim) } != 0 {
+        return Err(SetupError::new(
+            Step::Rlimits,
+            format!(
+                "setrlimit {what}={soft} (hard {hard}): {}",
+                std::io::Error::last_os_error()
+            ),
+        ));
     }
     Ok(())
 }
@@ -45,19 +92,5 @@ pub fn memory_bound(memory_bytes: u64) -> u64 {
 /// One rlimit by its kernel number, as an OCI spec gives it (checked at parse time;
 /// nix's `Resource` cannot be built from a number).
 pub fn set_raw(resource: u32, soft: u64, hard: u64) -> Result<(), SetupError> {
-    let lim = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
-    };
-    // SAFETY: a valid rlimit struct; the resource number was checked at parse time.
-    if unsafe { libc::setrlimit(resource as _, &lim) } != 0 {
-        return Err(SetupError::new(
-            Step::Rlimits,
-            format!(
-                "setrlimit({resource}, {soft}, {hard}): {}",
-                std::io::Error::last_os_error()
-            ),
-        ));
-    }
-    Ok(())
+    set(resource as i32, soft, hard, &format!("resource {resource}"))
 }

@@ -46,6 +46,18 @@ pub enum Msg {
     MountSource { index: usize },
     /// OCI runtime → init: every such source is sent.
     MountSourcesDone,
+    /// Init → supervisor, with the fd attached, in a sandbox whose interpreter is
+    /// forked from a zygote (see `engine::adopt`): one thing that interpreter needs
+    /// from inside the sandbox, named by `what`: a namespace (`ns:user`, ...), one of
+    /// the run's descriptors (`fd:0`, ...) or the Landlock ruleset (`landlock`).
+    AdoptFd { what: String },
+    /// Init → supervisor: every `AdoptFd` is sent; what the ruleset enforces.
+    Adoptable {
+        landlock: Option<crate::confine::LandlockOutcome>,
+    },
+    /// Supervisor → init: the forked interpreter is in the sandbox with this pid (in
+    /// the sandbox's pid namespace); init supervises it as its payload.
+    Adopt { pid: i32 },
     /// Init → supervisor: the payload ended, and everything else in the sandbox
     /// was sent SIGKILL. The supervisor need not wait for init itself to be reaped.
     PayloadExit {

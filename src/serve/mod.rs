@@ -109,7 +109,7 @@ pub fn serve(
     };
     let server = server.with_pools(log);
     log(&format!(
-        "serving on {} (pid {}; warm levels: {})",
+        "serving on {} (pid {}; warm levels: {}; warm mode: {})",
         socket.display(),
         std::process::id(),
         server
@@ -117,7 +117,8 @@ pub fn serve(
             .iter()
             .map(|p| p.level.to_string())
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        server.cfg.warm_mode
     ));
     let result = std::thread::scope(|scope| accept_loop(&server, &listener, &signals, scope, log));
     // Every connection thread has ended (the scope joined them): nothing uses the pools.
@@ -276,7 +277,7 @@ impl Server {
             .unwrap_or_else(|| crate::policy::host_cpus().ceil().max(1.0) as usize);
         for level in self.cfg.warm_levels.clone() {
             let sandbox = Sandbox::new(Arc::clone(&self.config)).trust(level);
-            if let Err(e) = sandbox.prepare_warm(&self.config.level(level).preload) {
+            if let Err(e) = self.try_warm(&sandbox, level) {
                 log(&format!(
                     "no warm sandboxes at level {level}: {e}; its requests run cold"
                 ));
@@ -287,6 +288,19 @@ impl Server {
             self.pools.push(pool);
         }
         self
+    }
+
+    /// Prepares one warm sandbox of the level as its pool will, to find out at the
+    /// start whether it can.
+    fn try_warm(&self, sandbox: &Sandbox, level: TrustLevel) -> Result<(), crate::Error> {
+        let preload = &self.config.level(level).preload;
+        match self.cfg.warm_mode {
+            crate::config::WarmMode::Strict => sandbox.prepare_warm(preload).map(drop),
+            crate::config::WarmMode::Fork => {
+                let mut z = sandbox.zygote(preload, self.cfg.zygote_forks)?;
+                sandbox.prepare_warm_forked(&mut z).map(drop)
+            }
+        }
     }
 
     fn pool(&self, level: TrustLevel) -> Option<&Arc<Pool>> {

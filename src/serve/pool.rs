@@ -6,8 +6,8 @@
 //! The refill threads live as long as the server: a sandbox's init is the child of the
 //! thread that made it, and dies with it (PR_SET_PDEATHSIG).
 
-use crate::config::TrustLevel;
-use crate::warm::Warm;
+use crate::config::{TrustLevel, WarmMode};
+use crate::warm::{Warm, Zygote};
 use crate::Sandbox;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 pub struct Pool {
     pub level: TrustLevel,
+    /// Where its sandboxes' interpreters come from.
+    pub mode: WarmMode,
+    zygote_forks: usize,
     sandbox: Sandbox,
     preload: Vec<String>,
     min: usize,
@@ -36,6 +39,9 @@ struct Inner {
     stop: bool,
     /// Why the last preparation failed, for the server's log.
     last_failure: Option<String>,
+    /// Sandboxes found dead when taken, for a refill thread to destroy: destroying
+    /// one waits for its processes to go, which is no request's business.
+    dead: Vec<Warm>,
 }
 
 /// A sandbox [`Pool::take`] gave, counted as serving its request until this is
@@ -67,6 +73,8 @@ impl Pool {
         let preload = sandbox.config().level(level).preload.clone();
         Arc::new(Pool {
             level,
+            mode: cfg.warm_mode,
+            zygote_forks: cfg.zygote_forks,
             sandbox,
             preload,
             min: cfg.pool_min,
@@ -111,6 +119,7 @@ impl Pool {
                     inner.serving += 1;
                     return Some((w, Serving(self)));
                 }
+                inner.dead.push(w);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() || inner.stop {
@@ -156,9 +165,11 @@ impl Pool {
 
     fn refill(&self) {
         let mut failures = 0u32;
+        // `warm_mode: fork`: this thread's zygote, its child, which dies with it.
+        let mut zygote = None;
         loop {
             let mut inner = self.lock();
-            let mut old = Vec::new();
+            let mut old = std::mem::take(&mut inner.dead);
             while inner.ready.len() > self.min
                 && inner.ready.front().is_some_and(|w| w.age() > self.idle)
             {
@@ -181,7 +192,7 @@ impl Pool {
             inner.preparing += 1;
             drop(inner);
             drop(old);
-            let made = self.sandbox.prepare_warm(&self.preload);
+            let made = self.prepare(&mut zygote);
             let mut inner = self.lock();
             inner.preparing -= 1;
             match made {
@@ -200,6 +211,28 @@ impl Pool {
                 }
             }
         }
+    }
+
+    /// One warm sandbox: its interpreter started in it, or forked from this thread's
+    /// zygote, which is replaced once it has forked `zygote_forks` interpreters, or
+    /// after a failure.
+    fn prepare(&self, zygote: &mut Option<Zygote>) -> Result<Warm, crate::Error> {
+        if self.mode == WarmMode::Strict {
+            return self.sandbox.prepare_warm(&self.preload);
+        }
+        let z = match zygote {
+            Some(z) if !z.spent() => z,
+            _ => {
+                // The spent one ends before the next starts.
+                *zygote = None;
+                zygote.insert(self.sandbox.zygote(&self.preload, self.zygote_forks)?)
+            }
+        };
+        let made = self.sandbox.prepare_warm_forked(z);
+        if made.is_err() {
+            *zygote = None;
+        }
+        made
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

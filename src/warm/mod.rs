@@ -26,7 +26,7 @@ use crate::session::{new_run_id, Code, Decided, Error, Execution, Run, Sandbox};
 use crate::supervise::Started;
 use crate::timeline::Timeline;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// A preparation failure that a fresh sandbox may not meet (see `prepare_warm`).
@@ -38,6 +38,9 @@ fn transient(e: &SetupError) -> bool {
 const RUNNER: &str = include_str!("runner.py");
 /// How long the runner may take to import its preloads and say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub mod zygote;
+pub use zygote::Zygote;
 
 /// A prepared sandbox whose interpreter waits for its one script.
 pub struct Warm {
@@ -75,8 +78,32 @@ pub enum NotServable {
 }
 
 impl Sandbox {
-    /// A warm sandbox at this sandbox's level and settings, with `preload` imported.
+    /// A warm sandbox at this sandbox's level and settings, with `preload` imported
+    /// by an interpreter started in it (`warm_mode: strict`).
     pub fn prepare_warm(&self, preload: &[String]) -> Result<Warm, Error> {
+        self.prepare_warm_with(preload, None)
+    }
+
+    /// A warm sandbox at this sandbox's level and settings whose interpreter is a
+    /// fork of `zygote`, which imported the level's preloads (`warm_mode: fork`).
+    pub fn prepare_warm_forked(&self, zygote: &mut Zygote) -> Result<Warm, Error> {
+        self.prepare_warm_with(&[], Some(zygote))
+    }
+
+    /// A zygote for this sandbox's level, which imports `preload` and forks at most
+    /// `forks` interpreters (see [`Sandbox::prepare_warm_forked`]).
+    pub fn zygote(&self, preload: &[String], forks: usize) -> Result<Zygote, Error> {
+        let mut notices = Notices::new(None);
+        let policy = self.policy_for(self.level(), &mut notices)?;
+        Zygote::spawn(&policy, preload, forks)
+            .map_err(|e| Error::Invalid(format!("starting a zygote: {e}")))
+    }
+
+    fn prepare_warm_with(
+        &self,
+        preload: &[String],
+        zygote: Option<&mut Zygote>,
+    ) -> Result<Warm, Error> {
         let mut notices = Notices::new(None);
         let policy = self.policy_for(self.level(), &mut notices)?;
         if policy.backend != Backend::Native || policy.network != NetworkMode::None {
@@ -84,13 +111,15 @@ impl Sandbox {
                 "warm sandboxes need the native backend and network none".into(),
             ));
         }
-        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
         let setup = |e: SetupError| Error::Invalid(format!("preparing a warm sandbox: {e}"));
-        let ((code_r, code_w), (ready_r, ready_w), (done_r, done_w)) = (
-            pipe().map_err(setup)?,
-            pipe().map_err(setup)?,
-            pipe().map_err(setup)?,
-        );
+        let (code_r, code_w) = pipe().map_err(setup)?;
+        let (done_r, done_w) = pipe().map_err(setup)?;
+        // A fork reports its confinement with the seccomp listener attached: a socket.
+        let (ready_r, ready_w) = match zygote {
+            Some(_) => report_socket(),
+            None => pipe(),
+        }
+        .map_err(setup)?;
         let run_id = new_run_id();
         let ejob = engine::Job {
             policy: &policy,
@@ -98,6 +127,7 @@ impl Sandbox {
             args: preload,
             stdin: StdinMode::Pump,
             extra_fds: vec![code_r.as_fd(), ready_w.as_fd(), done_w.as_fd()],
+            adopt: zygote.is_some(),
         };
         let timeline = Timeline::new();
         let (group, prepared) = self
@@ -109,8 +139,16 @@ impl Sandbox {
             g.cpu_share(true);
         }
         let made_at = Instant::now();
-        let started = start(&prepared, &ready_r).map_err(setup)?;
-        let namespaces = hold_namespaces(prepared.pid);
+        let started = match zygote {
+            None => start(&prepared, &ready_r).map(|s| (s, hold_namespaces(prepared.pid))),
+            Some(z) => start_forked(&prepared, &policy, &group, z, &ready_r),
+        };
+        let (started, namespaces) = started.map_err(|e| {
+            // Its init is this thread's child: ended and reaped here, not left a zombie.
+            let _ = nix::sys::signal::kill(prepared.pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(prepared.pid, None);
+            setup(e)
+        })?;
         Ok(Warm {
             setup: (
                 prepared.setup_time.as_secs_f64() * 1000.0,
@@ -136,6 +174,25 @@ impl Sandbox {
             notices: notices.all,
         })
     }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), SetupError> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).step(Step::Pipes, "pipe")
+}
+
+/// The ready channel of a forked interpreter: it carries its report and listener.
+fn report_socket() -> Result<(OwnedFd, OwnedFd), SetupError> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .step(
+        Step::Pipes,
+        "socketpair for the forked interpreter's report",
+    )
 }
 
 impl Sandbox {
@@ -221,6 +278,87 @@ fn start(p: &Prepared, ready: &OwnedFd) -> Result<Started, SetupError> {
         ));
     }
     Ok(Started { confined, listener })
+}
+
+/// Starts a sandbox whose interpreter is forked from `zygote`: init hands over the
+/// sandbox's namespaces, the run's pipes and the Landlock ruleset (`engine::adopt`),
+/// the zygote forks an interpreter that joins the run's cgroup and the namespaces and
+/// confines itself, and init adopts it. Returns how it is confined, and the
+/// namespaces, held as [`hold_namespaces`] holds a strict sandbox's.
+fn start_forked(
+    p: &Prepared,
+    policy: &Policy,
+    group: &Group,
+    zygote: &mut Zygote,
+    ready: &OwnedFd,
+) -> Result<(Started, Vec<OwnedFd>), SetupError> {
+    p.start()?;
+    let (offered, landlock) = receive_offer(&p.chan)?;
+    let made = group.made.get().and_then(Option::as_ref);
+    let joins = match made {
+        Some(g) => g
+            .join_files()
+            .map_err(|e| SetupError::new(Step::Cgroup, e.to_string()))?,
+        None => Vec::new(),
+    };
+    let rlimits = match policy.has(crate::policy::Layer::Rlimits) {
+        true => engine::rlimit::settings(policy, made.is_none()),
+        false => Vec::new(),
+    };
+    let fds: Vec<(String, BorrowedFd)> = offered
+        .iter()
+        .map(|(n, fd)| (n.clone(), fd.as_fd()))
+        .chain(
+            joins
+                .iter()
+                .enumerate()
+                .map(|(i, fd)| (format!("cgroup:{i}"), fd.as_fd())),
+        )
+        .collect();
+    zygote.fork_into(&fds, &rlimits)?;
+    // Only the fork keeps the run's pipes: the supervisor sees end-of-file when the
+    // code is gone, as with an executed payload.
+    let namespaces = offered
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("ns:"))
+        .map(|(_, fd)| fd)
+        .collect();
+    let (report, listener) = zygote::read_report(ready.as_fd())?;
+    p.chan.send(&Msg::Adopt { pid: report.pid })?;
+    let confined = Confined {
+        landlock: landlock.filter(|_| report.landlock),
+        seccomp: report.seccomp,
+        listener: None,
+    };
+    Ok((Started { confined, listener }, namespaces))
+}
+
+/// What init hands over for a forked interpreter (see `engine::adopt`).
+#[allow(clippy::type_complexity)]
+fn receive_offer(
+    chan: &crate::engine::sync::Channel,
+) -> Result<
+    (
+        Vec<(String, OwnedFd)>,
+        Option<crate::confine::LandlockOutcome>,
+    ),
+    SetupError,
+> {
+    let mut fds = Vec::new();
+    loop {
+        match chan.recv_with_fd()? {
+            Some((Msg::AdoptFd { what }, Some(fd))) => fds.push((what, fd)),
+            Some((Msg::Adoptable { landlock }, _)) => return Ok((fds, landlock)),
+            Some((Msg::Failed(e), _)) => return Err(e),
+            Some((other, _)) => {
+                return Err(SetupError::new(
+                    Step::Sync,
+                    format!("expected the sandbox's namespaces from init, got {other:?}"),
+                ))
+            }
+            None => return Err(SetupError::new(Step::Sync, "the sandbox's init ended")),
+        }
+    }
 }
 
 /// The sandbox's namespaces, as init has them once the setup chain is done (it

@@ -4,6 +4,10 @@
 # ARGS` would: a fresh __main__, sys.argv and sys.path[0] as for the script, tracebacks
 # that show the script's lines and none of this runner's. It runs once: the sandbox is
 # destroyed after. Nothing here is secret; it is only kept short.
+#
+# With `warm_mode: fork` the same functions run in a fork of a zygote (zygote.py, which
+# follows this text in the zygote's script and sets _MAIBOX_ZYGOTE): the fork enters
+# the sandbox, and from `_maibox_run` on it is this runner.
 import sys, os, time
 
 
@@ -56,15 +60,28 @@ def _maibox_main():
         os.set_inheritable(5, False)
     except OSError:
         pass
-    for name in sys.argv[1:]:
+    _maibox_preload(sys.argv[1:])
+    # Held open while waiting: its hang-up tells the server this runner is gone.
+    os.write(4, b"R")
+    _maibox_run()
+
+
+def _maibox_preload(names):
+    for name in names:
         __import__(name)
     # The first compile() of a process builds the interpreter's AST types (about 1.5
     # ms, measured): done here, before the code is known, not after.
     compile("pass", "<maibox-warm>", "exec")
-    # Held open while waiting: its hang-up tells the server this runner is gone.
-    os.write(4, b"R")
+
+
+def _maibox_run():
+    """Waits for the script on fd 3 and runs it; never returns."""
+    global _MAIBOX_PID
     blob = _maibox_read(3)
     os.close(4)
+    # Only this process says the code has ended: a child the code forks returns
+    # from the script too, and ends as its interpreter would (see _maibox_exit).
+    _MAIBOX_PID = os.getpid()
     # argc NUL arg NUL ... NUL code: arguments never hold a NUL (they are argv).
     argc, _, rest = blob.partition(b"\0")
     fields = rest.split(b"\0", int(argc))
@@ -139,6 +156,8 @@ def _maibox_exit(status):
     import atexit
     atexit._run_exitfuncs()
     _maibox_flush()
+    if os.getpid() != _MAIBOX_PID:
+        os._exit(status)
     # Then the status on fd 5, the output closed first so that it ends now: the server
     # reads the usage and kills the sandbox, and this interpreter's exit (a millisecond
     # or more of the kernel freeing its memory) happens off the request's path. Where
@@ -153,4 +172,5 @@ def _maibox_exit(status):
     os._exit(status)
 
 
-_maibox_main()
+if "_MAIBOX_ZYGOTE" not in globals():
+    _maibox_main()

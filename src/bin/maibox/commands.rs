@@ -170,8 +170,15 @@ pub fn policy(trust: Option<TrustLevel>, config: Option<PathBuf>) -> anyhow::Res
 }
 
 /// `maibox serve`: until SIGTERM or SIGINT.
-pub fn serve(socket: Option<PathBuf>, config: Option<PathBuf>) -> anyhow::Result<i32> {
-    let (cfg, _) = Config::load(config.as_deref())?;
+pub fn serve(
+    socket: Option<PathBuf>,
+    config: Option<PathBuf>,
+    warm_mode: Option<maibox::config::WarmMode>,
+) -> anyhow::Result<i32> {
+    let (mut cfg, _) = Config::load(config.as_deref())?;
+    if let Some(m) = warm_mode {
+        cfg.server.warm_mode = m;
+    }
     let opts = maibox::serve::ServeOptions { socket };
     maibox::serve::serve(cfg, opts, &|line| eprintln!("maibox serve: {line}"))?;
     Ok(0)

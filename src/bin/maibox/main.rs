@@ -81,6 +81,10 @@ enum Cmd {
         socket: Option<PathBuf>,
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Where warm sandboxes' interpreters come from: `strict` (started in each) or
+        /// `fork` (forked from a zygote); overrides `server.warm_mode`.
+        #[arg(long, value_name = "MODE")]
+        warm_mode: Option<maibox::config::WarmMode>,
     },
     /// Print the effective policy for a trust level as JSON.
     Policy {
@@ -258,7 +262,11 @@ fn dispatch(cli: Cli, timeline: &Timeline, started: Instant) -> anyhow::Result<i
             with,
         } => commands::assess(script, json, fail_at, rules, config, &with),
         Cmd::Policy { trust, config } => commands::policy(trust, config),
-        Cmd::Serve { socket, config } => commands::serve(socket, config),
+        Cmd::Serve {
+            socket,
+            config,
+            warm_mode,
+        } => commands::serve(socket, config, warm_mode),
         // Logs its own errors (to --log, as the OCI callers expect).
         Cmd::Oci(verb) => Ok(maibox::oci::cli::main(&cli.oci, verb)),
     }

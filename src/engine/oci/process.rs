@@ -170,6 +170,7 @@ pub fn payload(v: &OciView, program: CString) -> Result<crate::engine::init::Pay
         confine: Box::new(|| Ok(Default::default())),
         bridge: None,
         extra_fds: 0,
+        adopt: None,
     })
 }
 

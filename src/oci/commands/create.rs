@@ -296,6 +296,7 @@ fn spawn_init(
         confine: Box::new(|| Ok(Default::default())),
         bridge: None,
         extra_fds: 0,
+        adopt: None,
     };
     let mut attach = |pid: Pid| -> Result<(), SetupError> {
         if let Some(g) = group {
