@@ -187,3 +187,31 @@ fn a_warm_sandbox_has_its_preloads_imported_and_a_missing_one_is_refused() {
     };
     assert!(e.contains("preloaded module"), "{e}");
 }
+
+#[test]
+fn a_zygote_forks_at_most_its_bound_and_refuses_a_preload_it_cannot_import() {
+    let s = sandbox();
+    let mut z = s.zygote(&["json".to_string()], 2).unwrap();
+    let code =
+        Code::inline("import json, sys\nprint('json' in sys.modules, json.dumps([1]))").unwrap();
+    for _ in 0..2 {
+        assert!(!z.spent());
+        let warm = s.prepare_warm_forked(&mut z).unwrap();
+        let (run, _) = match warm.run(&s, &code, &[], Io::capture(), &maibox::Timeline::new()) {
+            Ok(done) => done,
+            Err(_) => panic!("the forked sandbox could not serve"),
+        };
+        assert_eq!(String::from_utf8_lossy(&run.stdout), "True [1]\n");
+    }
+    assert!(z.spent());
+    let e = match s.prepare_warm_forked(&mut z) {
+        Ok(_) => panic!("a spent zygote forked again"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("forked its 2 interpreters"), "{e}");
+    let e = match s.zygote(&["no_such_module_here".to_string()], 2) {
+        Ok(_) => panic!("a zygote whose preload cannot be imported started"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("no_such_module_here"), "{e}");
+}

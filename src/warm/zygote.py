@@ -56,7 +56,11 @@ def _maibox_zygote():
     # host's may shadow a preload (the fork puts /sandbox there, as a script would).
     del sys.path[0]
     sys.path_importer_cache.clear()
-    _maibox_preload(sys.argv[1:])
+    try:
+        _maibox_preload(sys.argv[1:])
+    except BaseException as e:
+        ctl.send(_maibox_error("zygote", f"a preloaded module failed to import: {e!r}"))
+        os._exit(1)
     # What exists now is shared by every fork: kept out of the collector's reach, it
     # is never written by a collection, so the forks do not copy its pages.
     gc.freeze()

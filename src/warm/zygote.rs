@@ -175,6 +175,15 @@ impl Zygote {
         fds: &[(String, BorrowedFd)],
         rlimits: &[crate::engine::rlimit::Setting],
     ) -> Result<(), SetupError> {
+        if self.spent() {
+            return Err(SetupError::new(
+                Step::Zygote,
+                format!(
+                    "this zygote has forked its {} interpreters: start a fresh one",
+                    self.limit
+                ),
+            ));
+        }
         self.forks += 1;
         let names: Vec<&str> = fds.iter().map(|(n, _)| n.as_str()).collect();
         let msg = serde_json::json!({ "fds": names, "rlimits": rlimits });
@@ -347,8 +356,8 @@ fn start(policy: &Policy, preload: &[String], theirs: &OwnedFd) -> Result<Child,
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, capset, getppid)
-    // between fork and exec.
+    // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, dup2, fcntl,
+    // setsid, prctl, capset, getppid) between fork and exec.
     unsafe {
         cmd.pre_exec(move || prepare_child(fd, root, cap_last, ppid));
     }
@@ -367,6 +376,9 @@ fn prepare_child(fd: i32, root: bool, cap_last: u32, ppid: i32) -> std::io::Resu
             Ok(())
         }
     };
+    // As an executed payload gets them (`engine::init`): the server blocks the
+    // signals it waits for, and its own caller may have left some ignored.
+    crate::engine::init::reset_signals().map_err(std::io::Error::from)?;
     // SAFETY: plain syscalls on integers and a stack struct.
     unsafe {
         if fd == 3 {

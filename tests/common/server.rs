@@ -1,7 +1,7 @@
 //! A `maibox serve` of a test's own: its socket, config and audit log in a scratch
 //! directory; stopped (SIGTERM) when dropped.
 
-use super::{binary, Scratch};
+use super::{binary, As, Scratch, USER_ID};
 use maibox::serve::client::{self, ClientError, Event};
 use maibox::serve::protocol::{Request, VERSION};
 use std::path::{Path, PathBuf};
@@ -12,6 +12,8 @@ pub struct Server {
     pub dir: Scratch,
     pub child: Option<Child>,
     pub config: PathBuf,
+    /// Who runs it: the caller, or the unprivileged user (a rootless server).
+    pub who: As,
 }
 
 /// The built-in configuration with `server:` settings changed (`key: value` lines
@@ -34,12 +36,26 @@ impl Server {
     }
 
     pub fn start_with(config: &str) -> Server {
+        Server::start_as(As::Caller, config)
+    }
+
+    /// A server run by `who`; the unprivileged user's owns its scratch directory.
+    pub fn start_as(who: As, config: &str) -> Server {
         let dir = Scratch::new();
         let cfg = dir.file("sandbox.yaml", config.as_bytes());
+        if who == As::User {
+            nix::unistd::chown(
+                dir.path(),
+                Some(nix::unistd::Uid::from_raw(USER_ID)),
+                Some(nix::unistd::Gid::from_raw(USER_ID)),
+            )
+            .unwrap();
+        }
         let mut s = Server {
             dir,
             child: None,
             config: cfg,
+            who,
         };
         s.spawn();
         s
@@ -60,17 +76,20 @@ impl Server {
             .append(true)
             .open(self.dir.path().join("server.log"))
             .unwrap();
-        let child = Command::new(binary())
-            .args(["serve", "--socket"])
+        let mut cmd = Command::new(binary());
+        cmd.args(["serve", "--socket"])
             .arg(self.socket())
             .arg("--config")
             .arg(&self.config)
             .env("MAIBOX_AUDIT_DIR", self.audit())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+            .stderr(log);
+        if self.who == As::User {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(USER_ID).gid(USER_ID).env("HOME", "/nonexistent");
+        }
+        let child = cmd.spawn().unwrap();
         self.child = Some(child);
         let t0 = Instant::now();
         while std::os::unix::net::UnixStream::connect(self.socket()).is_err() {
