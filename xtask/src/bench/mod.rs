@@ -53,6 +53,10 @@ const PEERS: &[(&str, &str)] = &[
         "maibox exec --server, a maibox serve of the bench's own",
     ),
     (
+        "server-fork",
+        "maibox exec --server against a maibox serve --warm-mode fork of the bench's own",
+    ),
+    (
         "python-client",
         "the Python package as the server's client, from one process",
     ),
@@ -431,13 +435,30 @@ struct Extra {
     thr: Vec<(String, f64)>,
     mem: (u64, u64),
     assess: Vec<(&'static str, f64, f64)>,
-    /// The server's anonymous memory, one warm sandbox's and how many were ready.
-    served_mem: Option<(u64, u64, usize)>,
-    client: Option<served::Client>,
+    /// Per server, idle with its pool.
+    served_mem: Vec<ServedMem>,
+    /// The Python client's medians, per server's warm mode ("strict", "fork").
+    client: Vec<(String, served::Client)>,
     /// CPU ms per run of the empty script: (name, all of it, the command's own
     /// waited-for processes).
     cpu: Vec<(String, f64, f64)>,
 }
+
+/// The memory of one server of the bench's, idle with its pool.
+struct ServedMem {
+    /// Its warm mode: "strict" or "fork".
+    mode: &'static str,
+    /// The server's own anonymous memory (RssAnon), in bytes.
+    anon: u64,
+    /// One warm sandbox's cgroup memory, in bytes, and how many were ready.
+    per_sandbox: u64,
+    ready: usize,
+    /// `fork`: the zygotes' anonymous memory in bytes, and how many.
+    zygotes: Option<(u64, usize)>,
+}
+
+/// The name of the fork server's warm rows (the strict server's: served::rows).
+const FORK_ROW: &str = "maibox exec --server, warm_mode fork (warm, preloaded imports)";
 
 pub fn bench(args: &[String]) -> Result<()> {
     let o = options(args)?;
@@ -471,11 +492,24 @@ pub fn bench(args: &[String]) -> Result<()> {
     // Started before the tables, so its pool is warm; dropped (stopped) at the end.
     let server = o
         .wants("server")
-        .then(|| served::Server::start(&m, &dir))
+        .then(|| served::Server::start(&m, &dir, "serve", &[]))
         .transpose()?;
     if let Some(s) = &server {
         startup.extend(served::rows(&m, &s.socket, &e));
         realistic.extend(served::rows(&m, &s.socket, &real.display().to_string()));
+    }
+    let fork = o
+        .wants("server-fork")
+        .then(|| served::Server::start(&m, &dir, "serve-fork", &["--warm-mode", "fork"]))
+        .transpose()?;
+    if let Some(s) = &fork {
+        startup.extend(served::rows_named(FORK_ROW, &m, &s.socket, &e));
+        realistic.extend(served::rows_named(
+            FORK_ROW,
+            &m,
+            &s.socket,
+            &real.display().to_string(),
+        ));
     }
     let mut groups = vec![
         (format!("Startup of an empty script, {} interleaved rounds:", o.rounds), startup),
@@ -495,6 +529,12 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
     if let Some(s) = &server {
         thr_cmds.push(("maibox exec --server", served::cli_cmd(&m, &s.socket, &e)));
+    }
+    if let Some(s) = &fork {
+        thr_cmds.push((
+            "maibox exec --server (fork)",
+            served::cli_cmd(&m, &s.socket, &e),
+        ));
     }
     let progress = Progress::new("bench", plan(&groups, &o, thr_cmds.len()));
     let mut failed = Vec::new();
@@ -517,19 +557,32 @@ pub fn bench(args: &[String]) -> Result<()> {
         ));
     }
     drop(progress);
-    let (served_mem, client) = match &server {
-        Some(s) => {
-            // Idle, with its pool refilled after the load above.
-            std::thread::sleep(Duration::from_secs(3));
-            let mem = served::memory(s.pid());
-            let client = o
-                .wants("python-client")
-                .then(|| served::python_client(&s.socket, &dir, [&empty, &real], o.rounds))
-                .transpose()?;
-            (Some(mem), client)
+    let servers: Vec<(&'static str, &served::Server)> = [("strict", &server), ("fork", &fork)]
+        .into_iter()
+        .filter_map(|(mode, s)| Some((mode, s.as_ref()?)))
+        .collect();
+    if !servers.is_empty() {
+        // Idle, with their pools refilled after the load above.
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    let mut served_mem = Vec::new();
+    for (mode, s) in &servers {
+        let (anon, per_sandbox, ready) = served::memory(s.pid());
+        served_mem.push(ServedMem {
+            mode,
+            anon,
+            per_sandbox,
+            ready,
+            zygotes: (*mode == "fork").then(|| served::zygotes(s.pid())),
+        });
+    }
+    let mut client = Vec::new();
+    if o.wants("python-client") {
+        for (mode, s) in &servers {
+            let c = served::python_client(&s.socket, &dir, [&empty, &real], o.rounds)?;
+            client.push((mode.to_string(), c));
         }
-        None => (None, None),
-    };
+    }
     let mut cpu = Vec::new();
     for (name, cmd) in &thr_cmds {
         let settle = Duration::from_millis(if name.contains("--server") { 1500 } else { 0 });
@@ -537,6 +590,7 @@ pub fn bench(args: &[String]) -> Result<()> {
         cpu.push((name.to_string(), all, own));
     }
     drop(server);
+    drop(fork);
     let extra = Extra {
         thr,
         mem,
@@ -611,15 +665,30 @@ fn write_results(
         x.mem.0 as f64 / 1e6,
         x.mem.1 as f64 / 1e6
     ));
-    if let Some((anon, per, n)) = x.served_mem {
-        md.push_str(&format!(
-            "\nmaibox serve, idle with its pool: the server's own anonymous memory (RssAnon) {:.2} MB; one warm sandbox (its cgroup's memory: the interpreter with its preloads, tmpfs and kernel memory) {:.2} MB, {n} ready\n",
-            anon as f64 / 1e6,
-            per as f64 / 1e6
-        ));
+    for sm in &x.served_mem {
+        let mb = |b: u64| b as f64 / 1e6;
+        let n = sm.ready;
+        match sm.zygotes {
+            None => md.push_str(&format!(
+                "\nmaibox serve, idle with its pool: the server's own anonymous memory (RssAnon) {:.2} MB; one warm sandbox (its cgroup's memory: the interpreter with its preloads, tmpfs and kernel memory) {:.2} MB, {n} ready\n",
+                mb(sm.anon),
+                mb(sm.per_sandbox)
+            )),
+            Some((zanon, zn)) => md.push_str(&format!(
+                "\nmaibox serve --warm-mode {}, idle with its pool: the server's own anonymous memory (RssAnon) {:.2} MB; its {zn} zygotes' anonymous memory (RssAnon, the preloads they share with their forks included) {:.2} MB; one warm sandbox (its cgroup's memory: the forked interpreter's own pages, tmpfs and kernel memory) {:.2} MB, {n} ready\n",
+                sm.mode,
+                mb(sm.anon),
+                mb(zanon),
+                mb(sm.per_sandbox)
+            )),
+        }
     }
-    if let Some(client) = &x.client {
-        md.push_str(&format!("\nThe Python client from one Python process, {} interleaved rounds (medians):\n\n| script | bare python (subprocess per run) ms | client run ms | ratio | client overhead ms (client time minus the server's) |\n|---|---:|---:|---:|---:|\n", o.rounds));
+    for (mode, client) in &x.client {
+        let which = match mode.as_str() {
+            "strict" => String::new(),
+            m => format!(" (warm_mode {m})"),
+        };
+        md.push_str(&format!("\nThe Python client from one Python process{which}, {} interleaved rounds (medians):\n\n| script | bare python (subprocess per run) ms | client run ms | ratio | client overhead ms (client time minus the server's) |\n|---|---:|---:|---:|---:|\n", o.rounds));
         for (name, bare, run, over) in client {
             md.push_str(&format!(
                 "| {name} | {bare:.2} | {run:.2} | {:.2}x | {over:.2} |\n",
@@ -637,14 +706,29 @@ fn write_results(
     let out = crate::root().join("target/bench");
     std::fs::create_dir_all(&out)?;
     std::fs::write(out.join("bench.md"), &md)?;
+    let client_json = |mode: &str| {
+        x.client.iter().find(|(m, _)| m == mode).map(|(_, c)| {
+            c.iter()
+                .map(|(n, b, r, o)| serde_json::json!({"script": n, "bare": b, "client": r, "overhead": o}))
+                .collect::<Vec<_>>()
+        })
+    };
     let extra_json = serde_json::json!({
         "throughput": {"workers": o.workers, "duration_s": o.duration.as_secs(),
             "runs_per_s": x.thr.iter().map(|(n, r)| serde_json::json!({"name": n, "runs_per_s": r})).collect::<Vec<_>>()},
         "supervisor_peak_rss_bytes": x.mem.0,
         "supervisor_peak_anon_bytes": x.mem.1,
         "cpu_per_run_ms": x.cpu.iter().map(|(n, all, own)| serde_json::json!({"name": n, "all": all, "own_processes": own})).collect::<Vec<_>>(),
-        "server_memory": x.served_mem.map(|(a, p, n)| serde_json::json!({"anon_bytes": a, "per_sandbox_bytes": p, "ready": n})),
-        "python_client_ms": x.client.as_ref().map(|c| c.iter().map(|(n, b, r, o)| serde_json::json!({"script": n, "bare": b, "client": r, "overhead": o})).collect::<Vec<_>>()),
+        "server_memory": x.served_mem.iter().map(|sm| {
+            let mut v = serde_json::json!({"mode": sm.mode, "anon_bytes": sm.anon, "per_sandbox_bytes": sm.per_sandbox, "ready": sm.ready});
+            if let Some((za, zn)) = sm.zygotes {
+                v["zygotes_anon_bytes"] = za.into();
+                v["zygotes"] = zn.into();
+            }
+            v
+        }).collect::<Vec<_>>(),
+        "python_client_ms": client_json("strict"),
+        "python_client_ms_fork": client_json("fork"),
         "assessment_ms": x.assess.iter().map(|(k, a, b)| serde_json::json!({"corpus": k, "lines_1000": a, "lines_10000": b})).collect::<Vec<_>>(),
         "notes": notes,
     });

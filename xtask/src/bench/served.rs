@@ -15,26 +15,31 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `m serve` with the built-in configuration and waits for its pool.
-    pub fn start(m: &str, dir: &Path) -> Result<Server> {
-        let socket = dir.join("serve.sock");
+    /// Starts `m serve` with the built-in configuration and `extra_args` (e.g.
+    /// `--warm-mode fork`), its socket, log and audit directory named after `name`
+    /// in `dir`, and waits for its pool.
+    pub fn start(m: &str, dir: &Path, name: &str, extra_args: &[&str]) -> Result<Server> {
+        let socket = dir.join(format!("{name}.sock"));
+        let log = dir.join(format!("{name}.log"));
         let child = Command::new(m)
-            .args(["serve", "--socket"])
+            .arg("serve")
+            .args(extra_args)
+            .arg("--socket")
             .arg(&socket)
-            .env("MAIBOX_AUDIT_DIR", dir.join("serve-audit"))
+            .env("MAIBOX_AUDIT_DIR", dir.join(format!("{name}-audit")))
             .env_remove("MAIBOX_CONFIG")
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("serve.log"))?)
+            .stderr(std::fs::File::create(&log)?)
             .spawn()
-            .context("starting maibox serve")?;
-        let s = Server { child, socket };
+            .with_context(|| format!("starting maibox serve {}", extra_args.join(" ")))?;
+        let mut s = Server { child, socket };
         let t0 = Instant::now();
         while std::os::unix::net::UnixStream::connect(&s.socket).is_err() {
+            if let Some(st) = s.child.try_wait()? {
+                bail!("maibox serve exited ({st}); see {}", log.display());
+            }
             if t0.elapsed() > Duration::from_secs(60) {
-                bail!(
-                    "maibox serve did not start; see {}",
-                    dir.join("serve.log").display()
-                );
+                bail!("maibox serve did not start; see {}", log.display());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -72,24 +77,66 @@ pub fn cli_cmd(m: &str, socket: &Path, script: &str) -> Vec<String> {
 }
 
 pub fn rows(m: &str, socket: &Path, script: &str) -> Vec<Row> {
-    vec![row(
+    rows_named(
         "maibox exec --server (warm, preloaded imports)",
-        cli_cmd(m, socket, script),
-    )]
+        m,
+        socket,
+        script,
+    )
 }
 
-/// The server's anonymous memory (its own heap and stacks: RssAnon), idle with its
-/// pool, and the memory of one prepared sandbox (its cgroup's usage: the interpreter
-/// with its preloads, the sandbox's tmpfs pages and kernel memory), with how many.
-pub fn memory(server: u32) -> (u64, u64, usize) {
-    let anon = std::fs::read_to_string(format!("/proc/{server}/status"))
+/// [`rows`] under another name: the row of another server's mode.
+pub fn rows_named(name: &str, m: &str, socket: &Path, script: &str) -> Vec<Row> {
+    vec![row(name, cli_cmd(m, socket, script))]
+}
+
+/// RssAnon of `pid` in bytes (0 when it is gone).
+fn rss_anon(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             let kb = s.lines().find_map(|l| l.strip_prefix("RssAnon:"))?;
             kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
         })
         .unwrap_or(0)
-        * 1024;
+        * 1024
+}
+
+/// The zygotes of a `--warm-mode fork` server: its direct children whose command
+/// line holds `_MAIBOX_ZYGOTE` (their short-lived per-sandbox parents are the
+/// zygotes' children, not the server's). The sum of their RssAnon (pages they
+/// share with their forks included) and how many there are.
+pub fn zygotes(server: u32) -> (u64, usize) {
+    const TAG: &[u8] = b"_MAIBOX_ZYGOTE";
+    let ppid = server.to_string();
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| {
+                    let p = s.lines().find_map(|l| l.strip_prefix("PPid:"))?;
+                    Some(p.trim() == ppid)
+                })
+                .unwrap_or(false)
+        })
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| c.windows(TAG.len()).any(|w| w == TAG))
+                .unwrap_or(false)
+        })
+        .collect();
+    (pids.iter().map(|p| rss_anon(*p)).sum(), pids.len())
+}
+
+/// The server's anonymous memory (its own heap and stacks: RssAnon), idle with its
+/// pool, and the memory of one prepared sandbox (its cgroup's usage: the interpreter
+/// with its preloads, the sandbox's tmpfs pages and kernel memory), with how many.
+pub fn memory(server: u32) -> (u64, u64, usize) {
+    let anon = rss_anon(server);
     let tag = format!("run-{server}-");
     let usages: Vec<u64> = ["/sys/fs/cgroup/memory/maibox", "/sys/fs/cgroup/maibox"]
         .iter()
