@@ -26,12 +26,16 @@
 import _signal
 import _socket
 import ctypes
-import fcntl
 import gc
 import json
 import resource
 
-_MAIBOX_NS = ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")
+# The namespaces the interpreter joins itself (its parent joined the user namespace,
+# and the pid namespace for its children).
+_MAIBOX_NS = ("mnt", "net", "ipc", "uts", "cgroup")
+# Descriptors the zygote keeps on 4..9 (/dev/null): what a fork request brings lands
+# above them, and the interpreter can place its own on 3..6 without a first copy.
+_MAIBOX_RESERVED = range(4, 10)
 
 
 class _MaiboxStepError(Exception):
@@ -42,16 +46,63 @@ class _MaiboxStepError(Exception):
         self.step = step
 
 
+class _MaiboxFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _MaiboxCaps(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int), ("data", ctypes.c_uint32 * 6)]
+
+
+class _MaiboxSys:
+    """What every fork applies, made ready once in the zygote: the C functions bound
+    with their argument types (prctl and syscall are variadic: every argument goes as
+    a long), the kernel's numbers from the engine, the seccomp program and an empty
+    capability set, so that a fork only makes the calls."""
+
+    def __init__(self, spec):
+        libc = ctypes.CDLL(None, use_errno=True)
+        L = ctypes.c_long
+        self.spec, self.c, self.rlimits = spec, spec["consts"], []
+        self.setns = libc.setns
+        self.setns.argtypes = (ctypes.c_int, ctypes.c_int)
+        self.prctl = libc.prctl
+        self.prctl.argtypes = (ctypes.c_int, L, L, L, L)
+        self.syscall = ctypes.CFUNCTYPE(L, L, L, L, L, use_errno=True)(("syscall", libc))
+        self.capset = libc.capset
+        # struct __user_cap_header_struct, then two empty __user_cap_data_struct.
+        self.no_caps = _MaiboxCaps(self.c["_LINUX_CAPABILITY_VERSION_3"], 0)
+        self.capset.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            self.caps = range(int(f.read()) + 1)
+        s = spec["seccomp"]
+        self.filter = None
+        if s is not None:
+            program = bytes.fromhex(s["program"])
+            self.program = ctypes.create_string_buffer(program, len(program))
+            self.filter = _MaiboxFprog(len(program) // 8, ctypes.addressof(self.program))
+
+    def check(self, rc, step, what):
+        if rc == -1:
+            errno = ctypes.get_errno()
+            raise _MaiboxStepError(step, f"{what}: {os.strerror(errno)} (errno {errno})")
+        return rc
+
+    def close_from(self, first):
+        rc = self.syscall(self.c["SYS_close_range"], first, 0xFFFFFFFF, 0)
+        self.check(rc, "close-fds", "close_range")
+
+
 def _maibox_zygote():
     ctl = _socket.socket(fileno=3)
-    spec = json.loads(ctl.recv(1 << 20))
-    libc = ctypes.CDLL(None, use_errno=True)
-    with open("/proc/sys/kernel/cap_last_cap") as f:
-        spec["cap_last"] = int(f.read())
+    z = _MaiboxSys(json.loads(ctl.recv(1 << 20)))
     # The script came on stdin: the forks get their own stdin, the zygote none.
-    null = os.open("/dev/null", os.O_RDWR)
-    os.dup2(null, 0)
-    os.close(null)
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    for fd in (0, *_MAIBOX_RESERVED):
+        if fd != null:
+            os.dup2(null, fd, inheritable=fd == 0)
+    if null not in _MAIBOX_RESERVED:
+        os.close(null)
     # `-c` put the zygote's working directory first on the path: nothing of the
     # host's may shadow a preload (the fork puts /sandbox there, as a script would).
     del sys.path[0]
@@ -72,9 +123,9 @@ def _maibox_zygote():
         if not msg:
             os._exit(0)
         req = json.loads(msg)
-        spec["rlimits"] = req["rlimits"]
+        z.rlimits = req["rlimits"]
         try:
-            reply = _maibox_fork(ctl, spec, libc, dict(zip(req["fds"], fds)))
+            reply = _maibox_fork(ctl, z, dict(zip(req["fds"], fds)))
         finally:
             for fd in fds:
                 os.close(fd)
@@ -92,7 +143,7 @@ def _maibox_recv(sock):
     return msg, fds
 
 
-def _maibox_fork(ctl, spec, libc, fds):
+def _maibox_fork(ctl, z, fds):
     """Forks an interpreter into the sandbox whose descriptors `fds` names; the reply."""
     if len(os.listdir("/proc/self/task")) != 1:
         # A thread would be lost in the fork, with whatever lock it held.
@@ -103,7 +154,7 @@ def _maibox_fork(ctl, spec, libc, fds):
         try:
             os.close(r)
             ctl.detach()  # the interpreter's fd 3 is the script's pipe
-            _maibox_parent(spec, libc, fds, w)
+            _maibox_parent(z, fds, w)
         except BaseException as e:
             try:
                 os.write(w, _maibox_error(getattr(e, "step", "zygote"), str(e)))
@@ -120,32 +171,13 @@ def _maibox_error(step, message):
     return json.dumps({"error": message, "step": step}).encode()
 
 
-def _maibox_prctl(libc, option, arg, step, what):
-    # prctl is variadic: every argument is given its full width.
-    ul = ctypes.c_ulong
-    return _maibox_check(libc.prctl(ctypes.c_int(option), ul(arg), ul(0), ul(0), ul(0)), step, what)
-
-
-def _maibox_syscall(libc, nr, *args, step, what):
-    # syscall is variadic too: the number and every argument as a long.
-    rc = libc.syscall(ctypes.c_long(nr), *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
-    return _maibox_check(rc, step, what)
-
-
-def _maibox_check(rc, step, what):
-    if rc == -1:
-        errno = ctypes.get_errno()
-        raise _MaiboxStepError(step, f"{what}: {os.strerror(errno)} (errno {errno})")
-    return rc
-
-
-def _maibox_parent(spec, libc, fds, w):
+def _maibox_parent(z, fds, w):
     """The zygote's child: joins the sandbox's user namespace and, for its children,
     its pid namespace; forks the interpreter, then waits for it from outside the
     sandbox's pid namespace and reports how it ended on init's status pipe."""
     # The user namespace first: the capabilities to join its pid namespace are there.
     for kind in ("user", "pid"):
-        _maibox_check(libc.setns(fds["ns:" + kind], 0), "namespaces", f"setns {kind}")
+        z.check(z.setns(fds["ns:" + kind], 0), "namespaces", f"setns {kind}")
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     # No death signal: this process must outlive a zygote that is replaced while its
     # sandboxes wait in the pool. It ends with its interpreter, which ends with the
@@ -153,22 +185,19 @@ def _maibox_parent(spec, libc, fds, w):
     child = os.fork()
     if child == 0:
         os.close(w)
-        _maibox_interpreter(spec, libc, fds)
+        _maibox_interpreter(z, fds)
         os._exit(125)
     # Only the status pipe and the zygote's stdio stay: the run's pipes must reach
     # end-of-file when the code is gone.
     os.dup2(fds["status"], 3)
-    c = spec["consts"]
     os.dup2(w, 4)
-    _maibox_syscall(libc, c["SYS_close_range"], 5, 0xFFFFFFFF, 0, step="close-fds", what="close_range")
+    z.close_from(5)
     os.write(4, b'{"ok": true}')
     os.close(4)
     _, status, usage = os.wait4(child, 0)
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     line = {
-        "code": code,
-        "signal": signal,
+        "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "user_us": int(usage.ru_utime * 1e6),
         "system_us": int(usage.ru_stime * 1e6),
         "maxrss_kb": usage.ru_maxrss,
@@ -180,7 +209,7 @@ def _maibox_parent(spec, libc, fds, w):
     os._exit(0)
 
 
-def _maibox_interpreter(spec, libc, fds):
+def _maibox_interpreter(z, fds):
     """In the sandbox's user and pid namespaces: joins the run's cgroup (while still
     outside its cgroup namespace), the other namespaces, confines itself, reports,
     and runs the script. Never returns."""
@@ -193,14 +222,20 @@ def _maibox_interpreter(spec, libc, fds):
                 except OSError as e:
                     raise _MaiboxStepError("cgroup", f"join the run's cgroup: {e}")
         for kind in _MAIBOX_NS:
-            if kind not in ("user", "pid"):
-                _maibox_check(libc.setns(fds["ns:" + kind], 0), "namespaces", f"setns {kind}")
-        _maibox_place(fds, libc, spec["consts"])
+            z.check(z.setns(fds["ns:" + kind], 0), "namespaces", f"setns {kind}")
+        # The run's descriptors as 0..5 (3 the script, 4 the report and ready socket,
+        # 5 the status pipe), the Landlock ruleset as 6, nothing else.
+        for i in range(6):
+            os.dup2(fds[f"fd:{i}"], i, inheritable=i != 5)
+        landlock = "landlock" in fds
+        if landlock:
+            os.dup2(fds["landlock"], 6, inheritable=False)
+        z.close_from(7 if landlock else 6)
     except BaseException as e:
         os.write(fds["fd:4"], _maibox_error(getattr(e, "step", "namespaces"), str(e)))
         os._exit(125)
     try:
-        report, listener = _maibox_confine(spec, libc, "landlock" in fds)
+        report, listener = _maibox_confine(z, landlock)
     except BaseException as e:
         os.write(4, _maibox_error(getattr(e, "step", "exec"), str(e)))
         os._exit(125)
@@ -216,70 +251,58 @@ def _maibox_interpreter(spec, libc, fds):
     _maibox_run()
 
 
-def _maibox_confine(spec, libc, landlock):
+def _maibox_confine(z, landlock):
     """The engine's last steps, in its order (the descriptors are placed): rlimits,
     identity without capabilities, session, no_new_privs, Landlock, seccomp (last).
     Then the fresh seeds and the script's directory."""
-    c = spec["consts"]
-    for r in spec["rlimits"]:
+    c = z.c
+    for r in z.rlimits:
         try:
             resource.setrlimit(r["resource"], (r["soft"], r["hard"]))
         except (OSError, ValueError) as e:
             raise _MaiboxStepError("rlimits", f"setrlimit {r}: {e}")
-    _maibox_identity(spec, libc, c)
+    _maibox_identity(z)
     try:
         os.setsid()
     except OSError as e:
         raise _MaiboxStepError("session", f"setsid: {e}")
-    _maibox_prctl(libc, c["PR_SET_NO_NEW_PRIVS"], 1, "no-new-privs", "prctl(PR_SET_NO_NEW_PRIVS)")
+    z.check(z.prctl(c["PR_SET_NO_NEW_PRIVS"], 1, 0, 0, 0), "no-new-privs", "prctl(PR_SET_NO_NEW_PRIVS)")
     # An executed payload is dumpable (execve sets it); the switch of ids cleared it.
-    _maibox_prctl(libc, c["PR_SET_DUMPABLE"], 1, "capabilities", "prctl(PR_SET_DUMPABLE)")
+    z.check(z.prctl(c["PR_SET_DUMPABLE"], 1, 0, 0, 0), "capabilities", "prctl(PR_SET_DUMPABLE)")
     if landlock:
-        _maibox_syscall(libc, c["SYS_landlock_restrict_self"], 6, 0, step="landlock", what="landlock_restrict_self")
+        rc = z.syscall(c["SYS_landlock_restrict_self"], 6, 0, 0)
+        z.check(rc, "landlock", "landlock_restrict_self")
         os.close(6)
-    listener = _maibox_seccomp(spec, libc, c)
+    listener = None
+    if z.filter is not None:
+        s = z.spec["seccomp"]
+        prog = ctypes.addressof(z.filter)
+        rc = z.syscall(c["SYS_seccomp"], c["SECCOMP_SET_MODE_FILTER"], s["flags"], prog)
+        rc = z.check(rc, "seccomp", "install the seccomp filter")
+        listener = rc if s["listener"] else None
     _maibox_reseed()
-    os.chdir(spec["cwd"])
-    sys.path.insert(0, spec["cwd"])
-    report = {"pid": os.getpid(), "seccomp": spec["seccomp"] is not None, "landlock": landlock}
+    cwd = z.spec["cwd"]
+    os.chdir(cwd)
+    sys.path.insert(0, cwd)
+    report = {"pid": os.getpid(), "seccomp": z.filter is not None, "landlock": landlock}
     return report, listener
 
 
-def _maibox_place(fds, libc, c):
-    """The run's descriptors as 0..5 (3 the script, 4 the report and ready socket, 5
-    the status pipe), the Landlock ruleset as 6, nothing else."""
-    wanted = [k for k in fds if k.startswith("fd:") or k == "landlock"]
-    # Copied above every target first: a source may sit on another's number.
-    high = {k: fcntl.fcntl(fds[k], fcntl.F_DUPFD_CLOEXEC, 64) for k in wanted}
-    for i in range(6):
-        os.dup2(high[f"fd:{i}"], i, inheritable=i != 5)
-    last = 6
-    if "landlock" in high:
-        os.dup2(high["landlock"], 6, inheritable=False)
-        last = 7
-    _maibox_syscall(libc, c["SYS_close_range"], last, 0xFFFFFFFF, 0, step="close-fds", what="close_range")
-
-
-class _MaiboxCapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _MaiboxCapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-def _maibox_identity(spec, libc, c):
+def _maibox_identity(z):
     """The sandbox's user, no supplementary groups, no capabilities in any set (as
     engine::privs::drop_privileges)."""
+    spec, c = z.spec, z.c
     if spec["setgroups"]:
         try:
             os.setgroups([])
         except OSError as e:
             raise _MaiboxStepError("identity", f"clear supplementary groups: {e}")
     # The bounding set can only be cleared while CAP_SETPCAP is still held.
-    for cap in range(spec["cap_last"] + 1):
-        _maibox_prctl(libc, c["PR_CAPBSET_DROP"], cap, "capabilities", f"drop capability {cap} from the bounding set")
-    _maibox_prctl(libc, c["PR_CAP_AMBIENT"], c["PR_CAP_AMBIENT_CLEAR_ALL"], "capabilities", "clear the ambient set")
+    prctl, drop = z.prctl, c["PR_CAPBSET_DROP"]
+    for cap in z.caps:
+        z.check(prctl(drop, cap, 0, 0, 0), "capabilities", f"drop capability {cap} from the bounding set")
+    clear = prctl(c["PR_CAP_AMBIENT"], c["PR_CAP_AMBIENT_CLEAR_ALL"], 0, 0, 0)
+    z.check(clear, "capabilities", "clear the ambient set")
     uid, gid = spec["uid"], spec["gid"]
     try:
         os.setresgid(gid, gid, gid)
@@ -287,26 +310,9 @@ def _maibox_identity(spec, libc, c):
     except OSError as e:
         raise _MaiboxStepError("identity", f"setresuid/setresgid({uid}, {gid}): {e}")
     # The switch clears them only where the old ids were the namespace's root's.
-    header = _MaiboxCapHeader(c["_LINUX_CAPABILITY_VERSION_3"], 0)
-    data = (_MaiboxCapData * 2)()
-    _maibox_check(libc.capset(ctypes.byref(header), data), "capabilities", "clear every capability set")
-
-
-class _MaiboxFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def _maibox_seccomp(spec, libc, c):
-    """Installs the engine's filter; its listener, when the filter notifies."""
-    s = spec["seccomp"]
-    if s is None:
-        return None
-    program = bytes.fromhex(s["program"])
-    buf = ctypes.create_string_buffer(program, len(program))
-    prog = _MaiboxFprog(len(program) // 8, ctypes.addressof(buf))
-    op, flags = c["SECCOMP_SET_MODE_FILTER"], s["flags"]
-    rc = _maibox_syscall(libc, c["SYS_seccomp"], op, flags, ctypes.byref(prog), step="seccomp", what="install the seccomp filter")
-    return rc if s["listener"] else None
+    caps = ctypes.addressof(z.no_caps)
+    rc = z.capset(caps, caps + _MaiboxCaps.data.offset)
+    z.check(rc, "capabilities", "clear every capability set")
 
 
 def _maibox_reseed():
