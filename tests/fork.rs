@@ -308,6 +308,19 @@ fn zygote_processes() -> Vec<i32> {
     processes_with("_MAIBOX_ZYGOTE")
 }
 
+fn parent_of(pid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("PPid:"))?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
 fn ancestors_include(pid: i32, of: i32) -> bool {
     let mut p = pid;
     for _ in 0..64 {
@@ -317,16 +330,7 @@ fn ancestors_include(pid: i32, of: i32) -> bool {
         if p <= 1 {
             return false;
         }
-        p = std::fs::read_to_string(format!("/proc/{p}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("PPid:"))?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or(0);
+        p = parent_of(p);
     }
     false
 }
@@ -338,10 +342,19 @@ fn the_zygote_holds_no_capabilities_and_nothing_outlives_the_server() {
     }
     let mut s = fork_server(As::Caller, &[("queue", "256"), ("pool_wait", "10ms")]);
     let server = s.pid();
-    let zygotes: Vec<i32> = zygote_processes()
-        .into_iter()
-        .filter(|p| ancestors_include(*p, server))
-        .collect();
+    // The refill threads start their zygotes (the server's children; their own
+    // children are the forked interpreters' parents) once the server listens.
+    let mine = || -> Vec<i32> {
+        zygote_processes()
+            .into_iter()
+            .filter(|p| parent_of(*p) == server)
+            .collect()
+    };
+    let t0 = Instant::now();
+    while mine().is_empty() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let zygotes = mine();
     assert!(!zygotes.is_empty(), "no zygote: {}", s.log());
     for z in &zygotes {
         let status = std::fs::read_to_string(format!("/proc/{z}/status")).unwrap_or_default();
