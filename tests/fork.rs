@@ -26,6 +26,7 @@ fn served(s: &Server, code: &str) -> common::server::Ran {
         .run(&req)
         .unwrap_or_else(|e| panic!("{e}\nserver log:\n{}", s.log()));
     assert_eq!(r.report["server"]["warm"], true, "{}", r.report);
+    assert_eq!(r.report["server"]["warm_mode"], "fork", "{}", r.report);
     r
 }
 

@@ -205,6 +205,7 @@ fn a_warm_sandbox_serves_one_request_and_leaves_nothing_to_the_next() {
             .map(|_| {
                 let r = s.run(&req).unwrap_or_else(|e| panic!("{e}: {}", s.log()));
                 assert_eq!(r.report["server"]["warm"], true, "{}", r.report);
+                assert_eq!(r.report["server"]["warm_mode"], "strict", "{}", r.report);
                 serde_json::from_str(r.stdout.trim())
                     .unwrap_or_else(|e| panic!("{e}: {}", r.stderr))
             })

@@ -93,6 +93,9 @@ fn serve_one(server: &Server, stream: &UnixStream, started: Instant) -> Result<(
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Served {
     pub warm: bool,
+    /// Where a warm run's interpreter came from (`server.warm_mode`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warm_mode: Option<crate::config::WarmMode>,
     pub pid: u32,
     /// Waiting for admission, and for a warm sandbox, in ms.
     pub queue_ms: f64,
@@ -131,6 +134,7 @@ fn run(
 ) -> (Result<Run, Error>, Served) {
     let mut served = Served {
         warm: false,
+        warm_mode: None,
         pid: std::process::id(),
         queue_ms: 0.0,
         pool_wait_ms: 0.0,
@@ -166,6 +170,7 @@ fn run(
             Ok((run, remains)) => {
                 server.reap(remains);
                 served.warm = true;
+                served.warm_mode = Some(pool.mode);
                 return (Ok(run), served);
             }
             Err(Err(e)) => return (Err(e), served),
