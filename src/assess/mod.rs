@@ -29,6 +29,8 @@ mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;
 #[cfg(test)]
+mod behaviour6_tests;
+#[cfg(test)]
 mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;

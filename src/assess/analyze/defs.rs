@@ -22,6 +22,10 @@ pub(super) struct Caller<'t> {
     pub scope: usize,
     /// Parameters the call does not pass itself (`self` of a method).
     pub offset: usize,
+    /// The call (or the library call handing the function over).
+    pub node: Node<'t>,
+    /// The call sits in a loop of its own function.
+    pub in_loop: bool,
 }
 
 /// Callables started with their arguments by a library: the keyword that
@@ -46,48 +50,51 @@ fn runner(q: Option<&str>, method: Option<&str>) -> Option<bool> {
 impl<'t> Analyzer<'t> {
     /// Records, for each function, the calls that reach it.
     pub(super) fn index_callers(&mut self) {
-        let sites: Vec<(Node<'t>, usize)> = self.calls.iter().map(|c| (c.node, c.scope)).collect();
-        for (call, scope) in sites {
+        let sites: Vec<(Node<'t>, usize, bool)> = self
+            .calls
+            .iter()
+            .map(|c| (c.node, c.scope, c.loop_node.is_some()))
+            .collect();
+        for (call, scope, in_loop) in sites {
             self.reset_budget();
             let (pos, kw) = self.args(call);
             let Some(func) = call.child(F::Function) else {
                 continue;
             };
+            let site = Caller {
+                args: Cow::Borrowed(pos),
+                kw,
+                scope,
+                offset: 0,
+                node: call,
+                in_loop,
+            };
             if let Some((def_scope, offset)) = self.callee_def(func, scope) {
-                self.add_caller(def_scope, Cow::Borrowed(pos), kw, scope, offset);
+                self.add_caller(
+                    def_scope,
+                    Caller {
+                        offset,
+                        ..site.clone()
+                    },
+                );
             }
-            self.index_runner(call, func, scope, pos, kw);
+            self.index_runner(site, func);
         }
     }
 
-    fn add_caller(
-        &mut self,
-        def_scope: usize,
-        args: Cow<'t, [Node<'t>]>,
-        kw: &'t [(&'t str, Node<'t>)],
-        scope: usize,
-        offset: usize,
-    ) {
+    fn add_caller(&mut self, def_scope: usize, caller: Caller<'t>) {
         let list = self.callers.entry(def_scope).or_default();
         if list.len() < MAX_CALLERS {
-            list.push(Caller {
-                args,
-                kw,
-                scope,
-                offset,
-            });
+            list.push(caller);
         }
     }
 
     /// `Thread(target=f, args=(a,))`, `pool.map(f, xs)`, `ex.submit(f, a)`.
-    fn index_runner(
-        &mut self,
-        call: Node<'t>,
-        func: Node<'t>,
-        scope: usize,
-        pos: &'t [Node<'t>],
-        kw: &'t [(&'t str, Node<'t>)],
-    ) {
+    fn index_runner(&mut self, site: Caller<'t>, func: Node<'t>) {
+        let (call, scope, kw) = (site.node, site.scope, site.kw);
+        let Cow::Borrowed(pos) = site.args else {
+            return;
+        };
         let q = self.callee(call, scope);
         let method = (func.kind() == K::Attribute)
             .then(|| func.child(F::Attribute).map(|a| self.text(a)))
@@ -110,7 +117,13 @@ impl<'t> Analyzer<'t> {
         };
         let Some(target) = target else { return };
         if let Some((def_scope, offset)) = self.callee_def(target, scope) {
-            self.add_caller(def_scope, args, &[], scope, offset);
+            let caller = Caller {
+                args,
+                kw: &[],
+                offset,
+                ..site
+            };
+            self.add_caller(def_scope, caller);
         }
     }
 
@@ -131,12 +144,31 @@ impl<'t> Analyzer<'t> {
             K::Attribute => {
                 let obj = func.child(F::Object)?;
                 let name = self.text(func.child(F::Attribute)?);
-                if obj.kind() != K::Identifier || !matches!(self.text(obj), "self" | "cls") {
+                if obj.kind() != K::Identifier {
                     return None;
                 }
-                let class = self.enclosing_class_scope(scope)?;
+                let class = if matches!(self.text(obj), "self" | "cls") {
+                    self.enclosing_class_scope(scope)?
+                } else {
+                    self.instance_class(obj, scope)?
+                };
                 self.method_of(class, name).map(|s| (s, 1))
             }
+            _ => None,
+        }
+    }
+
+    /// The class body of the script's own class a name holds an instance
+    /// of (`client = Client(url)`), so `client.send(x)` reaches its method.
+    fn instance_class(&self, obj: Node<'t>, scope: usize) -> Option<usize> {
+        let binds = self.lookup(self.text(obj), scope, obj.start_byte())?;
+        let Bind::Expr(v, s) = binds[0] else {
+            return None;
+        };
+        let ctor = v.child(F::Function).filter(|f| f.kind() == K::Identifier)?;
+        let binds = self.lookup(self.text(ctor), s, ctor.start_byte())?;
+        match binds[0] {
+            Bind::Def(def, inner) if def.kind() == K::ClassDefinition => Some(inner),
             _ => None,
         }
     }

@@ -29,6 +29,7 @@ pub(super) struct Written<'t> {
 /// A command line the script runs, lower-cased, unknown words as `*`.
 pub(super) struct Command<'t> {
     pub call: Node<'t>,
+    pub scope: usize,
     pub line: String,
 }
 
@@ -88,6 +89,7 @@ impl<'t> Analyzer<'t> {
                 if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {
                     fx.commands.push(Command {
                         call,
+                        scope,
                         line: line.to_ascii_lowercase(),
                     });
                 }
@@ -181,5 +183,7 @@ impl<'t> Analyzer<'t> {
         self.check_database(&fx);
         self.check_phishing(&fx);
         self.check_traffic(&fx);
+        self.check_covert(&fx.commands);
+        self.check_cloud(&fx);
     }
 }

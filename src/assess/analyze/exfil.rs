@@ -141,7 +141,7 @@ impl<'t> Analyzer<'t> {
     pub(super) fn check_sends(&mut self) {
         let sends = std::mem::take(&mut self.sends);
         let net_context = self.facts.network || self.facts.net_import;
-        for s in sends {
+        for &s in &sends {
             let (pos, kw) = self.args(s.node);
             let ok = match s.kind {
                 SendKind::Client => true,
@@ -190,6 +190,8 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
+        // Kept for the covert-channel checks, which look at sends again.
+        self.sends = sends;
     }
 
     /// Secret data (a credential or key file's contents, keystrokes) in

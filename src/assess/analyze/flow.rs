@@ -32,9 +32,24 @@ pub(super) enum Source {
     Scrambled,
     /// The script's own source (its file read back): what a worm copies.
     OwnCode,
+    /// Environment variables (`os.environ`, `os.getenv`).
+    Environment,
+    /// Bytes turned into text fit for a name, a header or a URL: base64,
+    /// base32, hex. Alone it marks nothing; with data it marks data made to
+    /// travel where data does not belong (covert channels).
+    Encoded,
+    /// The current date or time.
+    Clock,
+    /// Who and where the script runs: the host's and the user's names and
+    /// ids, the account database.
+    Identity,
+    /// Random numbers and bytes.
+    Random,
+    /// Messages read from a mailbox (IMAP, POP3).
+    Mail,
 }
 
-const SOURCES: usize = 7;
+const SOURCES: usize = 13;
 
 /// Steps a file read inside a flow query may spend finding its path.
 const PATH_STEPS: u32 = 400;
@@ -49,6 +64,12 @@ impl Source {
             Source::FileData => "file contents",
             Source::Scrambled => "scrambled data",
             Source::OwnCode => "the script's own code",
+            Source::Environment => "environment variables",
+            Source::Encoded => "encoded data",
+            Source::Clock => "the clock",
+            Source::Identity => "the host's or user's identity",
+            Source::Random => "random values",
+            Source::Mail => "mailbox contents",
         }
     }
 }
@@ -75,6 +96,16 @@ impl<'t> Taint<'t> {
     /// The first of `sources` carried, with where it entered.
     pub fn first(&self, sources: &[Source]) -> Option<(Source, Node<'t>)> {
         sources.iter().find_map(|s| self.get(*s).map(|n| (*s, n)))
+    }
+
+    /// Every source `o` carries, entering at `n` (a read names the source
+    /// at the read, not where its object was made).
+    pub fn add_all_at(&mut self, o: &Taint<'t>, n: Node<'t>) {
+        for (a, b) in self.at.iter_mut().zip(o.at) {
+            if b.is_some() {
+                a.get_or_insert(n);
+            }
+        }
     }
 
     pub fn merge(&mut self, o: &Taint<'t>) {
@@ -174,8 +205,52 @@ pub(super) fn source_of(q: &str) -> Option<Source> {
     {
         return Some(Source::User);
     }
-    None
+    sixth_round_source(q)
 }
+
+/// The sources the sixth round's families follow: the environment, the
+/// clock, the machine's and user's identity, randomness, encoders and
+/// mailboxes. Split by module first, as most names asked are of none.
+fn sixth_round_source(q: &str) -> Option<Source> {
+    let (module, rest) = q.split_once('.')?;
+    match module {
+        "os" => match rest {
+            "getenv" | "getenvb" | "environ" | "environb" => Some(Source::Environment),
+            _ if rest.starts_with("environ.") || rest.starts_with("environb.") => {
+                Some(Source::Environment)
+            }
+            "uname" | "getlogin" | "getuid" | "geteuid" => Some(Source::Identity),
+            "urandom" | "getrandom" => Some(Source::Random),
+            _ => None,
+        },
+        "datetime" => matches!(
+            rest,
+            "datetime.now" | "datetime.today" | "datetime.utcnow" | "date.today"
+        )
+        .then_some(Source::Clock),
+        "time" => matches!(
+            rest,
+            "time" | "time_ns" | "localtime" | "gmtime" | "strftime" | "ctime"
+        )
+        .then_some(Source::Clock),
+        "socket" => matches!(rest, "gethostname" | "getfqdn").then_some(Source::Identity),
+        "platform" => matches!(rest, "node" | "uname").then_some(Source::Identity),
+        "getpass" => (rest == "getuser").then_some(Source::Identity),
+        "pwd" | "grp" => Some(Source::Identity),
+        "random" | "secrets" => Some(Source::Random),
+        "numpy" => rest.starts_with("random.").then_some(Source::Random),
+        "base64" => rest.contains("encode").then_some(Source::Encoded),
+        "binascii" => {
+            matches!(rest, "hexlify" | "b2a_hex" | "b2a_base64").then_some(Source::Encoded)
+        }
+        "codecs" => (rest == "encode").then_some(Source::Encoded),
+        "imaplib" | "poplib" => Some(Source::Mail),
+        _ => None,
+    }
+}
+
+/// Environment variables that name the user or the host.
+const IDENTITY_VARIABLES: &[&str] = &["USER", "LOGNAME", "USERNAME", "HOSTNAME"];
 
 impl<'t> Analyzer<'t> {
     /// The sources `n` may carry (a fresh step budget).
@@ -298,6 +373,12 @@ impl<'t> Analyzer<'t> {
             acc.merge(t);
             return;
         }
+        // Marked before it is followed: a value that reaches itself (`px`
+        // whose pixels are computed from `px`) stops there, instead of
+        // going round until the depth limit cuts off everything else.
+        self.taint_memo
+            .borrow_mut()
+            .insert(v.id(), Taint::default());
         let mut t = Taint::default();
         self.tv(v, scope, depth, &mut t);
         self.taint_memo.borrow_mut().insert(v.id(), t);
@@ -357,6 +438,9 @@ impl<'t> Analyzer<'t> {
             }
             if let Some(s) = source_of(q) {
                 acc.add(s, n);
+                if s == Source::Environment && self.names_identity_variable(n) {
+                    acc.add(Source::Identity, n);
+                }
             }
             if self.reads_file(q, n, scope, acc) {
                 return;
@@ -399,6 +483,9 @@ impl<'t> Analyzer<'t> {
         if parses_arguments(m) {
             acc.add(Source::User, n);
         }
+        if m == "hex" {
+            acc.add(Source::Encoded, n);
+        }
         if matches!(m, "read_bytes" | "read_text") {
             self.file_read(func.child(F::Object), scope, n, acc);
         }
@@ -412,18 +499,25 @@ impl<'t> Analyzer<'t> {
         // What a method returns comes from its receiver; a read names
         // the source at the read (`s.recv(1024)`, not `socket.socket()`).
         if let Some(obj) = func.child(F::Object) {
-            if READS.contains(&m) {
+            // A mailbox's messages enter where they are fetched.
+            if READS.contains(&m) || matches!(m, "fetch" | "retr") {
                 let mut from = Taint::default();
                 self.tv(obj, scope, depth, &mut from);
-                for (i, at) in from.at.iter().enumerate() {
-                    if at.is_some() {
-                        acc.at[i].get_or_insert(n);
-                    }
-                }
+                acc.add_all_at(&from, n);
             } else {
                 self.tv(obj, scope, depth, acc);
             }
         }
+    }
+
+    /// `os.environ.get("USER")` and the like: a variable naming who or
+    /// where the script runs.
+    fn names_identity_variable(&self, call: Node<'t>) -> bool {
+        let (pos, _) = self.args(call);
+        pos.first().is_some_and(|k| {
+            k.kind() == K::String
+                && IDENTITY_VARIABLES.contains(&self.text(*k).trim_matches(['"', '\'']))
+        })
     }
 
     /// `open(path)` for reading and the like: file contents, secret when the

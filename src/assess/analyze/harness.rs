@@ -54,7 +54,9 @@ impl<'t> Analyzer<'t> {
     /// `module.attr = v` and `sys.modules[name] = fake` on the modules a
     /// harness relies on.
     pub(super) fn check_patched(&mut self) {
-        for (target, value, scope) in std::mem::take(&mut self.assigned) {
+        // Borrowed back afterwards: the pixel and payment checks read it too.
+        let assigned = std::mem::take(&mut self.assigned);
+        for &(target, value, scope) in &assigned {
             self.reset_budget();
             let (Some(obj), true) = (target.nth_child(0), target.kind() == K::Attribute) else {
                 self.check_planted_module(target, scope);
@@ -76,6 +78,7 @@ impl<'t> Analyzer<'t> {
                 self.add(rule, target, detail);
             }
         }
+        self.assigned = assigned;
     }
 
     /// `sys.modules["pytest"] = stand_in`: a fake test module planted.

@@ -34,8 +34,10 @@ mod args;
 mod calls;
 mod capability;
 mod capture;
+mod cloud;
 mod command;
 mod composite;
+mod covert;
 mod database;
 mod defs;
 mod dropper;
@@ -61,6 +63,7 @@ mod paths;
 mod phishing;
 mod process;
 mod ransom;
+mod reach;
 mod recon;
 mod resolve;
 mod resource;
@@ -460,7 +463,9 @@ impl<'t> Analyzer<'t> {
 
     fn bind(&mut self, scope: usize, name: &'t str, b: Bind<'t>) {
         let at = match b {
-            Bind::Expr(v, _) => v.start_byte(),
+            // After its value: a name used in its own value (`p = expand(p)`)
+            // is the binding before, not this one.
+            Bind::Expr(v, _) => v.byte_range().end,
             _ => self.last_pos,
         };
         // Kept sorted by scope: a common name (`self`, `path`) is bound in

@@ -75,7 +75,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Whether the script imports `module` (or names from it).
-    fn imports_module(&self, module: &str) -> bool {
+    pub(super) fn imports_module(&self, module: &str) -> bool {
         self.binds.values().flatten().any(|(_, list)| {
             list.iter().any(
                 |(_, b)| matches!(b, Bind::Module(m, _) if m.split('.').next() == Some(module)),
@@ -84,7 +84,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Values of a send call's destination and body arguments.
-    fn send_values(&self, node: Node<'t>, scope: usize) -> (Vec<String>, bool) {
+    pub(super) fn send_values(&self, node: Node<'t>, scope: usize) -> (Vec<String>, bool) {
         let (pos, kw) = self.args(node);
         let mut values = Vec::new();
         for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
