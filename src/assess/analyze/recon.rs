@@ -32,9 +32,16 @@ fn clipboard_use(q: Option<&str>, method: Option<&str>, argv: &str) -> (bool, bo
     (cmd_read || lib_read, cmd_write || lib_write)
 }
 
-/// A crypto-currency address, or a pattern written to match one.
+/// A crypto-currency address, or a pattern written to match one; an IBAN.
 fn wallet_like(v: &str) -> bool {
     let t = v.trim();
+    let pattern = t.starts_with('^')
+        && (t.contains("bc1") || t.contains("0x[a-fA-F0-9]{40}") || t.contains("[13]"));
+    wallet_address(t) || pattern || super::payment::iban(t)
+}
+
+/// A crypto-currency address (Ethereum, Bitcoin, Monero).
+pub(super) fn wallet_address(t: &str) -> bool {
     let alnum = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric());
     let eth = t.len() == 42 && t.starts_with("0x") && t[2..].chars().all(|c| c.is_ascii_hexdigit());
     let btc = (t.starts_with("bc1") && (42..=62).contains(&t.len()) && alnum(t))
@@ -43,9 +50,7 @@ fn wallet_like(v: &str) -> bool {
             && alnum(t)
             && !t.chars().all(|c| c.is_ascii_digit()));
     let xmr = t.starts_with('4') && t.len() == 95 && alnum(t);
-    let pattern = t.starts_with('^')
-        && (t.contains("bc1") || t.contains("0x[a-fA-F0-9]{40}") || t.contains("[13]"));
-    eth || btc || xmr || pattern
+    eth || btc || xmr
 }
 
 /// A public IPv4 address, alone or as the host of a URL.
@@ -209,7 +214,7 @@ impl<'t> Analyzer<'t> {
             .map(|(s, _)| s);
         if let Some(w) = wallet {
             let detail = format!(
-                "reads the clipboard (line {}) and replaces it (line {}) in a script carrying a crypto-currency address or pattern (line {})",
+                "reads the clipboard (line {}) and replaces it (line {}) in a script carrying a crypto-currency address or pattern or an IBAN (line {})",
                 read.start_position().row + 1,
                 write.start_position().row + 1,
                 w.start_position().row + 1

@@ -1,0 +1,104 @@
+//! Data corrupted in place (MB953), what logic bombs and saboteurs leave
+//! behind: files found by searching (walks, globs) written back with random
+//! bytes, with a fill of one repeated byte, or with their own values
+//! altered by random numbers (figures skewed). Unlike deletion (MB907) the
+//! files stay and look intact until they are used. Writing random test
+//! data to new files, or files in the script's own temporary directories,
+//! is not this.
+
+use ruff_python_ast::Operator;
+
+use super::flow::Source;
+use super::literal::shorten;
+use super::{Analyzer, Node, Op, F, K};
+
+/// Writers of tabular data built over a file object (their first argument).
+const TABLE_WRITERS: &[&str] = &["csv.writer", "csv.DictWriter"];
+
+impl<'t> Analyzer<'t> {
+    /// MB953 over the writes into files found by searching.
+    pub(super) fn check_corruption(&mut self) {
+        let mut found = None;
+        for site in &self.calls {
+            let Some(m) = self.method_name(site.node) else {
+                continue;
+            };
+            let (pos, _) = self.args(site.node);
+            let (Some(data), Some(obj)) = (
+                pos.first().copied(),
+                site.node
+                    .child(F::Function)
+                    .and_then(|f| f.child(F::Object)),
+            ) else {
+                continue;
+            };
+            self.reset_budget();
+            let paths = match m {
+                "write" | "writelines" => self.opened_for_writing(obj, site.scope),
+                "writerow" | "writerows" => self
+                    .bound_value(obj, site.scope, |v| {
+                        v.kind() == K::Call
+                            && self
+                                .callee(v, site.scope)
+                                .is_some_and(|q| TABLE_WRITERS.contains(&&*q))
+                    })
+                    .and_then(|(w, s)| {
+                        let file = *self.args(w).0.first()?;
+                        self.opened_for_writing(file, s)
+                    }),
+                "write_bytes" | "write_text" => Some(self.paths(obj, site.scope)),
+                _ => None,
+            };
+            let Some(path) = paths.and_then(|p| {
+                p.into_iter()
+                    .find(|p| p.contains('*') && !p.starts_with("<tmp:"))
+            }) else {
+                continue;
+            };
+            if let Some(junk) = self.junk(data, site.scope) {
+                found = Some((site.node, path, junk));
+                break;
+            }
+        }
+        if let Some((at, path, junk)) = found {
+            let detail = format!(
+                "files found by searching ({path}) are written back with {junk}: their contents are destroyed or falsified while the files stay"
+            );
+            self.add("MB953", at, detail);
+        }
+    }
+
+    /// The paths of a file object opened for writing or update.
+    fn opened_for_writing(&self, f: Node<'t>, scope: usize) -> Option<Vec<String>> {
+        self.opened(f, scope, 0)
+            .filter(|(_, mode)| mode.contains(['w', '+']))
+            .map(|(p, _)| p)
+    }
+
+    /// What makes written data junk: random bytes or values, one byte
+    /// repeated, or random values stored into the rows its function writes.
+    fn junk(&self, data: Node<'t>, scope: usize) -> Option<String> {
+        if let Some(at) = self.taint(data, scope).get(Source::Random) {
+            return Some(format!("random data (`{}`)", shorten(self.text(at))));
+        }
+        let fill = self.bound_value(data, scope, |v| {
+            v.kind() == K::BinaryOperator
+                && v.operator() == Op::Bin(Operator::Mult)
+                && v.children().any(|k| k.kind() == K::String)
+        });
+        if let Some((v, _)) = fill {
+            return Some(format!("a fill of one value (`{}`)", shorten(self.text(v))));
+        }
+        self.assigned.iter().find_map(|&(target, value, s)| {
+            if s != scope || target.kind() != K::Subscript {
+                return None;
+            }
+            let at = self.taint(value, s).get(Source::Random)?;
+            Some(format!(
+                "values altered by random numbers (`{}`, line {})",
+                shorten(self.text(at)),
+                at.start_position().row + 1
+            ))
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! Mail hijacked (MB950): the user's mail quietly sent on to someone else.
+//! Forwarding set up where the user will not look (a `.forward`, a
+//! procmail or sieve recipe that redirects, a Gmail forwarding address or
+//! forwarding filter, a Microsoft Graph or Exchange inbox rule that
+//! forwards or redirects) towards an address fixed in the script, or whole
+//! messages fetched from a mailbox and sent out again. A vacation reply, a
+//! digest of one's own headers mailed to oneself and filters that only
+//! label or file are not this: nothing leaves for another address.
+
+use super::effects::Effects;
+use super::flow::Source;
+use super::literal::shorten;
+use super::{exfil::SendKind, Analyzer, Node};
+
+/// Files a mail server or a delivery filter reads to decide where mail goes.
+fn forwarding_file(p: &str) -> Option<&'static str> {
+    let name = p.rsplit('/').next().unwrap_or(p);
+    match name {
+        ".forward" => Some("the .forward file"),
+        ".procmailrc" => Some("the procmail recipes"),
+        ".mailfilter" => Some("the maildrop filter"),
+        _ if name.starts_with(".qmail") => Some("a .qmail file"),
+        _ if name.ends_with(".sieve") => Some("a sieve script"),
+        _ => None,
+    }
+}
+
+/// An e-mail address with a domain, somewhere in a text.
+pub(super) fn has_address(t: &str) -> bool {
+    t.split(|c: char| c.is_whitespace() || "<>\"',;:()[]{}!\\".contains(c))
+        .any(|w| {
+            w.split_once('@').is_some_and(|(user, domain)| {
+                !user.is_empty()
+                    && domain.contains('.')
+                    && !domain.ends_with('.')
+                    && domain
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+            })
+        })
+}
+
+/// Keys of inbox rules (Microsoft Graph, Exchange) that send mail on.
+const RULE_FORWARD_KEYS: &[&str] = &["forwardto", "redirectto", "forwardasattachmentto"];
+
+/// Exchange command lines that forward a mailbox.
+const EXCHANGE_FORWARDS: &[&str] = &[
+    "-forwardto",
+    "-redirectto",
+    "-forwardasattachmentto",
+    "-forwardingsmtpaddress",
+    "-forwardingaddress",
+];
+
+fn line(n: Node<'_>) -> usize {
+    n.start_position().row + 1
+}
+
+impl<'t> Analyzer<'t> {
+    /// MB950 over the files written, the mail APIs called and the sends.
+    pub(super) fn check_mail(&mut self, fx: &Effects<'t>) {
+        let constants = self.constant_texts();
+        // The address in a recipe that redirects, else the first one.
+        let redirect = |t: &str| t.contains('!') || t.to_ascii_lowercase().contains("redirect");
+        let fixed = constants
+            .iter()
+            .find(|(_, t)| has_address(t) && redirect(t))
+            .or_else(|| constants.iter().find(|(_, t)| has_address(t)));
+        if let Some((at, what)) = self.forwarding_set(fx) {
+            if let Some((addr_at, addr)) = fixed {
+                let detail = format!(
+                    "{what}, to an address the script fixes (`{}`, line {}): every later message is copied to someone else",
+                    shorten(addr),
+                    line(*addr_at)
+                );
+                self.add("MB950", at, detail);
+                return;
+            }
+        }
+        if let Some((at, detail)) = self.mailbox_shipped() {
+            self.add("MB950", at, detail);
+        }
+    }
+
+    /// Where and how the script makes mail be forwarded.
+    fn forwarding_set(&self, fx: &Effects<'t>) -> Option<(Node<'t>, String)> {
+        for w in &fx.writes {
+            let Some(what) = w.paths.iter().find_map(|p| forwarding_file(p)) else {
+                continue;
+            };
+            // A recipe that only files mail into folders sends nothing on.
+            let redirects = what == "the .forward file"
+                || what == "a .qmail file"
+                || fx
+                    .texts()
+                    .iter()
+                    .any(|(_, t)| has_address(t) && (t.contains('!') || t.contains("redirect")));
+            if redirects {
+                return Some((w.call, format!("writes {what}")));
+            }
+        }
+        for site in &self.calls {
+            let m = self.method_name(site.node);
+            let gmail = matches!(m, Some("forwardingAddresses" | "updateAutoForwarding"))
+                || (m == Some("filters") && fx.texts().iter().any(|(_, t)| t == "forward"));
+            if gmail {
+                return Some((site.node, "sets Gmail forwarding".into()));
+            }
+        }
+        if let Some((n, k)) = fx
+            .texts()
+            .iter()
+            .find(|(_, t)| RULE_FORWARD_KEYS.contains(&t.as_str()))
+        {
+            return Some((*n, format!("makes an inbox rule that uses `{k}`")));
+        }
+        fx.commands.iter().find_map(|c| {
+            let forwards = EXCHANGE_FORWARDS.iter().find(|o| c.line.contains(*o))?;
+            Some((
+                c.call,
+                format!("runs an Exchange command with `{forwards}`"),
+            ))
+        })
+    }
+
+    /// Whole messages fetched from a mailbox (`RFC822`, `BODY[]`, POP3
+    /// `retr`) and sent on over the network.
+    fn mailbox_shipped(&self) -> Option<(Node<'t>, String)> {
+        let whole = self.calls.iter().find(|c| match self.method_name(c.node) {
+            Some("retr") => true,
+            Some("fetch") => {
+                let t = self.text(c.node).to_ascii_lowercase();
+                ["rfc822", "body[]", "body.peek[]"]
+                    .iter()
+                    .any(|w| t.contains(w))
+            }
+            _ => false,
+        })?;
+        self.sends
+            .iter()
+            .filter(|s| s.kind != SendKind::Command)
+            .find_map(|s| {
+                let (pos, kw) = self.args(s.node);
+                let carried = pos
+                    .iter()
+                    .chain(kw.iter().map(|(_, v)| v))
+                    .find_map(|a| self.taint(*a, s.scope).get(Source::Mail))?;
+                let detail = format!(
+                    "`{}` sends mailbox contents (from `{}`, line {}), and the script fetches whole messages (line {}): the mailbox is copied to someone else",
+                    shorten(self.text(s.node)),
+                    shorten(self.text(carried)),
+                    line(carried),
+                    line(whole.node)
+                );
+                Some((s.node, detail))
+            })
+    }
+}
