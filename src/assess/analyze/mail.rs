@@ -25,10 +25,10 @@ fn forwarding_file(p: &str) -> Option<&'static str> {
     }
 }
 
-/// An e-mail address with a domain, somewhere in a text.
-pub(super) fn has_address(t: &str) -> bool {
+/// The first e-mail address with a domain in a text.
+fn address_in(t: &str) -> Option<&str> {
     t.split(|c: char| c.is_whitespace() || "<>\"',;:()[]{}!\\".contains(c))
-        .any(|w| {
+        .find(|w| {
             w.split_once('@').is_some_and(|(user, domain)| {
                 !user.is_empty()
                     && domain.contains('.')
@@ -38,6 +38,11 @@ pub(super) fn has_address(t: &str) -> bool {
                         .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
             })
         })
+}
+
+/// Whether a text holds an e-mail address with a domain.
+pub(super) fn has_address(t: &str) -> bool {
+    address_in(t).is_some()
 }
 
 /// Keys of inbox rules (Microsoft Graph, Exchange) that send mail on.
@@ -70,7 +75,7 @@ impl<'t> Analyzer<'t> {
             if let Some((addr_at, addr)) = fixed {
                 let detail = format!(
                     "{what}, to an address the script fixes (`{}`, line {}): every later message is copied to someone else",
-                    shorten(addr),
+                    address_in(addr).map_or_else(|| shorten(addr), shorten),
                     line(*addr_at)
                 );
                 self.add("MB950", at, detail);
