@@ -19,6 +19,7 @@
 mod analyze;
 pub mod bandit;
 mod config;
+mod heap;
 mod render;
 mod rules;
 mod syntax;
@@ -111,6 +112,7 @@ pub fn assess(path: &str, source: &[u8], cfg: &AssessConfig) -> Result<Assessmen
             limit: cfg.max_bytes,
         });
     }
+    heap::reserve(source.len());
     let out = analyze::analyze(source, cfg.max_depth).map_err(|reason| AssessError::Parser {
         path: path.to_string(),
         reason,

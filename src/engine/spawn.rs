@@ -56,6 +56,48 @@ pub struct Spawned {
 
 const STACK_SIZE: usize = 1 << 20;
 
+/// The cloned child's stack: a mapping of its own, never a heap allocation.
+///
+/// A zeroed `Vec` of this size is calloc's: fresh pages the first time, but once
+/// one is freed glibc raises its mmap threshold above it, and the next comes from
+/// the heap and is cleared with memset. In a server that clones while earlier
+/// sandboxes (copies of its memory) are alive, every page of that memset is a
+/// copy-on-write fault and a TLB shootdown to the server's other threads: about
+/// half of a refill thread's page-fault time (perf, warm_mode fork under load).
+/// A fresh anonymous mapping is never written by this process: only the child
+/// touches the pages it uses.
+struct Stack(std::ptr::NonNull<u8>);
+
+impl Stack {
+    fn new() -> Result<Stack, SetupError> {
+        use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
+        let len = std::num::NonZeroUsize::new(STACK_SIZE).unwrap_or(std::num::NonZeroUsize::MIN);
+        // SAFETY: a new private anonymous mapping at an address the kernel picks.
+        let p = unsafe {
+            mmap_anonymous(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE | MapFlags::MAP_STACK | MapFlags::MAP_NORESERVE,
+            )
+        }
+        .map_err(|e| SetupError::new(Step::Clone, format!("map the child's stack: {e}")))?;
+        Ok(Stack(p.cast()))
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: STACK_SIZE bytes mapped read-write by `new`, owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), STACK_SIZE) }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; the child has its own copy of it.
+        let _ = unsafe { nix::sys::mman::munmap(self.0.cast(), STACK_SIZE) };
+    }
+}
+
 pub fn spawn(
     policy: &Policy,
     script: &[u8],
@@ -78,14 +120,17 @@ pub fn spawn(
         chan: child_chan,
         parent_end: parent_chan.raw_fd(),
     };
-    // A zeroed Vec of this size comes from calloc/mmap: pages are only touched
-    // as the child's stack grows.
-    let mut stack = vec![0u8; STACK_SIZE];
+    let mut stack = Stack::new()?;
     let cb = Box::new(|| chain::main(&mut child) as isize);
-    let pid =
-        super::clone::clone_sandbox(cb, &mut stack, namespaces(policy), joined_pid_ns(policy))
-            .map_err(clone_error)?;
+    let pid = super::clone::clone_sandbox(
+        cb,
+        stack.as_mut_slice(),
+        namespaces(policy),
+        joined_pid_ns(policy),
+    )
+    .map_err(clone_error)?;
     drop(child);
+    drop(stack);
     let kill_child = |e: SetupError| {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
         let _ = nix::sys::wait::waitpid(pid, None);

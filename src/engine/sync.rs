@@ -126,13 +126,23 @@ impl Channel {
 
     /// Like [`Channel::recv`], also returning the fd attached to the message, if any.
     pub fn recv_with_fd(&self) -> Result<Option<(Msg, Option<OwnedFd>)>, SetupError> {
-        let mut buf = vec![0u8; MAX_MSG];
-        let (n, fd) = recv_fd(self.fd.as_fd(), &mut buf).step(Step::Sync, "receive from peer")?;
-        if n == 0 {
-            return Ok(None);
+        // One buffer per thread, not a zeroed 64 KiB per message: in a server whose
+        // memory live sandboxes still share copy-on-write, clearing it faulted in
+        // its 16 pages again for each of the dozen messages a sandbox sends.
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        let msg = serde_json::from_slice(&buf[..n]).step(Step::Sync, "decode message")?;
-        Ok(Some((msg, fd)))
+        BUF.with(|b| {
+            let mut buf = b.borrow_mut();
+            buf.resize(MAX_MSG, 0);
+            let (n, fd) =
+                recv_fd(self.fd.as_fd(), &mut buf).step(Step::Sync, "receive from peer")?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let msg = serde_json::from_slice(&buf[..n]).step(Step::Sync, "decode message")?;
+            Ok(Some((msg, fd)))
+        })
     }
 
     /// Receives a series of messages that each carry an fd, handing them to `each`,
