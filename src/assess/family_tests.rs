@@ -1,7 +1,12 @@
 //! Precision and recall of the assessment per behaviour family, on the part of
 //! the corpus the rules were tuned on and on the part held out while they were
 //! written (tests/fixtures/assess/{tuned,heldout}/FAMILY/{malicious,benign}),
-//! plus the original corpus (tests/fixtures/assess/{malicious,benign}).
+//! plus the original corpus (tests/fixtures/assess/{malicious,benign}), and the
+//! blind batches (tests/fixtures/assess/blind/FAMILY/...): scripts of families
+//! the rules were then being written for, by someone who saw neither the rules
+//! nor those samples, scored when the rules were done. Like the outside held-out
+//! set that issue 20 reports, they measure how the rules generalise and stay out
+//! of the whole corpus's targets: their own floor only stops a regression.
 //!
 //! The table in docs/assessment.md is this test's output, and the test fails
 //! when the two differ. Regenerate it with `cargo xtask assess-table` (which
@@ -32,6 +37,16 @@ const TARGET: Floors = Floors {
     recall: 0.95,
     blocked_recall: 0.90,
     benign_flagged: 0.02,
+};
+
+/// What the blind batches reach, so that a regression fails: the sixth (50 scripts,
+/// blind/BATCH6.md) scored at 0eff289, before the sixth round of rules:
+/// 22 of 32, 15 of 27, 1 of 18; after them (merged at b84ada8): 24 of 32, 20 of
+/// 27, 1 of 18.
+const BLIND_FLOOR: Floors = Floors {
+    recall: 0.75,
+    blocked_recall: 0.74,
+    benign_flagged: 0.06,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first
@@ -93,7 +108,7 @@ fn expectation(p: &Path, source: &[u8]) -> Verdict {
 
 fn load_families() -> Vec<Labelled> {
     let mut out = Vec::new();
-    for split in ["tuned", "heldout"] {
+    for split in ["tuned", "heldout", "blind"] {
         let mut families: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(split))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -242,6 +257,7 @@ impl Score {
 struct Parts {
     tuned: Score,
     held: Score,
+    blind: Score,
     all: Score,
 }
 
@@ -254,17 +270,23 @@ fn render(cases: &[Labelled], verdicts: &[Verdict]) -> (String, Parts) {
             keys.push(k);
         }
     }
+    let order = |split: &str| {
+        ["tuned", "heldout", "blind"]
+            .iter()
+            .position(|s| *s == split)
+    };
     keys.sort_by(|a, b| {
-        (a.0 == "original corpus", &a.0, a.1 == "heldout").cmp(&(
+        (a.0 == "original corpus", &a.0, order(a.1)).cmp(&(
             b.0 == "original corpus",
             &b.0,
-            b.1 == "heldout",
+            order(b.1),
         ))
     });
     let mut out = String::from(
         "| family | part | malicious rated HIGH or BLOCKED (recall) | deserving BLOCKED rated BLOCKED | benign rated HIGH or BLOCKED | precision |\n|---|---|---|---|---|---|\n",
     );
-    let (mut tuned, mut held, mut all) = (Score::default(), Score::default(), Score::default());
+    let (mut tuned, mut held, mut blind) = (Score::default(), Score::default(), Score::default());
+    let mut all = Score::default();
     let mut misses = String::new();
     for (family, split) in &keys {
         let mut s = Score::default();
@@ -273,21 +295,17 @@ fn render(cases: &[Labelled], verdicts: &[Verdict]) -> (String, Parts) {
                 s.add(c, *v);
             }
         }
-        out.push_str(&s.row(
-            family,
-            if *split == "heldout" {
-                "held-out"
-            } else {
-                "tuned"
-            },
-        ));
+        let (label, part) = match *split {
+            "heldout" => ("held-out", &mut held),
+            "blind" => ("blind", &mut blind),
+            _ => ("tuned", &mut tuned),
+        };
+        out.push_str(&s.row(family, label));
         out.push('\n');
-        if *split == "heldout" {
-            held.merge(&s)
-        } else {
-            tuned.merge(&s)
+        part.merge(&s);
+        if *split != "blind" {
+            all.merge(&s);
         }
-        all.merge(&s);
         if !s.missed.is_empty() {
             misses.push_str(&format!("- {family} ({split}): {}\n", s.missed.join(", ")));
         }
@@ -295,7 +313,8 @@ fn render(cases: &[Labelled], verdicts: &[Verdict]) -> (String, Parts) {
     for (label, s) in [
         ("**all tuned**", &tuned),
         ("**all held-out**", &held),
-        ("**whole corpus**", &all),
+        ("**whole corpus** (tuned and held-out)", &all),
+        ("**all blind**", &blind),
     ] {
         out.push_str(&s.row(label, ""));
         out.push('\n');
@@ -304,7 +323,13 @@ fn render(cases: &[Labelled], verdicts: &[Verdict]) -> (String, Parts) {
         out.push_str("\nShort of their class (malicious below HIGH, or deserving BLOCKED and not BLOCKED; benign at HIGH or above):\n\n");
         out.push_str(&misses);
     }
-    (out, Parts { tuned, held, all })
+    let parts = Parts {
+        tuned,
+        held,
+        blind,
+        all,
+    };
+    (out, parts)
 }
 
 fn assert_floors(part: &str, s: &Score, f: &Floors) {
@@ -344,6 +369,7 @@ fn family_table_and_floors() {
     assert_floors("tuned part", &parts.tuned, &TARGET);
     assert_floors("whole corpus", &parts.all, &TARGET);
     assert_floors("held-out part", &parts.held, &HELD_OUT_FLOOR);
+    assert_floors("blind batches", &parts.blind, &BLIND_FLOOR);
     let doc = std::fs::read_to_string(DOC).unwrap_or_default();
     let block = format!("{BEGIN}\n{table}{END}");
     let current = doc
