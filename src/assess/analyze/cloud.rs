@@ -130,29 +130,19 @@ impl<'t> Analyzer<'t> {
         let runs = self.runs_commands();
         let lists_buckets = sdk && self.calls_method("list_buckets");
         for site in &self.calls {
-            if sdk {
-                if let Some((kind, what)) = self.sdk_change(site, lists_buckets) {
-                    let repeated = self.repeated(site);
-                    changes.push(Change {
-                        at: site.node,
-                        kind,
-                        what,
-                        repeated,
-                    });
-                }
-            }
-            if runs {
-                if let Some(cmd) = self.cloud_argv(site) {
-                    if let Some((kind, what)) = cli_change(&cmd) {
-                        let repeated = self.repeated(site);
-                        changes.push(Change {
-                            at: site.node,
-                            kind,
-                            what,
-                            repeated,
-                        });
-                    }
-                }
+            let by_sdk = sdk.then(|| self.sdk_change(site, lists_buckets)).flatten();
+            let by_cli = || {
+                runs.then(|| self.cloud_argv(site))
+                    .flatten()
+                    .and_then(|cmd| cli_change(&cmd))
+            };
+            for (kind, what) in by_sdk.into_iter().chain(by_cli()) {
+                changes.push(Change {
+                    at: site.node,
+                    kind,
+                    what,
+                    repeated: self.repeated(site),
+                });
             }
         }
         for c in &fx.commands {
