@@ -309,19 +309,6 @@ fn zygote_processes() -> Vec<i32> {
     processes_with("_MAIBOX_ZYGOTE")
 }
 
-fn parent_of(pid: i32) -> i32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("PPid:"))?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
-}
-
 fn ancestors_include(pid: i32, of: i32) -> bool {
     let mut p = pid;
     for _ in 0..64 {

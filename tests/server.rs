@@ -411,19 +411,6 @@ fn leftovers(socket: &std::path::Path, server_pid: i32) -> (Vec<i32>, Vec<String
     (procs, groups)
 }
 
-fn parent_of(pid: i32) -> i32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("PPid:"))?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
-}
-
 fn load(socket: &std::path::Path, clients: usize, per_client: usize) -> usize {
     let ok = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|t| {

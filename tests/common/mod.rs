@@ -218,6 +218,20 @@ pub fn host_mount_count() -> usize {
 }
 
 /// Host processes whose command line contains `token`.
+/// The parent pid of `pid` (0 when it is gone).
+pub fn parent_of(pid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("PPid:"))?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
 pub fn processes_with(token: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
