@@ -15,7 +15,7 @@ use super::effects::Effects;
 use super::literal::shorten;
 use super::names::{SHELL_FUNCS, SUBPROCESS};
 use super::needles::{CREDENTIAL, METADATA};
-use super::{Analyzer, CallSite, Node};
+use super::{line, Analyzer, CallSite, Node};
 
 /// What a control-plane change does to the account.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -114,10 +114,6 @@ fn fetches(texts: &[String]) -> bool {
     ["curl ", "wget ", "http://", "https://", "invoke-webrequest"]
         .iter()
         .any(|n| has(texts, n))
-}
-
-fn line(n: Node<'_>) -> usize {
-    n.start_position().row + 1
 }
 
 impl<'t> Analyzer<'t> {

@@ -10,7 +10,7 @@ use ruff_python_ast::Operator;
 
 use super::flow::Source;
 use super::literal::shorten;
-use super::{Analyzer, Node, Op, F, K};
+use super::{line, Analyzer, Node, Op, F, K};
 
 /// Writers of tabular data built over a file object (their first argument).
 const TABLE_WRITERS: &[&str] = &["csv.writer", "csv.DictWriter"];
@@ -97,7 +97,7 @@ impl<'t> Analyzer<'t> {
             Some(format!(
                 "values altered by random numbers (`{}`, line {})",
                 shorten(self.text(at)),
-                at.start_position().row + 1
+                line(at)
             ))
         })
     }

@@ -9,7 +9,7 @@
 
 use super::flow::{Source, Taint};
 use super::literal::shorten;
-use super::{exfil::SendKind, Analyzer, CallSite, Node, F, K};
+use super::{exfil::SendKind, line, Analyzer, CallSite, Node, F, K};
 
 /// What a covert channel carries off: data of the machine and its user.
 const CARGO: &[Source] = &[
@@ -74,10 +74,6 @@ const DROP_SERVICES: &[&str] = &[
 
 /// Programs that send a name or a pattern given on their command line.
 const PROBE_PROGRAMS: &[&str] = &["dig", "nslookup", "host", "ping", "drill"];
-
-fn line(n: Node<'_>) -> usize {
-    n.start_position().row + 1
-}
 
 impl<'t> Analyzer<'t> {
     /// MB948 over the calls, the pixel writes and the sends.

@@ -9,7 +9,7 @@
 use super::effects::Effects;
 use super::literal::shorten;
 use super::needles::{CATALOGUE, FOREIGN_DB};
-use super::{Analyzer, Node};
+use super::{line, Analyzer};
 
 /// Queries that list every database, schema or table of a server.
 pub(super) const CATALOGUES: &[&str] = &[
@@ -176,10 +176,6 @@ fn selects_secrets(t: &str) -> Option<&'static str> {
         return ACCOUNT_TABLES.iter().copied().find(|a| *a == table);
     }
     SECRET_COLUMNS.iter().copied().find(|c| cols.contains(c))
-}
-
-fn line(n: Node<'_>) -> usize {
-    n.start_position().row + 1
 }
 
 impl<'t> Analyzer<'t> {

@@ -10,7 +10,7 @@
 use super::effects::Effects;
 use super::flow::Source;
 use super::literal::shorten;
-use super::{exfil::SendKind, Analyzer, Node};
+use super::{exfil::SendKind, line, Analyzer, Node};
 
 /// Files a mail server or a delivery filter reads to decide where mail goes.
 fn forwarding_file(p: &str) -> Option<&'static str> {
@@ -56,10 +56,6 @@ const EXCHANGE_FORWARDS: &[&str] = &[
     "-forwardingsmtpaddress",
     "-forwardingaddress",
 ];
-
-fn line(n: Node<'_>) -> usize {
-    n.start_position().row + 1
-}
 
 impl<'t> Analyzer<'t> {
     /// MB950 over the files written, the mail APIs called and the sends.

@@ -491,6 +491,11 @@ impl<'t> Analyzer<'t> {
     }
 }
 
+/// The 1-based line a node starts on, as findings and details name it.
+fn line(n: Node<'_>) -> usize {
+    n.start_position().row + 1
+}
+
 fn pos(n: Node) -> (usize, usize) {
     let p = n.start_position();
     (p.row, p.column)

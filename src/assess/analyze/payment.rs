@@ -8,7 +8,7 @@
 
 use super::effects::Effects;
 use super::literal::shorten;
-use super::Analyzer;
+use super::{line, Analyzer};
 
 /// An IBAN: country, check digits, account, and the ISO 13616 mod-97 check.
 pub(super) fn iban(t: &str) -> bool {
@@ -92,9 +92,9 @@ impl<'t> Analyzer<'t> {
         if let Some((at, path)) = rewritten {
             let detail = format!(
                 "files found by searching ({path}) are read and written back (line {}) by a script carrying the payment details `{}` (line {}): whoever pays from them pays that account",
-                at.start_position().row + 1,
+                line(at),
                 shorten(&id),
-                id_at.start_position().row + 1
+                line(id_at)
             );
             self.add("MB951", at, detail);
         }

@@ -10,7 +10,7 @@ use super::effects::Effects;
 use super::exfil::{send_kind, SendKind};
 use super::flow::{parses_arguments, source_of, Source};
 use super::literal::shorten;
-use super::{Analyzer, Node};
+use super::{line, Analyzer, Node};
 
 /// Words of prompts that imitate another program or service.
 const IMPERSONATED: &[&str] = &[
@@ -78,10 +78,6 @@ fn parts<'t>(args: &[Node<'t>]) -> Vec<Node<'t>> {
         level = next;
     }
     out
-}
-
-fn line(n: Node<'_>) -> usize {
-    n.start_position().row + 1
 }
 
 impl<'t> Analyzer<'t> {

@@ -10,7 +10,7 @@ use std::cell::OnceCell;
 
 use super::effects::Effects;
 use super::literal::shorten;
-use super::{Analyzer, Node};
+use super::{line, Analyzer, Node};
 
 /// Where the system and browsers keep the certificates they trust.
 const TRUST_STORES: &[&str] = &[
@@ -138,10 +138,6 @@ fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
             found.hijacks.push((c.call, what));
         }
     }
-}
-
-fn line(n: Node<'_>) -> usize {
-    n.start_position().row + 1
 }
 
 impl<'t> Analyzer<'t> {
