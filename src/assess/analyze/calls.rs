@@ -26,9 +26,14 @@ pub(super) struct Call<'t> {
     via: std::cell::OnceCell<String>,
 }
 
+/// The keyword argument `name` of a call's keyword arguments `kw`.
+pub(super) fn kwarg<'t>(kw: &[(&'t str, Node<'t>)], name: &str) -> Option<Node<'t>> {
+    kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+}
+
 impl<'t> Call<'t> {
     pub fn kwarg(&self, name: &str) -> Option<Node<'t>> {
-        self.kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+        kwarg(self.kw, name)
     }
 
     /// The `i`th positional argument, or the keyword argument `name`.

@@ -7,6 +7,7 @@
 //! an API token in `Authorization`, watermarking images with a fixed notice
 //! and uploading photos are not this: the data is not the machine's own.
 
+use super::calls::kwarg;
 use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::{exfil::SendKind, line, Analyzer, CallSite, Node, F, K};
@@ -109,7 +110,7 @@ impl<'t> Analyzer<'t> {
         let lookup = q.is_some_and(|q| LOOKUPS.contains(&q))
             || (dns && matches!(method, Some("resolve" | "query")));
         if lookup {
-            let name = pos.first().copied().or_else(|| kw_of(kw, "qname"))?;
+            let name = pos.first().copied().or_else(|| kwarg(kw, "qname"))?;
             return self
                 .encoded_cargo(name, site.scope)
                 .map(|(s, at)| format!("`{}` looks up names encoding {} from `{}` (line {}): each query carries a piece of it to whoever runs the name's server", shorten(self.text(site.node)), s.describe(), shorten(self.text(at)), line(at)));
@@ -133,12 +134,12 @@ impl<'t> Analyzer<'t> {
         if !client {
             return None;
         }
-        if let Some(cookies) = kw_of(kw, "cookies") {
+        if let Some(cookies) = kwarg(kw, "cookies") {
             if let Some(found) = self.header_leak(Some("cookie"), cookies, site) {
                 return Some(found);
             }
         }
-        let headers = kw_of(kw, "headers")?;
+        let headers = kwarg(kw, "headers")?;
         let (dict, scope) = self.dict_of(headers, site.scope)?;
         self.dict_pairs(dict, scope)
             .into_iter()
@@ -306,8 +307,4 @@ impl<'t> Analyzer<'t> {
         }
         out
     }
-}
-
-fn kw_of<'t>(kw: &[(&'t str, Node<'t>)], name: &str) -> Option<Node<'t>> {
-    kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
 }

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use super::calls::kwarg;
 use super::{Analyzer, Bind, Node, F, K};
 
 /// Callers of a function record at most this many call sites, which keeps
@@ -209,7 +210,7 @@ impl<'t> Analyzer<'t> {
         callers
             .iter()
             .filter_map(|c| {
-                let by_name = c.kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+                let by_name = kwarg(c.kw, name);
                 let by_pos = index
                     .checked_sub(c.offset)
                     .and_then(|i| c.args.get(i).copied());

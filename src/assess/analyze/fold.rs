@@ -4,6 +4,7 @@
 
 use ruff_python_ast::Operator;
 
+use super::calls::kwarg;
 use super::literal::{b64decode, hexdecode, int_value, join_path, rot13, stat_const, string_value};
 use super::names::*;
 use super::{Analyzer, Bind, Node, Op, F, K};
@@ -96,10 +97,7 @@ impl<'t> Analyzer<'t> {
                 String::from_utf8(hexdecode(&arg0()?)?).ok()
             }
             "codecs.decode" | "codecs.encode" => {
-                let codec = pos
-                    .get(1)
-                    .copied()
-                    .or_else(|| kw.iter().find(|(k, _)| *k == "encoding").map(|(_, v)| *v));
+                let codec = pos.get(1).copied().or_else(|| kwarg(kw, "encoding"));
                 let codec = codec
                     .and_then(|c| self.fold(c, scope, depth + 1))
                     .unwrap_or_default();

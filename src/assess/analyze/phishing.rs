@@ -6,6 +6,7 @@
 //! password of its own service, or a login page checking a test user, does
 //! none of these.
 
+use super::calls::kwarg;
 use super::effects::Effects;
 use super::exfil::{send_kind, SendKind};
 use super::flow::{parses_arguments, source_of, Source};
@@ -186,11 +187,7 @@ impl<'t> Analyzer<'t> {
             return false;
         };
         let (pos, kw) = self.args(call);
-        let Some(prompt) = pos
-            .first()
-            .copied()
-            .or_else(|| kw.iter().find(|(k, _)| *k == "prompt").map(|(_, v)| *v))
-        else {
+        let Some(prompt) = pos.first().copied().or_else(|| kwarg(kw, "prompt")) else {
             return false;
         };
         self.reset_budget();
