@@ -95,11 +95,7 @@ impl<'t> Analyzer<'t> {
         for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
             values.extend(self.paths(*a, scope));
         }
-        let method = node
-            .child(F::Function)
-            .filter(|f| f.kind() == K::Attribute)
-            .and_then(|f| f.child(F::Attribute))
-            .map(|a| self.text(a));
+        let method = self.method_name(node);
         let body = kw.iter().any(|(k, _)| BODY_KEYWORDS.contains(k))
             || matches!(method, Some("post" | "put" | "sendto" | "sendall" | "send"));
         (values, body)
@@ -139,13 +135,10 @@ impl<'t> Analyzer<'t> {
     /// Hosts of an address range enumerated (`ip_network(...).hosts()`),
     /// and data sent to a public address named in the script.
     fn check_sweep_reported(&mut self) {
-        let sweep = self.calls.iter().find(|c| {
-            c.node
-                .child(F::Function)
-                .filter(|f| f.kind() == K::Attribute)
-                .and_then(|f| f.child(F::Attribute))
-                .is_some_and(|a| self.text(a) == "hosts")
-        });
+        let sweep = self
+            .calls
+            .iter()
+            .find(|c| self.method_name(c.node) == Some("hosts"));
         if !self.imports_module("ipaddress") {
             return;
         }

@@ -261,11 +261,10 @@ impl<'t> Analyzer<'t> {
             }
         }
         let writes = self.calls.iter().any(|c| {
-            c.node
-                .child(F::Function)
-                .filter(|f| f.kind() == K::Attribute)
-                .and_then(|f| f.child(F::Attribute))
-                .is_some_and(|a| matches!(self.text(a), "write_text" | "write" | "writelines"))
+            matches!(
+                self.method_name(c.node),
+                Some("write_text" | "write" | "writelines")
+            )
         });
         if let (Some((at, v)), Some(m), true) = (option, manifest, writes) {
             let detail = format!(
