@@ -73,6 +73,9 @@ struct Floors {
     benign_flagged: f64,
 }
 
+/// The corpus's parts under tests/fixtures/assess, in the table's order.
+const SPLITS: [&str; 3] = ["tuned", "heldout", "blind"];
+
 struct Labelled {
     family: String,
     split: &'static str,
@@ -108,7 +111,7 @@ fn expectation(p: &Path, source: &[u8]) -> Verdict {
 
 fn load_families() -> Vec<Labelled> {
     let mut out = Vec::new();
-    for split in ["tuned", "heldout", "blind"] {
+    for split in SPLITS {
         let mut families: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(split))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -270,11 +273,7 @@ fn render(cases: &[Labelled], verdicts: &[Verdict]) -> (String, Parts) {
             keys.push(k);
         }
     }
-    let order = |split: &str| {
-        ["tuned", "heldout", "blind"]
-            .iter()
-            .position(|s| *s == split)
-    };
+    let order = |split: &str| SPLITS.iter().position(|s| *s == split);
     keys.sort_by(|a, b| {
         (a.0 == "original corpus", &a.0, order(a.1)).cmp(&(
             b.0 == "original corpus",
