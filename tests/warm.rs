@@ -215,3 +215,27 @@ fn a_zygote_forks_at_most_its_bound_and_refuses_a_preload_it_cannot_import() {
     };
     assert!(e.contains("no_such_module_here"), "{e}");
 }
+
+/// A zygote started without waiting (as a pool starts the next one ahead): its first
+/// fork waits for the preloads, and a preload it cannot import fails that fork with
+/// the import's error rather than at the start.
+#[test]
+fn a_zygote_started_ahead_serves_once_ready_and_reports_its_failed_preload_at_the_fork() {
+    let s = sandbox();
+    let mut z = s.start_zygote(&["json".to_string()], 1).unwrap();
+    let code = Code::inline("import sys\nprint('json' in sys.modules)").unwrap();
+    let warm = s.prepare_warm_forked(&mut z).unwrap();
+    let (run, _) = match warm.run(&s, &code, &[], Io::capture(), &maibox::Timeline::new()) {
+        Ok(done) => done,
+        Err(_) => panic!("the forked sandbox could not serve"),
+    };
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "True\n");
+    let mut bad = s
+        .start_zygote(&["no_such_module_here".to_string()], 1)
+        .expect("starting does not wait for the preloads");
+    let e = match s.prepare_warm_forked(&mut bad) {
+        Ok(_) => panic!("a zygote whose preload cannot be imported forked"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("no_such_module_here"), "{e}");
+}

@@ -44,6 +44,20 @@ struct Inner {
     dead: Vec<Warm>,
 }
 
+/// `warm_mode: fork`: a refill thread's zygote, and the one that replaces it when it
+/// is spent, started [`PRESTART`] forks ahead.
+#[derive(Default)]
+struct Zygotes {
+    current: Option<Zygote>,
+    next: Option<Zygote>,
+}
+
+/// How many forks before a zygote is spent its successor starts. A zygote takes 20
+/// to 40 ms of a CPU to start and import the default preloads, during which a refill
+/// thread that waited for it prepared nothing (the pool ran empty under load); a few
+/// forks ahead, that start overlaps the current zygote's last forks instead.
+const PRESTART: usize = 4;
+
 /// A sandbox [`Pool::take`] gave, counted as serving its request until this is
 /// dropped (even by a panic): then the refill it held back may start.
 pub struct Serving<'p>(&'p Pool);
@@ -165,8 +179,8 @@ impl Pool {
 
     fn refill(&self) {
         let mut failures = 0u32;
-        // `warm_mode: fork`: this thread's zygote, its child, which dies with it.
-        let mut zygote = None;
+        // `warm_mode: fork`: this thread's zygotes, its children, which die with it.
+        let mut zygotes = Zygotes::default();
         loop {
             let mut inner = self.lock();
             let mut old = std::mem::take(&mut inner.dead);
@@ -192,7 +206,7 @@ impl Pool {
             inner.preparing += 1;
             drop(inner);
             drop(old);
-            let made = self.prepare(&mut zygote);
+            let made = self.prepare(&mut zygotes);
             let mut inner = self.lock();
             inner.preparing -= 1;
             match made {
@@ -216,23 +230,35 @@ impl Pool {
     /// One warm sandbox: its interpreter started in it, or forked from this thread's
     /// zygote, which is replaced once it has forked `zygote_forks` interpreters, or
     /// after a failure.
-    fn prepare(&self, zygote: &mut Option<Zygote>) -> Result<Warm, crate::Error> {
+    fn prepare(&self, zygotes: &mut Zygotes) -> Result<Warm, crate::Error> {
         if self.mode == WarmMode::Strict {
             return self.sandbox.prepare_warm(&self.preload);
         }
-        let z = match zygote {
-            Some(z) if !z.spent() => z,
-            _ => {
-                // The spent one ends before the next starts.
-                *zygote = None;
-                zygote.insert(self.sandbox.zygote(&self.preload, self.zygote_forks)?)
-            }
+        if zygotes.current.as_ref().is_none_or(Zygote::spent) {
+            // The spent one ends before its successor takes over.
+            zygotes.current = None;
+            let next = match zygotes.next.take() {
+                Some(z) => z,
+                None => self.start_zygote()?,
+            };
+            zygotes.current = Some(next);
+        }
+        let Some(z) = zygotes.current.as_mut() else {
+            return Err(crate::Error::Invalid("no zygote".into()));
         };
         let made = self.sandbox.prepare_warm_forked(z);
         if made.is_err() {
-            *zygote = None;
+            zygotes.current = None;
+        } else if z.left() <= PRESTART && zygotes.next.is_none() {
+            // Its successor imports the preloads while this one forks its last: a
+            // failure to start it shows when it is needed (started again then).
+            zygotes.next = self.start_zygote().ok();
         }
         made
+    }
+
+    fn start_zygote(&self) -> Result<Zygote, crate::Error> {
+        self.sandbox.start_zygote(&self.preload, self.zygote_forks)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -99,6 +99,15 @@ impl Sandbox {
             .map_err(|e| Error::Invalid(format!("starting a zygote: {e}")))
     }
 
+    /// As [`Sandbox::zygote`], but returns while the zygote imports `preload`: its
+    /// first fork waits for that, and fails with the import's error.
+    pub fn start_zygote(&self, preload: &[String], forks: usize) -> Result<Zygote, Error> {
+        let mut notices = Notices::new(None);
+        let policy = self.policy_for(self.level(), &mut notices)?;
+        Zygote::start(&policy, preload, forks)
+            .map_err(|e| Error::Invalid(format!("starting a zygote: {e}")))
+    }
+
     fn prepare_warm_with(
         &self,
         preload: &[String],

@@ -47,6 +47,8 @@ pub struct Zygote {
     ctl: OwnedFd,
     forks: usize,
     limit: usize,
+    /// Whether it said it imported its preloads ([`Zygote::start`] does not wait).
+    ready: bool,
 }
 
 /// What every fork of a zygote applies to itself (zygote.py reads it).
@@ -113,6 +115,16 @@ impl Zygote {
     /// Starts a zygote for `policy`'s level that imports `preload`, and waits until
     /// it has; it forks at most `limit` interpreters.
     pub fn spawn(policy: &Policy, preload: &[String], limit: usize) -> Result<Zygote, SetupError> {
+        let mut z = Zygote::start(policy, preload, limit)?;
+        z.wait_ready()?;
+        Ok(z)
+    }
+
+    /// Starts a zygote as [`Zygote::spawn`] does, but returns while it imports its
+    /// preloads: its first fork waits for them (and fails with their error). A pool
+    /// starts the next zygote this way before the current one is spent, so that its
+    /// tens of milliseconds of start never stall the refill.
+    pub fn start(policy: &Policy, preload: &[String], limit: usize) -> Result<Zygote, SetupError> {
         if let Some(why) = unsupported(policy) {
             return Err(SetupError::new(
                 Step::Zygote,
@@ -134,13 +146,22 @@ impl Zygote {
             ctl,
             forks: 0,
             limit,
+            ready: false,
         };
         z.feed()?;
         let text = serde_json::to_vec(&spec).step(Step::Zygote, "encode the zygote's spec")?;
         nix::sys::socket::send(z.ctl.as_raw_fd(), &text, MsgFlags::empty())
             .step(Step::Zygote, "send the zygote its spec")?;
-        z.answer(READY_TIMEOUT, "import the preloads")?;
         Ok(z)
+    }
+
+    /// Waits (once) until the zygote has imported its preloads.
+    fn wait_ready(&mut self) -> Result<(), SetupError> {
+        if !self.ready {
+            self.answer(READY_TIMEOUT, "import the preloads")?;
+            self.ready = true;
+        }
+        Ok(())
     }
 
     /// Writes the script to the zygote's stdin and closes it.
@@ -166,6 +187,11 @@ impl Zygote {
         self.forks
     }
 
+    /// How many more interpreters it may fork.
+    pub fn left(&self) -> usize {
+        self.limit.saturating_sub(self.forks)
+    }
+
     /// Forks an interpreter into the sandbox whose descriptors `fds` names (see
     /// `engine::adopt`), with `rlimits`; returns once the fork is in the sandbox's
     /// namespaces and cgroup. The fork reports its confinement on the sandbox's
@@ -184,6 +210,7 @@ impl Zygote {
                 ),
             ));
         }
+        self.wait_ready()?;
         self.forks += 1;
         let names: Vec<&str> = fds.iter().map(|(n, _)| n.as_str()).collect();
         let msg = serde_json::json!({ "fds": names, "rlimits": rlimits });
