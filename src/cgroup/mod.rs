@@ -200,7 +200,26 @@ fn group_name(run_id: &str) -> String {
 /// times with them do not).
 pub fn owner_tag() -> String {
     let pid = std::process::id();
-    format!("{pid}-{}", process_start_time(pid).unwrap_or(0))
+    format!("{pid}-{}", own_start_time(pid))
+}
+
+/// This process's start time, read once per pid: a server names, and checks the
+/// owner of, several cgroups and directories for every sandbox it prepares, and
+/// each read of /proc/PID/stat costs tens of microseconds. Keyed by the pid, since
+/// a forked child is another process with another start time; atomics rather than
+/// a lock, which a child forked while another thread held it could never take.
+fn own_start_time(pid: u32) -> u64 {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    static PID: AtomicU32 = AtomicU32::new(0);
+    static START: AtomicU64 = AtomicU64::new(0);
+    if PID.load(Ordering::Acquire) == pid {
+        return START.load(Ordering::Relaxed);
+    }
+    let start = process_start_time(pid).unwrap_or(0);
+    // The start first: a reader that sees this pid sees its start.
+    START.store(start, Ordering::Relaxed);
+    PID.store(pid, Ordering::Release);
+    start
 }
 
 /// Whether the owner named by an `owner_tag()` at the start of `rest` still runs.
@@ -213,6 +232,10 @@ pub fn tag_owner_alive(rest: &str) -> bool {
     let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
         return true;
     };
+    if pid == std::process::id() {
+        // The server's own sandboxes, most of what a sweep finds: no /proc read.
+        return own_start_time(pid) == start;
+    }
     process_start_time(pid) == Some(start)
 }
 
@@ -542,7 +565,9 @@ pub fn cleanup_stale(layout: &Layout, cfg: &CgroupConfig) -> usize {
         };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("run-") && e.path().is_dir() && !owner_alive(&name) {
+            // The entry's type comes with the listing: no stat per group.
+            let dir = e.file_type().is_ok_and(|t| t.is_dir());
+            if name.starts_with("run-") && dir && !owner_alive(&name) {
                 let dirs = BTreeMap::from([("stale".to_string(), e.path())]);
                 match layout {
                     Layout::V2 { .. } => v2::kill_all(&dirs),
@@ -590,4 +615,31 @@ pub(crate) fn procs(dir: &Path) -> Vec<i32> {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The owner check tells a live owner from a dead one, and this process's own
+    /// tag (answered without reading /proc) from the same pid with another start
+    /// time (a reused pid: a dead owner).
+    #[test]
+    fn owner_tags_tell_the_living_from_the_dead() {
+        let own = owner_tag();
+        assert!(tag_owner_alive(&format!("{own}-run")), "{own}");
+        let pid = std::process::id();
+        let start = process_start_time(pid).expect("own /proc/PID/stat");
+        assert_eq!(own, format!("{pid}-{start}"));
+        assert!(!tag_owner_alive(&format!("{pid}-{}-run", start + 1)));
+        // A process that has exited and been reaped: its tag names a dead owner.
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let gone = child.id();
+        child.wait().expect("wait true");
+        assert!(!tag_owner_alive(&format!("{gone}-1-run")));
+        // Not a tag: counted alive, never removed.
+        assert!(tag_owner_alive("not-a-tag"));
+    }
 }
