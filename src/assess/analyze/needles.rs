@@ -52,6 +52,8 @@ pub(super) const FOREIGN_DB: u16 = 1 << 7;
 pub(super) const PASSWORD_FORM: u16 = 1 << 8;
 /// [`PROXY_VARIABLES`].
 pub(super) const PROXY_VAR: u16 = 1 << 9;
+/// [`super::covert::DROP_SERVICES`].
+pub(super) const DROP_SERVICE: u16 = 1 << 10;
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -62,7 +64,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 10] = [
+    let lists: [(&[&'static str], u16); 11] = [
         (METADATA_HOSTS, METADATA),
         (CREDENTIAL_PATHS, CREDENTIAL),
         (&["/dev/tcp/", "/dev/udp/"], DEV_TCP),
@@ -73,6 +75,7 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (super::database::FOREIGN_DATABASES, FOREIGN_DB),
         (PASSWORD_FIELDS, PASSWORD_FORM),
         (PROXY_VARIABLES, PROXY_VAR),
+        (super::covert::DROP_SERVICES, DROP_SERVICE),
     ];
     lists
         .iter()
