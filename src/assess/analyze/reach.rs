@@ -14,7 +14,7 @@ const MAX_TEXTS: usize = 48;
 /// Levels of names followed to find the container a name holds.
 const BIND_DEPTH: usize = 4;
 
-/// Module-level values folded for [`Analyzer::constant_texts`].
+/// Module-level values folded for [`Analyzer::first_constant_text`].
 const MAX_CONSTANTS: usize = 256;
 
 impl<'t> Analyzer<'t> {
@@ -81,15 +81,23 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    /// The script's constant texts: its string literals (decoded) and the
-    /// module-level names whose values fold to one string (`"a" + "@" +
-    /// "b"`, `"".join(parts)`), in source order: what fixed addresses or
-    /// account numbers a script carries, however it spells them.
-    pub(super) fn constant_texts(&self) -> Vec<(Node<'t>, String)> {
-        let mut out: Vec<(Node<'t>, String)> = self
+    /// The first of the script's constant texts, in source order, that
+    /// `want` accepts: its string literals (decoded) and the module-level
+    /// names whose values fold to one string (`"a" + "@" + "b"`,
+    /// `"".join(parts)`): what fixed addresses or account numbers a script
+    /// carries, however it spells them. Only the match is copied: the mail
+    /// and payment families each copied every literal of the file.
+    pub(super) fn first_constant_text(
+        &self,
+        want: impl Fn(&str) -> bool,
+    ) -> Option<(Node<'t>, String)> {
+        // On a tie a literal wins, then the binding met first: the order of
+        // the sorted list this replaces (literals, then bindings, stable).
+        let mut best: Option<(Node<'t>, String)> = self
             .literals()
-            .filter_map(|(n, v)| v.map(|v| (n, v.to_string())))
-            .collect();
+            .filter_map(|(n, v)| v.filter(|v| want(v)).map(|v| (n, v)))
+            .min_by_key(|(n, _)| n.start_byte())
+            .map(|(n, v)| (n, v.to_string()));
         let mut folded = 0;
         for per_scope in self.binds.values() {
             let Some((_, list)) = per_scope.first().filter(|(s, _)| *s == 0) else {
@@ -102,14 +110,19 @@ impl<'t> Analyzer<'t> {
                     continue;
                 }
                 folded += 1;
+                let earlier = best
+                    .as_ref()
+                    .is_none_or(|(n, _)| v.start_byte() < n.start_byte());
+                if !earlier {
+                    continue;
+                }
                 self.reset_budget();
-                if let Some(t) = self.fold(v, s, 0) {
-                    out.push((v, t));
+                if let Some(t) = self.fold(v, s, 0).filter(|t| want(t)) {
+                    best = Some((v, t));
                 }
             }
         }
-        out.sort_by_key(|(n, _)| n.start_byte());
-        out
+        best
     }
 
     /// The dictionary literal an expression is, or a name is bound to.

@@ -8,6 +8,7 @@
 
 use super::literal::shorten;
 use super::names::{METADATA_HOSTS, SHELL_FUNCS, SUBPROCESS};
+use super::needles::METADATA;
 use super::{exfil::SendKind, Analyzer, Bind, Node, F, K};
 
 /// Keyword arguments that carry a request's body.
@@ -81,10 +82,16 @@ impl<'t> Analyzer<'t> {
 
     /// Whether the script imports `module` (or names from it).
     pub(super) fn imports_module(&self, module: &str) -> bool {
+        self.imports_any_module(&[module])
+    }
+
+    /// Whether the script imports one of `modules`: one walk over every
+    /// binding of the file, where asking for each module walked it again.
+    pub(super) fn imports_any_module(&self, modules: &[&str]) -> bool {
         self.binds.values().flatten().any(|(_, list)| {
-            list.iter().any(
-                |(_, b)| matches!(b, Bind::Module(m, _) if m.split('.').next() == Some(module)),
-            )
+            list.iter().any(|(_, b)| {
+                matches!(b, Bind::Module(m, _) if m.split('.').next().is_some_and(|top| modules.contains(&top)))
+            })
         })
     }
 
@@ -103,13 +110,14 @@ impl<'t> Analyzer<'t> {
 
     /// A metadata host is named and a request with a body goes elsewhere.
     fn check_metadata_sent(&mut self) {
-        let named = self.literals().find(|(_, v)| {
-            v.is_some_and(|v| {
-                let l = v.to_ascii_lowercase();
-                METADATA_HOSTS.iter().any(|h| l.contains(h))
-            })
-        });
-        let Some(at) = named.map(|(n, _)| super::pos(n)) else {
+        // The needle bits of the literals, lower-cased once for all the
+        // families, instead of lower-casing and searching each one again.
+        let lowered = self.lowered();
+        let named = self
+            .literals()
+            .zip(&lowered.found)
+            .find(|((_, v), found)| v.is_some() && *found & METADATA != 0);
+        let Some(at) = named.map(|((n, _), _)| super::pos(n)) else {
             return;
         };
         let sends: Vec<_> = self.sends.clone();

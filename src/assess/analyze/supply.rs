@@ -248,6 +248,17 @@ impl<'t> Analyzer<'t> {
         let Some(walk) = self.signs.enumerates else {
             return;
         };
+        // The writes first: without one nothing is poisoned, and no literal
+        // needs lower-casing.
+        let writes = self.calls.iter().any(|c| {
+            matches!(
+                self.method_name(c.node),
+                Some("write_text" | "write" | "writelines")
+            )
+        });
+        if !writes {
+            return;
+        }
         let (mut option, mut manifest) = (None, None);
         for (s, v) in self.literals() {
             let Some(v) = v else {
@@ -260,13 +271,7 @@ impl<'t> Analyzer<'t> {
                 manifest.get_or_insert(s);
             }
         }
-        let writes = self.calls.iter().any(|c| {
-            matches!(
-                self.method_name(c.node),
-                Some("write_text" | "write" | "writelines")
-            )
-        });
-        if let (Some((at, v)), Some(m), true) = (option, manifest, writes) {
+        if let (Some((at, v)), Some(m)) = (option, manifest) {
             let detail = format!(
                 "walks files (line {}), names dependency manifests (line {}) and writes files with the index option {:?}",
                 walk.start_position().row + 1,
