@@ -79,7 +79,7 @@ pub static RULES: &[Rule] = &[
     r("MB203", High, "setuid/setgid permission bit", "Setting the setuid/setgid bit creates a privilege-escalation vector.", Some("CWE-732"), None),
     r("MB103", Medium, "world-writable permission", "chmod with world-writable bits lets any user modify the file.", Some("CWE-732"), Some("B103")),
     r("MB204", High, "sudo/su invocation", "The script tries to gain root through sudo, su, pkexec or doas.", Some("CWE-250"), None),
-    r("MB205", High, "credential file access", "Paths of SSH keys, /etc/shadow, cloud or tool credentials appear in the code.", Some("CWE-522"), None),
+    r("MB205", High, "credential file access", "Paths of system credential stores (/etc/shadow, /etc/sudoers), of keys and credentials in other users' homes or matched by a pattern, and of browser and keyring stores appear in the code.", Some("CWE-522"), None),
     r("MB206", High, "cloud metadata endpoint", "169.254.169.254 and friends hand out cloud credentials to any process that asks.", Some("CWE-918"), None),
     r("MB207", High, "raw socket", "SOCK_RAW / AF_PACKET sockets sniff or forge traffic and need privileges.", Some("CWE-250"), None),
     r("MB208", High, "system administration command", "Commands that add users, change firewall or kernel state, or edit crontabs.", Some("CWE-250"), None),
@@ -95,6 +95,7 @@ pub static RULES: &[Rule] = &[
     r("MB219", High, "database account made all-powerful", "A database role or user is created or altered with SUPERUSER, or given every privilege (GRANT ALL, WITH GRANT OPTION): an account that can read and change everything, often named to pass for a system one. Granting a service the tables it uses is not this.", Some("CWE-269"), None),
     r("MB220", High, "root certificate trusted", "A certificate is put into the system's or a browser's trust store (ca-certificates, ca-trust anchors, an NSS database, update-ca-certificates, certutil -A): whoever holds its key can read and change every TLS connection of the machine. A test CA kept in the project's own files is not this.", Some("CWE-295"), None),
     r("MB221", High, "cloud account opened up", "One change to a cloud account that hands out access (an administrator policy, a key for another user, an owner binding), opens a resource to the whole internet (ingress from 0.0.0.0/0, a public bucket), launches machines whose start-up script fetches code, or copies buckets to a fixed one. An administrator may mean it; it deserves a look before it runs.", Some("CWE-284"), None),
+    r("MB222", Medium, "the user's own login credentials named", "The path of a file a client tool logs in with (an SSH key, ~/.aws/credentials, .netrc, a kubeconfig) in the current user's home: the script may read or rewrite it to log in as that user. System credential stores, other users' homes and patterns over keys are MB205; its contents sent anywhere are exfiltration.", Some("CWE-522"), None),
     r("MB212", High, "keyboard capture", "Global keyboard listeners are keylogger building blocks.", Some("CWE-200"), None),
     // --- network and native code ----------------------------------------------------
     r("MB401", Medium, "socket creation", "The script opens network sockets directly.", Some("CWE-200"), None),
