@@ -40,14 +40,20 @@ impl<'t> Analyzer<'t> {
             let Some((paths, update)) = self.corrupted_paths(m, obj, site.scope) else {
                 continue;
             };
-            let Some(path) = paths.into_iter().find(|p| {
-                p.contains('*')
-                    && !p.starts_with("<tmp:")
-                    && (update || read.get_or_insert_with(|| self.paths_read()).contains(p))
-            }) else {
+            let mut searched = paths
+                .into_iter()
+                .filter(|p| p.contains('*') && !p.starts_with("<tmp:"))
+                .peekable();
+            if searched.peek().is_none() {
+                continue;
+            }
+            // The junk first: reading every call's paths costs more.
+            let Some(junk) = self.junk(data, site.scope) else {
                 continue;
             };
-            if let Some(junk) = self.junk(data, site.scope) {
+            let found_file = searched
+                .find(|p| update || read.get_or_insert_with(|| self.paths_read()).contains(p));
+            if let Some(path) = found_file {
                 found = Some((site.node, path, junk));
                 break;
             }

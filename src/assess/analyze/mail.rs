@@ -195,10 +195,9 @@ impl<'t> Analyzer<'t> {
         // Deletions first: they are rare, and only then are searches read.
         let deletes = self.calls.iter().find(|c| match self.method_name(c.node) {
             Some("expunge" | "trash" | "batchDelete" | "dele") => true,
-            Some("store" | "copy" | "move" | "uid") => {
-                let t = self.text(c.node).to_ascii_lowercase();
-                t.contains("\\deleted") || t.contains("trash")
-            }
+            // IMAP's flag; `copy`/`move` to a bin are left out: `shutil`'s
+            // are everywhere and reading each would cost every script.
+            Some("store") => self.text(c.node).to_ascii_lowercase().contains("\\deleted"),
             _ => false,
         })?;
         let (search, word) = self.calls.iter().find_map(|c| {
