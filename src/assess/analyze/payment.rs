@@ -69,10 +69,13 @@ impl<'t> Analyzer<'t> {
     /// The line where the script makes an IBAN of its own: one built at run
     /// time from parts, so that no literal in it passes the check.
     fn builds_iban(&self) -> Option<String> {
-        // One pass over the whole text for "97" (memchr-fast), then only
-        // the lines holding one are read.
+        // One pass over the whole text for `%` (a char pattern: memchr),
+        // then only the lines where `% 97` follows are read.
         let src = self.src;
-        let start = src.match_indices("97").find_map(|(at, _)| {
+        let start = src.match_indices('%').find_map(|(at, _)| {
+            if !src[at + 1..].trim_start().starts_with("97") {
+                return None;
+            }
             let start = src[..at].rfind('\n').map_or(0, |i| i + 1);
             let end = src[at..].find('\n').map_or(src.len(), |i| at + i);
             iban_check_digits(&src[start..end]).then_some(start)
