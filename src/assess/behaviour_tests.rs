@@ -199,8 +199,10 @@ fn distinct_attack_steps_escalate_and_one_step_does_not() {
 fn key_files_used_to_log_in_are_not_exfiltration() {
     let login = "import os\nimport paramiko\nkey = os.path.expanduser('~/.ssh/id_ecdsa')\nc = paramiko.SSHClient()\nc.connect('ci.example.org', username='ci', key_filename=key)\nprint(c.exec_command('df -h')[1].read())\n";
     let a = run(login);
-    assert!(rules(&a).contains(&"MB205"), "{:?}", a.findings);
-    assert_eq!(a.verdict, Verdict::High, "{:?}", a.findings);
+    // The user's own login key, used to log in: MEDIUM (MB222), not the
+    // HIGH the seeds keep for system stores and other users' keys.
+    assert!(rules(&a).contains(&"MB222"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Medium, "{:?}", a.findings);
     // Another credential named besides the login key: still the coarse MB904.
     let more = format!("{login}print(open(os.path.expanduser('~/.aws/credentials')).read())\n");
     assert_eq!(run(&more).verdict, Verdict::Blocked);

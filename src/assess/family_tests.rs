@@ -42,10 +42,13 @@ const TARGET: Floors = Floors {
 /// What the blind batches reach, so that a regression fails: the sixth (50 scripts,
 /// blind/BATCH6.md) scored at 0eff289, before the sixth round of rules:
 /// 22 of 32, 15 of 27, 1 of 18; after them (merged at b84ada8): 24 of 32, 20 of
-/// 27, 1 of 18.
+/// 27, 1 of 18. From the seventh round on the sixth batch is tuned on (its
+/// misses read and fixed, on samples of their own written first): 29 of 32,
+/// 25 of 27, 0 of 18. The floor rises with it; it no longer measures
+/// generalisation, only regression.
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.75,
-    blocked_recall: 0.74,
+    recall: 0.90,
+    blocked_recall: 0.92,
     benign_flagged: 0.06,
 };
 
@@ -60,11 +63,13 @@ const BLIND_FLOOR: Floors = Floors {
 /// of 36, 15 of 29, 1 of 18). After the fifth round of rules, written on the
 /// helper's own samples of four of those families and never on the batch: 118
 /// of 122, 107 of 111, 3 of 71 (the batch: 33 of 36, 26 of 29, 2 of 18; the
-/// new benign flag is a development login page, MB946).
+/// new benign flag is a development login page, MB946). In the seventh round
+/// an SSH client naming its own login key went from HIGH to MEDIUM (MB222):
+/// 2 of 71 benign flagged.
 const HELD_OUT_FLOOR: Floors = Floors {
     recall: 0.96,
     blocked_recall: 0.96,
-    benign_flagged: 0.05,
+    benign_flagged: 0.03,
 };
 
 struct Floors {

@@ -32,6 +32,8 @@ mod behaviour5_tests;
 #[cfg(test)]
 mod behaviour6_tests;
 #[cfg(test)]
+mod behaviour7_tests;
+#[cfg(test)]
 mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;

@@ -222,9 +222,12 @@ impl<'t> Analyzer<'t> {
                     "launches instances whose start-up script fetches code",
                 )
             }
-            "copy_object"
+            "copy_object" | "put_object" | "upload_fileobj" | "upload_file"
                 if lists_buckets
-                    && kwarg("Bucket").is_some_and(|b| self.fold(b, site.scope, 0).is_some()) =>
+                    && (m == "copy_object" || self.reads_objects())
+                    && kwarg("Bucket")
+                        .or_else(|| pos.get(1).copied())
+                        .is_some_and(|b| self.fold(b, site.scope, 0).is_some()) =>
             {
                 (
                     Abuse::Copy,
@@ -234,6 +237,12 @@ impl<'t> Analyzer<'t> {
             _ => return None,
         };
         Some((kind, what.into()))
+    }
+
+    /// Objects read back out of storage (`get_object`, `download_fileobj`):
+    /// with a listing of the buckets, a put to a fixed bucket is a copy.
+    fn reads_objects(&self) -> bool {
+        self.calls_method("get_object") || self.calls_method("download_fileobj")
     }
 
     /// A user name that is not the caller's own: a literal, or anything

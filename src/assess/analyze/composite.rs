@@ -162,7 +162,7 @@ impl Step {
 fn step_of(rule: &str) -> Option<Step> {
     match rule {
         "MB202" | "MB203" | "MB204" | "MB210" => Some(Step::Privilege),
-        "MB205" | "MB206" | "MB212" => Some(Step::Collection),
+        "MB205" | "MB206" | "MB212" | "MB222" => Some(Step::Collection),
         "MB102" | "MB307" | "MB110" | "MB415" => Some(Step::HiddenCode),
         "MB211" => Some(Step::Concealment),
         _ => None,

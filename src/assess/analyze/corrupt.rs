@@ -29,6 +29,10 @@ impl<'t> Analyzer<'t> {
     /// MB953 over the writes into files found by searching.
     pub(super) fn check_corruption(&mut self) {
         let mut found = None;
+        // What the script reads, made at the first candidate: a file
+        // written whole (`"w"`) is one the script found only if it read it
+        // too; otherwise it is a new file with a computed name.
+        let mut read: Option<Vec<String>> = None;
         for site in &self.calls {
             // The method first: a write of some kind is all this family
             // reads, and most calls are not one.
@@ -45,29 +49,23 @@ impl<'t> Analyzer<'t> {
                 continue;
             };
             self.reset_budget();
-            let paths = match m {
-                "write" | "writelines" => self.opened_for_writing(obj, site.scope),
-                "writerow" | "writerows" => self
-                    .bound_value(obj, site.scope, |v| {
-                        v.kind() == K::Call
-                            && self
-                                .callee(v, site.scope)
-                                .is_some_and(|q| TABLE_WRITERS.contains(&&*q))
-                    })
-                    .and_then(|(w, s)| {
-                        let file = *self.args(w).0.first()?;
-                        self.opened_for_writing(file, s)
-                    }),
-                "write_bytes" | "write_text" => Some(self.paths(obj, site.scope)),
-                _ => None,
-            };
-            let Some(path) = paths.and_then(|p| {
-                p.into_iter()
-                    .find(|p| p.contains('*') && !p.starts_with("<tmp:"))
-            }) else {
+            let Some((paths, update)) = self.corrupted_paths(m, obj, site.scope) else {
                 continue;
             };
-            if let Some(junk) = self.junk(data, site.scope) {
+            let mut searched = paths
+                .into_iter()
+                .filter(|p| p.contains('*') && !p.starts_with("<tmp:"))
+                .peekable();
+            if searched.peek().is_none() {
+                continue;
+            }
+            // The junk first: reading every call's paths costs more.
+            let Some(junk) = self.junk(data, site.scope) else {
+                continue;
+            };
+            let found_file = searched
+                .find(|p| update || read.get_or_insert_with(|| self.paths_read()).contains(p));
+            if let Some(path) = found_file {
                 found = Some((site.node, path, junk));
                 break;
             }
@@ -80,11 +78,44 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    /// The paths of a file object opened for writing or update.
-    fn opened_for_writing(&self, f: Node<'t>, scope: usize) -> Option<Vec<String>> {
+    /// The paths a write method `m` on `obj` writes, and whether they were
+    /// opened for update (`"r+"`: the file must exist already).
+    fn corrupted_paths(&self, m: &str, obj: Node<'t>, scope: usize) -> Option<(Vec<String>, bool)> {
+        match m {
+            "write" | "writelines" => self.opened_for_writing(obj, scope),
+            "writerow" | "writerows" => self
+                .bound_value(obj, scope, |v| {
+                    v.kind() == K::Call
+                        && self
+                            .callee(v, scope)
+                            .is_some_and(|q| TABLE_WRITERS.contains(&&*q))
+                })
+                .and_then(|(w, s)| {
+                    let file = *self.args(w).0.first()?;
+                    self.opened_for_writing(file, s)
+                }),
+            "write_bytes" | "write_text" => Some((self.paths(obj, scope), false)),
+            _ => None,
+        }
+    }
+
+    /// Every path the script's calls read.
+    pub(super) fn paths_read(&self) -> Vec<String> {
+        self.calls
+            .iter()
+            .flat_map(|c| {
+                let q = self.callee(c.node, c.scope);
+                self.read_paths(q.as_deref(), c.node, c.scope)
+            })
+            .collect()
+    }
+
+    /// The paths of a file object opened for writing or update, and whether
+    /// for update.
+    fn opened_for_writing(&self, f: Node<'t>, scope: usize) -> Option<(Vec<String>, bool)> {
         self.opened(f, scope, 0)
             .filter(|(_, mode)| mode.contains(['w', '+']))
-            .map(|(p, _)| p)
+            .map(|(p, mode)| (p, mode.contains('+')))
     }
 
     /// What makes written data junk: random bytes or values, one byte

@@ -74,6 +74,11 @@ pub(super) const DROP_SERVICES: &[&str] = &[
     "anonfiles",
 ];
 
+/// Methods of HTTP clients and sessions named after the request they send.
+const HTTP_VERBS: &[&str] = &[
+    "get", "head", "options", "delete", "post", "put", "patch", "request", "stream",
+];
+
 /// Programs that send a name or a pattern given on their command line.
 const PROBE_PROGRAMS: &[&str] = &["dig", "nslookup", "host", "ping", "drill"];
 
@@ -130,9 +135,7 @@ impl<'t> Analyzer<'t> {
         if let Some(what) = self.icmp_payload(site, q, method) {
             return Some(what);
         }
-        let client = q.is_some_and(super::names::is_network_client)
-            || super::exfil::send_kind(q, method) == Some(SendKind::Method);
-        if !client {
+        if !self.http_request(q, method, kw) {
             return None;
         }
         if let Some(cookies) = kwarg(kw, "cookies") {
@@ -145,6 +148,21 @@ impl<'t> Analyzer<'t> {
         self.dict_pairs(dict, scope)
             .into_iter()
             .find_map(|(k, v)| self.header_leak(k.as_deref(), v, site))
+    }
+
+    /// Whether a call makes an HTTP request (or builds one): a network
+    /// client, a send method, or an HTTP verb given `headers=` or
+    /// `cookies=` whatever it is called on (a session kept in an attribute
+    /// or handed in as a parameter resolves to nothing; `dict.get` takes
+    /// neither keyword).
+    fn http_request(&self, q: Option<&str>, method: Option<&str>, kw: &[(&str, Node<'t>)]) -> bool {
+        let verb = method.is_some_and(|m| HTTP_VERBS.contains(&m));
+        q.is_some_and(super::names::is_network_client)
+            || matches!(
+                super::exfil::send_kind(q, method),
+                Some(SendKind::Method | SendKind::Client)
+            )
+            || (verb && (kwarg(kw, "headers").is_some() || kwarg(kw, "cookies").is_some()))
     }
 
     /// Data encoded into a header that is not a credential or a digest.

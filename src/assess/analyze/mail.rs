@@ -77,6 +77,9 @@ impl<'t> Analyzer<'t> {
         if let Some((at, detail)) = self.mailbox_shipped() {
             self.add("MB950", at, detail);
         }
+        if let Some((at, detail)) = self.alerts_deleted() {
+            self.add("MB223", at, detail);
+        }
     }
 
     /// The address in a recipe that redirects, else the first address the
@@ -129,7 +132,10 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Whole messages fetched from a mailbox (`RFC822`, `BODY[]`, POP3
-    /// `retr`) and sent on over the network.
+    /// `retr`) and sent on over the network: their contents followed to a
+    /// send, or, when they are packed on the way (a zip, an mbox file, an
+    /// attachment the data flow does not follow), mail sent to an address
+    /// the script fixes ([`Analyzer::fixed_address`]).
     fn mailbox_shipped(&self) -> Option<(Node<'t>, String)> {
         let whole = self.calls.iter().find(|c| match self.method_name(c.node) {
             Some("retr") => true,
@@ -159,5 +165,90 @@ impl<'t> Analyzer<'t> {
                 );
                 Some((s.node, detail))
             })
+            .or_else(|| {
+                // The fixed address is looked for only now (see check_mail).
+                let fixed = self.fixed_address()?;
+                self.mailed_to_fixed(whole.node, &fixed)
+            })
+    }
+
+    /// Mail sent (`sendmail`, `send_message`) by a script that fetches whole
+    /// messages and fixes a recipient: the mailbox, however packed, goes to
+    /// that address. A digest of headers fetches no whole message.
+    fn mailed_to_fixed(
+        &self,
+        whole: Node<'t>,
+        fixed: &(Node<'t>, String),
+    ) -> Option<(Node<'t>, String)> {
+        let sent = self
+            .sends
+            .iter()
+            .find(|s| matches!(self.method_name(s.node), Some("sendmail" | "send_message")))?;
+        let (addr_at, addr) = fixed;
+        let detail = format!(
+            "`{}` mails to the address the script fixes (`{}`, line {}), and the script fetches whole messages (line {}): the mailbox is copied to someone else",
+            shorten(self.text(sent.node)),
+            address_in(addr).map_or_else(|| shorten(addr), shorten),
+            line(*addr_at),
+            line(whole)
+        );
+        Some((sent.node, detail))
+    }
+
+    /// MB223: messages that match a search for an account's security
+    /// notices (sign-in alerts, password changes, codes, new forwarding)
+    /// deleted or moved to the bin. Whoever takes an account over hides
+    /// these from its owner; clearing newsletters searches other words.
+    fn alerts_deleted(&self) -> Option<(Node<'t>, String)> {
+        // Deletions first: they are rare, and only then are searches read.
+        let deletes = self.calls.iter().find(|c| match self.method_name(c.node) {
+            Some("expunge" | "trash" | "batchDelete" | "dele") => true,
+            // IMAP's flag; `copy`/`move` to a bin are left out: `shutil`'s
+            // are everywhere and reading each would cost every script.
+            Some("store") => self.text(c.node).to_ascii_lowercase().contains("\\deleted"),
+            _ => false,
+        })?;
+        let (search, word) = self.calls.iter().find_map(|c| {
+            let m = self.method_name(c.node)?;
+            if !matches!(m, "search" | "list" | "uid") {
+                return None;
+            }
+            let (pos, kw) = self.args(c.node);
+            pos.iter()
+                .chain(kw.iter().map(|(_, v)| v))
+                .flat_map(|a| self.texts_in(*a, c.scope))
+                .find_map(|t| SECURITY_NOTICES.iter().find(|w| t.contains(*w)))
+                .map(|w| (c.node, *w))
+        })?;
+        let detail = format!(
+            "`{}` looks for security notices (`{word}`) and `{}` (line {}) deletes them: the account's owner never sees the warnings",
+            shorten(self.text(search)),
+            shorten(self.text(deletes.node)),
+            line(deletes.node)
+        );
+        Some((search, detail))
     }
 }
+
+/// Words of the notices a mail provider sends when an account is touched.
+const SECURITY_NOTICES: &[&str] = &[
+    "security alert",
+    "sign-in",
+    "signin",
+    "new login",
+    "login attempt",
+    "password reset",
+    "password was changed",
+    "password change",
+    "two-factor",
+    "2-step",
+    "verification code",
+    "verify it's you",
+    "new device",
+    "unusual activity",
+    "forwarding",
+    "inbox rule",
+    "account-security",
+    "security-noreply",
+    "accounts.google.com",
+];

@@ -50,6 +50,10 @@ const SAME_PATH: &[&str] = &[
     "glob.glob",
     "glob.iglob",
     "shlex.quote",
+    // A random pick of paths is some of those paths.
+    "random.sample",
+    "random.choice",
+    "random.choices",
 ];
 
 const SAME_PATH_METHODS: &[&str] = &[
@@ -191,10 +195,9 @@ impl<'t> Analyzer<'t> {
             K::List | K::Tuple | K::Set | K::ExpressionList | K::ConditionalExpression => {
                 n.children().flat_map(|k| self.pv(k, scope, d)).collect()
             }
-            K::ListComprehension | K::GeneratorExpression | K::SetComprehension => n
-                .child(F::Body)
-                .map(|b| self.pv(b, scope, d))
-                .unwrap_or_default(),
+            K::ListComprehension | K::GeneratorExpression | K::SetComprehension => {
+                self.pv_comprehension(n, scope, d)
+            }
             K::ListSplat | K::Await => n
                 .nth_child(0)
                 .map(|k| self.pv(k, scope, d))
@@ -283,6 +286,31 @@ impl<'t> Analyzer<'t> {
             }
         }
         out
+    }
+
+    /// `[p for p in found if ..]`: a filter keeps elements of what it
+    /// iterates, whose paths are those. Its variable is looked up before the
+    /// clause that binds it (the element is written first), so a later
+    /// loop reusing the name (`for p in kept:`) would loop back on itself.
+    fn pv_comprehension(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let Some(body) = n.child(F::Body) else {
+            return Vec::new();
+        };
+        let own = n
+            .children()
+            .filter(|c| c.kind() == K::ForInClause)
+            .find_map(|c| {
+                let target = c.child(F::Left)?;
+                (body.kind() == K::Identifier
+                    && target.kind() == K::Identifier
+                    && self.text(target) == self.text(body))
+                .then(|| c.child(F::Right))
+                .flatten()
+            });
+        match own {
+            Some(iter) => self.pv_part(iter, scope, Part::Each(None), depth),
+            None => self.pv(body, scope, depth),
+        }
     }
 
     /// Loop targets: the elements of what is iterated (a walk's directories

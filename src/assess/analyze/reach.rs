@@ -6,7 +6,7 @@
 use super::{Analyzer, Bind, CallSite, Node, Seen, F, K};
 
 /// Levels of names and containers followed for an argument's texts.
-const TEXT_DEPTH: usize = 6;
+const TEXT_DEPTH: usize = 10;
 
 /// Texts collected per argument: enough for a policy document or a body.
 const MAX_TEXTS: usize = 48;
@@ -55,10 +55,17 @@ impl<'t> Analyzer<'t> {
                     .into_iter()
                     .flatten()
                 {
-                    if let Bind::Expr(v, s) = b {
-                        if seen.first(v, depth) {
-                            self.collect_texts(v, s, depth + 1, seen, out);
-                        }
+                    // A loop or `with` target, or one name of an unpacking,
+                    // can carry any text of what it is taken from.
+                    let (Bind::Expr(v, s)
+                    | Bind::Part {
+                        of: v, scope: s, ..
+                    }) = b
+                    else {
+                        continue;
+                    };
+                    if seen.first(v, depth) {
+                        self.collect_texts(v, s, depth + 1, seen, out);
                     }
                 }
                 for &(s, v) in self

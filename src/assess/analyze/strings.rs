@@ -34,7 +34,14 @@ impl<'t> Analyzer<'t> {
             self.add("MB206", node, format!("{:?}", shorten(v)));
         }
         if found & CREDENTIAL != 0 {
-            self.add("MB205", node, format!("{:?}", shorten(v)));
+            // The user's own login file is MEDIUM (the seeds keep HIGH for
+            // privileged access); sending what it holds is still MB916/MB948.
+            let id = if super::taxonomy::own_login_file(lower) {
+                "MB222"
+            } else {
+                "MB205"
+            };
+            self.add(id, node, format!("{:?}", shorten(v)));
             self.facts.creds.get_or_insert(pos(node));
             self.signs.credential_strings.push(lower.to_string());
         }

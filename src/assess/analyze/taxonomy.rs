@@ -422,6 +422,39 @@ pub(super) fn secret(path: &str) -> bool {
         || secret_tree(&lower)
 }
 
+/// Files a client tool logs in with (SSH keys, cloud and registry
+/// credentials, `.netrc`, `.pgpass`). Browser stores and keyrings are not
+/// among them: no script logs in with another program's saved passwords.
+const LOGIN_FILES: &[&str] = &[
+    ".ssh/id_",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    ".aws/credentials",
+    ".netrc",
+    ".docker/config.json",
+    ".kube/config",
+    ".git-credentials",
+    ".pgpass",
+    ".config/gcloud",
+    ".azure/",
+];
+
+/// A credential path (already lower-cased) naming the current user's own
+/// login file: relative to the home or the working directory (`~/.ssh/id_rsa`,
+/// `.aws/credentials`), one file, not a pattern. Reading or rewriting it to
+/// log in is what the tool it belongs to does; system stores (`/etc/shadow`),
+/// absolute paths into a home the script cannot show is the user's own
+/// (`/root`, `/home/x`, `~x/`) and globs over keys are not this.
+pub(super) fn own_login_file(lower: &str) -> bool {
+    let own_home = !lower.starts_with('~') || lower.starts_with("~/") || lower == "~";
+    own_home
+        && !lower.starts_with('/')
+        && !lower.contains(['*', '?', '['])
+        && LOGIN_FILES.iter().any(|f| lower.contains(f))
+}
+
 /// Kernel and cgroup files whose contents the host kernel runs or acts on,
 /// outside any container: writing one is a container escape.
 pub(super) fn host_control(path: &str) -> Option<&'static str> {
@@ -526,5 +559,9 @@ mod tests {
         assert!(root_shell_target("/var/tmp/.x") && root_shell_target("<python>"));
         assert!(!root_shell_target("/usr/local/bin/ping-helper"));
         assert!(persistence("/etc/udev/rules.d/10-x.rules").is_some());
+        assert!(own_login_file("~/.aws/credentials") && own_login_file(".ssh/id_ed25519"));
+        assert!(!own_login_file("/etc/shadow") && !own_login_file("/root/.ssh/id_rsa"));
+        assert!(!own_login_file("/home/*/.ssh/id_*") && !own_login_file("~bob/.netrc"));
+        assert!(!own_login_file("login data") && !own_login_file("~/.gnupg"));
     }
 }
