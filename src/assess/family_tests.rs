@@ -2,11 +2,13 @@
 //! the corpus the rules were tuned on and on the part held out while they were
 //! written (tests/fixtures/assess/{tuned,heldout}/FAMILY/{malicious,benign}),
 //! plus the original corpus (tests/fixtures/assess/{malicious,benign}), and the
-//! blind batches (tests/fixtures/assess/blind/FAMILY/...): scripts of families
-//! the rules were then being written for, by someone who saw neither the rules
-//! nor those samples, scored when the rules were done. Like the outside held-out
-//! set that issue 20 reports, they measure how the rules generalise and stay out
-//! of the whole corpus's targets: their own floor only stops a regression.
+//! blind batch (tests/fixtures/assess/blind/FAMILY/...): scripts written by
+//! someone who saw neither the rules nor any sample, scored before and after
+//! the next round of rules, which is never written on them. Like the outside
+//! held-out set that issue 20 reports, it measures how the rules generalise and
+//! stays out of the whole corpus's targets: its own floor only stops a
+//! regression. Once a round is written on a blind batch's misses, the batch
+//! joins the held-out part and a new one is written blind.
 //!
 //! The table in docs/assessment.md is this test's output, and the test fails
 //! when the two differ. Regenerate it with `cargo xtask assess-table` (which
@@ -39,17 +41,18 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batches reach, so that a regression fails: the sixth (50 scripts,
-/// blind/BATCH6.md) scored at 0eff289, before the sixth round of rules:
-/// 22 of 32, 15 of 27, 1 of 18; after them (merged at b84ada8): 24 of 32, 20 of
-/// 27, 1 of 18. From the seventh round on the sixth batch is tuned on (its
-/// misses read and fixed, on samples of their own written first): 29 of 32,
-/// 25 of 27, 0 of 18. The floor rises with it; it no longer measures
-/// generalisation, only regression.
+/// What the blind batch reaches, so that a regression fails. The seventh (64
+/// scripts of fourteen families, most of which rules were written for in earlier
+/// rounds; blind/BATCH7.md), written by someone who saw neither the rules nor
+/// any sample, scored at 6e15699 before the seventh round of rules: 27 of 38, 20
+/// of 35, 5 of 26; after it (b4d1434), whose rules were written on the sixth
+/// batch's misses and never on this one: 26 of 38, 20 of 35, 4 of 26. (The
+/// sixth batch was the blind one until the seventh round tuned on it; it is now
+/// part of the held-out corpus, heldout/BATCH6.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.90,
-    blocked_recall: 0.92,
-    benign_flagged: 0.06,
+    recall: 0.68,
+    blocked_recall: 0.57,
+    benign_flagged: 0.16,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first
@@ -65,10 +68,12 @@ const BLIND_FLOOR: Floors = Floors {
 /// of 122, 107 of 111, 3 of 71 (the batch: 33 of 36, 26 of 29, 2 of 18; the
 /// new benign flag is a development login page, MB946). In the seventh round
 /// an SSH client naming its own login key went from HIGH to MEDIUM (MB222):
-/// 2 of 71 benign flagged.
+/// 2 of 71 benign flagged. With the sixth batch (heldout/BATCH6.md, blind
+/// until the seventh round tuned on its misses; 29 of 32, 25 of 27, 0 of 18
+/// after it): 147 of 154, 132 of 138, 2 of 89.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.96,
-    blocked_recall: 0.96,
+    recall: 0.95,
+    blocked_recall: 0.95,
     benign_flagged: 0.03,
 };
 
