@@ -5,7 +5,7 @@
 use super::calls::Call;
 use super::flow::{Source, Taint};
 use super::literal::shorten;
-use super::names::CREDENTIAL_PATHS;
+use super::names::credential_paths;
 use super::{taxonomy, Analyzer, Bind, Node, Seen, EVAL_DEPTH, F, K};
 
 /// Distinct environment variables sent in one call before it looks like
@@ -333,8 +333,7 @@ fn mentions_net_tool(text: &str) -> bool {
 }
 
 fn is_secret(word: &str) -> bool {
-    CREDENTIAL_PATHS
-        .iter()
+    credential_paths()
         .chain(SYSTEM_SECRETS)
         .any(|p| word.contains(p))
 }

@@ -235,9 +235,12 @@ pub(super) const PERSISTENCE: &[&str] = &[
     "/.config/autostart",
 ];
 
-pub(super) const CREDENTIAL_PATHS: &[&str] = &[
-    "/etc/shadow",
-    "/etc/gshadow",
+/// Files a client tool logs in with (SSH keys, cloud and registry
+/// credentials, `.netrc`, `.pgpass`): credential paths, and the ones a script
+/// may name as the current user's own (`taxonomy::own_login_file`). Browser
+/// stores and keyrings are not among them: no script logs in with another
+/// program's saved passwords.
+pub(super) const LOGIN_FILES: &[&str] = &[
     ".ssh/id_",
     "id_rsa",
     "id_ed25519",
@@ -249,15 +252,27 @@ pub(super) const CREDENTIAL_PATHS: &[&str] = &[
     ".kube/config",
     ".git-credentials",
     ".pgpass",
+    ".config/gcloud",
+    ".azure/",
+];
+
+/// Credential paths beside [`LOGIN_FILES`]: the system's stores and other
+/// programs' saved secrets.
+pub(super) const CREDENTIAL_STORES: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
     ".gnupg",
     "login data",
     "cookies.sqlite",
     "logins.json",
     "key4.db",
-    ".config/gcloud",
-    ".azure/",
     "/etc/sudoers",
 ];
+
+/// Every credential path: [`LOGIN_FILES`] and [`CREDENTIAL_STORES`].
+pub(super) fn credential_paths() -> impl Iterator<Item = &'static &'static str> {
+    LOGIN_FILES.iter().chain(CREDENTIAL_STORES)
+}
 
 pub(super) const METADATA_HOSTS: &[&str] = &[
     "169.254.169.254",

@@ -9,7 +9,7 @@
 use std::rc::Rc;
 use std::sync::OnceLock;
 
-use super::names::{CREDENTIAL_PATHS, METADATA_HOSTS, MINER_MARKERS};
+use super::names::{CREDENTIAL_STORES, LOGIN_FILES, METADATA_HOSTS, MINER_MARKERS};
 use super::{Analyzer, Node};
 
 /// Every string literal lower-cased (decoded when constant, else as
@@ -64,9 +64,10 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 11] = [
+    let lists: [(&[&'static str], u16); 12] = [
         (METADATA_HOSTS, METADATA),
-        (CREDENTIAL_PATHS, CREDENTIAL),
+        (LOGIN_FILES, CREDENTIAL),
+        (CREDENTIAL_STORES, CREDENTIAL),
         (&["/dev/tcp/", "/dev/udp/"], DEV_TCP),
         (MINER_MARKERS, MINER),
         (&["ld_preload", "/etc/ld.so.preload"], PRELOAD),

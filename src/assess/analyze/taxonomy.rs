@@ -2,7 +2,7 @@
 //! names, for the rules that judge writes, deletions and reads by where they
 //! land rather than by how the script spelled the path.
 
-use super::names::{CREDENTIAL_PATHS, PERSISTENCE};
+use super::names::{credential_paths, LOGIN_FILES, PERSISTENCE};
 
 /// Files that make something run at a later login, boot, shell or
 /// interpreter start, or that grant access: writing one is persistence.
@@ -415,31 +415,8 @@ pub(super) fn secret(path: &str) -> bool {
         "/.local/share/keyrings",
     ];
     let lower = path.to_ascii_lowercase();
-    CREDENTIAL_PATHS
-        .iter()
-        .chain(MORE)
-        .any(|p| lower.contains(p))
-        || secret_tree(&lower)
+    credential_paths().chain(MORE).any(|p| lower.contains(p)) || secret_tree(&lower)
 }
-
-/// Files a client tool logs in with (SSH keys, cloud and registry
-/// credentials, `.netrc`, `.pgpass`). Browser stores and keyrings are not
-/// among them: no script logs in with another program's saved passwords.
-const LOGIN_FILES: &[&str] = &[
-    ".ssh/id_",
-    "id_rsa",
-    "id_ed25519",
-    "id_ecdsa",
-    "id_dsa",
-    ".aws/credentials",
-    ".netrc",
-    ".docker/config.json",
-    ".kube/config",
-    ".git-credentials",
-    ".pgpass",
-    ".config/gcloud",
-    ".azure/",
-];
 
 /// A credential path (already lower-cased) naming the current user's own
 /// login file: relative to the home or the working directory (`~/.ssh/id_rsa`,
