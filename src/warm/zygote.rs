@@ -225,8 +225,7 @@ impl Zygote {
 
     /// Waits for the zygote's answer to the last request.
     fn answer(&mut self, timeout: Duration, what: &str) -> Result<(), SetupError> {
-        let mut buf = vec![0u8; 1 << 16];
-        let n = recv_within(self.ctl.as_fd(), &mut buf, timeout, what)?;
+        let (buf, n) = recv_within(self.ctl.as_fd(), timeout, what)?;
         if n == 0 {
             let status = self.child.try_wait().ok().flatten();
             return Err(SetupError::new(
@@ -253,8 +252,9 @@ impl Drop for Zygote {
 /// A fork's report from its sandbox's ready socket, with the seccomp filter's
 /// listener when the filter notifies.
 pub(crate) fn read_report(ready: BorrowedFd) -> Result<(Report, Option<OwnedFd>), SetupError> {
-    let mut buf = vec![0u8; 1 << 16];
     wait_readable(ready, FORK_TIMEOUT, "the forked interpreter's report")?;
+    let mut buf =
+        vec![0u8; next_len(ready).step(Step::Zygote, "size the forked interpreter's report")?];
     let (n, listener) = sync::recv_fd(ready, &mut buf)
         .step(Step::Zygote, "read the forked interpreter's report")?;
     if n == 0 {
@@ -294,15 +294,39 @@ fn wait_readable(fd: BorrowedFd, timeout: Duration, what: &str) -> Result<(), Se
     }
 }
 
+/// The next message on `fd`, in a buffer of its size, once one arrives.
 fn recv_within(
     fd: BorrowedFd,
-    buf: &mut [u8],
     timeout: Duration,
     what: &str,
-) -> Result<usize, SetupError> {
+) -> Result<(Vec<u8>, usize), SetupError> {
     wait_readable(fd, timeout, what)?;
-    nix::sys::socket::recv(fd.as_raw_fd(), buf, MsgFlags::empty())
-        .step(Step::Zygote, format!("read the zygote's answer: {what}"))
+    let read = |e| {
+        SetupError::new(
+            Step::Zygote,
+            format!("read the zygote's answer: {what}: {e}"),
+        )
+    };
+    let mut buf = vec![0u8; next_len(fd).map_err(read)?];
+    let n = nix::sys::socket::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).map_err(read)?;
+    Ok((buf, n))
+}
+
+/// The length of the next message on a SOCK_SEQPACKET socket, left unread
+/// (MSG_TRUNC makes a peek return the whole length; 0 when the peer is gone).
+///
+/// Buffers sized to the message, not a zeroed 64 KiB each: in a server that
+/// forks while earlier sandboxes (copies of its memory) live, clearing 16 pages
+/// for each fork's two answers cost as many copy-on-write faults (perf of a
+/// fork-mode server's refill threads: a fifth of their page faults).
+fn next_len(fd: BorrowedFd) -> nix::Result<usize> {
+    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC;
+    loop {
+        match nix::sys::socket::recv(fd.as_raw_fd(), &mut [], flags) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            r => return r,
+        }
+    }
 }
 
 fn spec(p: &Policy) -> Result<Spec, SetupError> {
