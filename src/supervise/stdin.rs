@@ -50,7 +50,7 @@ impl<'a> Pump<'a> {
 
     pub fn on_readable(&mut self) {
         let Some(fd) = self.from else { return };
-        let mut buf = [0u8; 65536];
+        let mut buf = vec![0u8; super::output::waiting(fd)];
         match nix::unistd::read(fd.as_raw_fd(), &mut buf) {
             Ok(0) | Err(_) => self.from = None,
             Ok(k) => self.buf.extend_from_slice(&buf[..k]),
