@@ -50,7 +50,7 @@ impl<'t> Call<'t> {
             if written == q || q.strip_prefix("builtins.") == Some(written) {
                 q.to_string()
             } else {
-                format!("`{written}` resolves to {q}")
+                ["`", written, "` resolves to ", q].concat()
             }
         })
     }
