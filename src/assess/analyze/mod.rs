@@ -115,8 +115,8 @@ pub(super) fn analyze(source: &[u8], max_depth: usize) -> Result<Output, String>
             syntax_ok: true,
         });
     }
-    if let Some(pos) = source.iter().position(|&b| b == 0) {
-        let row = source[..pos].iter().filter(|&&b| b == b'\n').count();
+    if let Some(pos) = memchr::memchr(0, source) {
+        let row = memchr::memchr_iter(b'\n', &source[..pos]).count();
         findings.push(RawFinding {
             rule: "MB004",
             row,
