@@ -128,22 +128,26 @@ pub fn assess(path: &str, source: &[u8], cfg: &AssessConfig) -> Result<Assessmen
         Err(_) => String::from_utf8_lossy(source),
     };
     let line_texts = split_lines(&text);
-    let mut findings: Vec<Finding> = Vec::new();
-    for raw in out.findings {
-        if cfg.is_disabled(raw.rule) {
-            continue;
-        }
-        // The analyzer only emits ids from the table; a miss would be a bug in
-        // this crate, and dropping the finding is safer than panicking in exec.
-        let Some(rule) = rules::rule(raw.rule) else {
-            continue;
-        };
-        let line = raw.row + 1;
-        findings.push(Finding {
+    // The analyzer only emits ids from the table; a miss would be a bug in
+    // this crate, and dropping the finding is safer than panicking in exec.
+    let mut raws: Vec<(analyze::RawFinding, &rules::Rule)> = out
+        .findings
+        .into_iter()
+        .filter(|raw| !cfg.is_disabled(raw.rule))
+        .filter_map(|raw| rules::rule(raw.rule).map(|rule| (raw, rule)))
+        .collect();
+    // Sorted and deduplicated by position and rule before the findings are
+    // made (the same order: line and column are row and column plus one),
+    // so the sort moves small records and no finding is made to be dropped.
+    raws.sort_by(|(a, _), (b, _)| (a.row, a.col, a.rule).cmp(&(b.row, b.col, b.rule)));
+    raws.dedup_by(|(a, _), (b, _)| a.row == b.row && a.rule == b.rule);
+    let findings: Vec<Finding> = raws
+        .into_iter()
+        .map(|(raw, rule)| Finding {
             rule: rule.id.to_string(),
             severity: cfg.severity_of(rule.id, rule.severity),
             title: rule.title.to_string(),
-            line,
+            line: raw.row + 1,
             column: raw.col + 1,
             snippet: line_texts
                 .get(raw.row)
@@ -152,10 +156,8 @@ pub fn assess(path: &str, source: &[u8], cfg: &AssessConfig) -> Result<Assessmen
             detail: raw.detail,
             cwe: rule.cwe.map(str::to_string),
             bandit: rule.bandit.map(str::to_string),
-        });
-    }
-    findings.sort_by(|a, b| (a.line, a.column, &a.rule).cmp(&(b.line, b.column, &b.rule)));
-    findings.dedup_by(|a, b| a.line == b.line && a.rule == b.rule);
+        })
+        .collect();
 
     let verdict = fold_verdict(&findings, cfg);
     Ok(Assessment {
@@ -198,7 +200,9 @@ fn split_lines(text: &str) -> Vec<&str> {
 }
 
 fn shorten(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
+    // No more bytes than `max_chars` is no more characters: most lines are
+    // that short, and are not counted.
+    if s.len() <= max_chars || s.chars().count() <= max_chars {
         return s.to_string();
     }
     let mut out: String = s.chars().take(max_chars.saturating_sub(1)).collect();

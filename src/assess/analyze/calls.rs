@@ -50,7 +50,7 @@ impl<'t> Call<'t> {
             if written == q || q.strip_prefix("builtins.") == Some(written) {
                 q.to_string()
             } else {
-                format!("`{written}` resolves to {q}")
+                ["`", written, "` resolves to ", q].concat()
             }
         })
     }
@@ -65,14 +65,18 @@ impl<'t> Analyzer<'t> {
         let mut spans: Vec<std::ops::Range<usize>> =
             self.calls.iter().map(|c| c.node.byte_range()).collect();
         spans.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        // One searcher per needle for all the calls: `str::contains` set one
+        // up again for every call and needle.
+        let finders: Vec<memchr::memmem::Finder> =
+            needles.iter().map(memchr::memmem::Finder::new).collect();
         let mut covered = 0;
         spans.into_iter().any(|r| {
             if r.end <= covered {
                 return false;
             }
             covered = r.end;
-            let t = self.src.get(r).unwrap_or("");
-            needles.iter().any(|n| t.contains(n))
+            let t = self.src.get(r).unwrap_or("").as_bytes();
+            finders.iter().any(|f| f.find(t).is_some())
         })
     }
 

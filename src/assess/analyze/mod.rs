@@ -22,9 +22,14 @@ use std::collections::HashMap;
 
 // Maps keyed by node ids and scope numbers use FxHash: those keys are small
 // dense integers the parser and the walk assign, not values the script
-// chooses, so a fast unkeyed hash cannot be driven into collisions. Maps
-// keyed by names from the script keep std's randomly keyed SipHash.
+// chooses, so a fast unkeyed hash cannot be driven into collisions.
 use rustc_hash::FxHashMap;
+
+/// A map keyed by names from the script. The names are the script's choice, so
+/// the hash is keyed with a per-process random seed (foldhash, hashbrown's
+/// default hasher) rather than unkeyed; std's SipHash, keyed the same way, cost
+/// 3% of an assessment (every binding and lookup hashes a name).
+type NameMap<'t, V> = HashMap<&'t str, V, foldhash::fast::RandomState>;
 
 use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
@@ -110,8 +115,8 @@ pub(super) fn analyze(source: &[u8], max_depth: usize) -> Result<Output, String>
             syntax_ok: true,
         });
     }
-    if let Some(pos) = source.iter().position(|&b| b == 0) {
-        let row = source[..pos].iter().filter(|&&b| b == b'\n').count();
+    if let Some(pos) = memchr::memchr(0, source) {
+        let row = memchr::memchr_iter(b'\n', &source[..pos]).count();
         findings.push(RawFinding {
             rule: "MB004",
             row,
@@ -332,7 +337,7 @@ struct Analyzer<'t> {
     scopes: Vec<Scope<'t>>,
     /// Bindings by name, then by scope (sorted by scope number), in source
     /// order of where they take effect.
-    binds: HashMap<&'t str, Vec<(usize, Bindings<'t>)>>,
+    binds: NameMap<'t, Vec<(usize, Bindings<'t>)>>,
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
     strings: Vec<Node<'t>>,
@@ -357,9 +362,9 @@ struct Analyzer<'t> {
     last_pos: usize,
     /// Values put into a name without rebinding it (`x += v`, `x[k] = v`,
     /// `x.append(v)`): the scope of the statement and the value or call.
-    mutations: HashMap<&'t str, Vec<(usize, Node<'t>)>>,
+    mutations: NameMap<'t, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
-    attr_stores: HashMap<&'t str, Vec<(Node<'t>, usize)>>,
+    attr_stores: NameMap<'t, Vec<(Node<'t>, usize)>>,
     /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
     /// scopes: what the script replaces in modules it did not write
     /// (monkeypatching).
@@ -400,7 +405,7 @@ impl<'t> Analyzer<'t> {
                 node: None,
                 route: false,
             }],
-            binds: HashMap::new(),
+            binds: NameMap::default(),
             star_imports: Vec::new(),
             calls: Vec::new(),
             strings: Vec::new(),
@@ -415,8 +420,8 @@ impl<'t> Analyzer<'t> {
             max_depth,
             nesting,
             last_pos: 0,
-            mutations: HashMap::new(),
-            attr_stores: HashMap::new(),
+            mutations: NameMap::default(),
+            attr_stores: NameMap::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),
             callers: FxHashMap::default(),

@@ -452,31 +452,52 @@ impl Lower {
     /// arguments apart).
     pub(super) fn arguments(&mut self, a: &mut ast::Arguments, field: Field) {
         self.open_r(K::ArgumentList, field, a.range);
-        let mut items: Vec<ArgItem> = a.args.iter_mut().map(ArgItem::Pos).collect();
-        items.extend(a.keywords.iter_mut().map(ArgItem::Kw));
-        items.sort_by_key(|i| match i {
-            ArgItem::Pos(e) => e.start(),
-            ArgItem::Kw(k) => k.range.start(),
-        });
-        for item in items {
-            match item {
-                ArgItem::Pos(e) => self.expr(e, F::None),
-                ArgItem::Kw(k) => match &k.arg {
-                    Some(name) => {
-                        self.open_r(K::KeywordArgument, F::None, k.range);
-                        self.leaf(K::Identifier, F::Name, name.range);
-                        self.expr(&mut k.value, F::Value);
-                        self.close();
-                    }
-                    None => {
-                        self.open_r(K::DictionarySplat, F::None, k.range);
-                        self.expr(&mut k.value, F::None);
-                        self.close();
-                    }
-                },
+        // Usually every positional argument comes before every keyword, and
+        // the two lists are lowered as they are; otherwise (`f(k=1, *a)`)
+        // they are merged into source order first.
+        let in_order = match (a.args.last(), a.keywords.first()) {
+            (Some(p), Some(k)) => p.start() < k.range.start(),
+            _ => true,
+        };
+        if in_order {
+            for e in a.args.iter_mut() {
+                self.expr(e, F::None);
+            }
+            for k in a.keywords.iter_mut() {
+                self.keyword(k);
+            }
+        } else {
+            let mut items: Vec<ArgItem> = Vec::with_capacity(a.args.len() + a.keywords.len());
+            items.extend(a.args.iter_mut().map(ArgItem::Pos));
+            items.extend(a.keywords.iter_mut().map(ArgItem::Kw));
+            items.sort_by_key(|i| match i {
+                ArgItem::Pos(e) => e.start(),
+                ArgItem::Kw(k) => k.range.start(),
+            });
+            for item in items {
+                match item {
+                    ArgItem::Pos(e) => self.expr(e, F::None),
+                    ArgItem::Kw(k) => self.keyword(k),
+                }
             }
         }
         self.close();
+    }
+
+    fn keyword(&mut self, k: &mut ast::Keyword) {
+        match &k.arg {
+            Some(name) => {
+                self.open_r(K::KeywordArgument, F::None, k.range);
+                self.leaf(K::Identifier, F::Name, name.range);
+                self.expr(&mut k.value, F::Value);
+                self.close();
+            }
+            None => {
+                self.open_r(K::DictionarySplat, F::None, k.range);
+                self.expr(&mut k.value, F::None);
+                self.close();
+            }
+        }
     }
 }
 

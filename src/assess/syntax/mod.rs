@@ -72,14 +72,11 @@ pub(super) fn parse(text: &str, max_depth: usize) -> Tree {
     lower::lower_module(tree, module, text.len(), max_depth)
 }
 
+/// Where each line starts. `memchr` finds the breaks a vector at a time; a
+/// filter over the bytes took about three instructions a byte.
 fn line_starts(text: &str) -> Vec<u32> {
     std::iter::once(0)
-        .chain(
-            text.bytes()
-                .enumerate()
-                .filter(|(_, b)| *b == b'\n')
-                .map(|(i, _)| to_u32(i + 1)),
-        )
+        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| to_u32(i + 1)))
         .collect()
 }
 
