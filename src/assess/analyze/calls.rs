@@ -149,6 +149,7 @@ impl<'t> Analyzer<'t> {
             self.check_files(q, call);
             self.check_capabilities(q, call);
             self.check_supply_call(q, call);
+            self.check_windows_call(q, call);
         }
         self.check_escape_call(call);
         if let Some(m) = call.method {

@@ -29,9 +29,6 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
-        if KEYLOGGERS.contains(&q) {
-            self.add("MB212", node, call.via());
-        }
         if q == "sys._getframe" || q == "inspect.currentframe" {
             self.add("MB415", node, call.via());
         }
