@@ -34,6 +34,8 @@ mod behaviour6_tests;
 #[cfg(test)]
 mod behaviour7_tests;
 #[cfg(test)]
+mod behaviour8_tests;
+#[cfg(test)]
 mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;

@@ -30,10 +30,8 @@ impl<'t> Analyzer<'t> {
     /// Notes the steps of MB941 and MB942 a call takes.
     pub(super) fn check_abuse_call(&mut self, call: &Call<'t>) {
         let args_text = || {
-            call.pos
-                .iter()
-                .chain(call.kw.iter().map(|(_, v)| v))
-                .map(|a| self.text(*a))
+            call.arg_values()
+                .map(|a| self.text(a))
                 .collect::<Vec<_>>()
                 .join(" ")
         };

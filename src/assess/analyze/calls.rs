@@ -31,7 +31,21 @@ pub(super) fn kwarg<'t>(kw: &[(&'t str, Node<'t>)], name: &str) -> Option<Node<'
     kw.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
 }
 
+/// Every argument value of a call: the positional ones, then the keyword
+/// ones' values.
+pub(super) fn arg_values<'a, 't>(
+    pos: &'a [Node<'t>],
+    kw: &'a [(&'t str, Node<'t>)],
+) -> impl Iterator<Item = Node<'t>> + 'a {
+    pos.iter().copied().chain(kw.iter().map(|(_, v)| *v))
+}
+
 impl<'t> Call<'t> {
+    /// Every argument value (see [`arg_values`]).
+    pub fn arg_values(&self) -> impl Iterator<Item = Node<'t>> + 't {
+        arg_values(self.pos, self.kw)
+    }
+
     pub fn kwarg(&self, name: &str) -> Option<Node<'t>> {
         kwarg(self.kw, name)
     }
@@ -57,6 +71,12 @@ impl<'t> Call<'t> {
 }
 
 impl<'t> Analyzer<'t> {
+    /// Every argument value of the call at `call` (see [`arg_values`]).
+    pub(super) fn arg_values(&self, call: Node<'t>) -> impl Iterator<Item = Node<'t>> + 't {
+        let (pos, kw) = self.args(call);
+        arg_values(pos, kw)
+    }
+
     /// Whether the text of some call holds one of `needles`. Only calls
     /// not inside another call are read: a nested call's text is part of
     /// its outer call's, and reading it again made the search quadratic in
@@ -133,6 +153,7 @@ impl<'t> Analyzer<'t> {
             self.check_files(q, call);
             self.check_capabilities(q, call);
             self.check_supply_call(q, call);
+            self.check_windows_call(q, call);
         }
         self.check_escape_call(call);
         if let Some(m) = call.method {

@@ -29,9 +29,6 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
-        if KEYLOGGERS.contains(&q) {
-            self.add("MB212", node, call.via());
-        }
         if q == "sys._getframe" || q == "inspect.currentframe" {
             self.add("MB415", node, call.via());
         }
@@ -88,16 +85,12 @@ impl<'t> Analyzer<'t> {
             self.facts.socket.get_or_insert(pos(node));
             self.facts.network = true;
         }
-        let raw = call
-            .pos
-            .iter()
-            .chain(call.kw.iter().map(|(_, v)| v))
-            .any(|a| {
-                let t = self.text(*a);
-                ["SOCK_RAW", "AF_PACKET", "IPPROTO_RAW", "ETH_P_ALL"]
-                    .iter()
-                    .any(|r| t.contains(r))
-            });
+        let raw = call.arg_values().any(|a| {
+            let t = self.text(a);
+            ["SOCK_RAW", "AF_PACKET", "IPPROTO_RAW", "ETH_P_ALL"]
+                .iter()
+                .any(|r| t.contains(r))
+        });
         if raw {
             self.add("MB207", node, "raw socket");
         }

@@ -89,6 +89,42 @@ impl<'t> Analyzer<'t> {
             self.judge_capture(call, c, true);
         } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
             self.judge_capture(call, Captured::Screen, false);
+        } else if let Some(c) = call
+            .q
+            .as_deref()
+            .and_then(|q| self.capture_library(q, call))
+        {
+            self.judge_capture(call, c, false);
+        }
+    }
+
+    /// Capture libraries: screenshots (mss, Pillow's `ImageGrab`,
+    /// pyautogui), recordings (sounddevice, PyAudio input streams, a
+    /// camera by number in OpenCV) and keyboard hooks. A video file opened
+    /// by OpenCV and PyAudio's output streams capture nothing.
+    fn capture_library(&self, q: &str, call: &Call<'t>) -> Option<Captured> {
+        if super::names::KEYLOGGERS.contains(&q) {
+            return Some(Captured::Keystrokes);
+        }
+        let (module, rest) = q.split_once('.')?;
+        match (module, rest) {
+            ("mss", "mss" | "MSS" | "mss.grab" | "mss().grab") => Some(Captured::Screen),
+            ("PIL", "ImageGrab.grab") | ("pyscreenshot", "grab") => Some(Captured::Screen),
+            ("pyautogui", "screenshot") => Some(Captured::Screen),
+            ("sounddevice", "rec" | "InputStream" | "RawInputStream" | "playrec") => {
+                Some(Captured::Microphone)
+            }
+            ("speech_recognition", "Microphone") => Some(Captured::Microphone),
+            ("pyaudio", _) if call.method == Some("open") => call
+                .kwarg("input")
+                .is_some_and(|v| self.text(v) == "True")
+                .then_some(Captured::Microphone),
+            ("cv2", "VideoCapture") => call
+                .pos
+                .first()
+                .is_some_and(|a| a.kind() == super::K::Integer)
+                .then_some(Captured::Camera),
+            _ => None,
         }
     }
 

@@ -11,6 +11,7 @@
 //! BLOCKED. Listing, tagging and rotating one's own key change nothing of
 //! this.
 
+use super::calls::arg_values;
 use super::effects::Effects;
 use super::literal::shorten;
 use super::names::{SHELL_FUNCS, SUBPROCESS};
@@ -179,8 +180,8 @@ impl<'t> Analyzer<'t> {
         let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
         let texts = || {
             let mut out = Vec::new();
-            for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
-                out.extend(self.texts_in(*a, site.scope));
+            for a in arg_values(pos, kw) {
+                out.extend(self.texts_in(a, site.scope));
             }
             out
         };

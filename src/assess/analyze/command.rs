@@ -15,10 +15,48 @@ enum Stage {
     Other,
 }
 
+/// Windows commands that come back at logon (scheduled tasks, Run keys) or
+/// start programs on other machines.
+fn classify_windows(head: &str, words: &[&str]) -> Option<Stage> {
+    let has = |w: &str| words.contains(&w);
+    let stage = match head {
+        // Windows' cron: a task that starts at logon, boot or idle, or with
+        // the highest rights, comes back by itself; a daily job of the
+        // user's is a schedule like any other.
+        "schtasks"
+            if has("/create")
+                && (words.windows(2).any(|w| {
+                    w[0] == "/sc" && matches!(w[1], "onlogon" | "onstart" | "onidle")
+                }) || words.windows(2).any(|w| w[0] == "/rl" && w[1] == "highest")) =>
+        {
+            Stage::Rules("MB208", "MB906")
+        }
+        "reg" if has("add") && words.iter().any(|w| autostart_key(w)) => {
+            Stage::Rules("MB208", "MB906")
+        }
+        // Programs started on another machine through its service manager,
+        // PsExec or WMI.
+        "sc" if has("create") && words.get(1).is_some_and(|w| w.starts_with("\\\\")) => {
+            Stage::Rule("MB954")
+        }
+        "psexec" | "psexec64" | "paexec" if words.iter().any(|w| w.starts_with("\\\\")) => {
+            Stage::Rule("MB954")
+        }
+        "wmic" if words.iter().any(|w| w.starts_with("/node:")) && has("create") => {
+            Stage::Rule("MB954")
+        }
+        _ => return None,
+    };
+    Some(stage)
+}
+
 /// Commands that change the host for good: scheduled or enabled at boot,
 /// packages installed or removed, precious trees deleted, the container
 /// runtime asked for a privileged container or the host's root.
 fn classify_host(head: &str, words: &[&str]) -> Option<Stage> {
+    if let Some(stage) = classify_windows(head, words) {
+        return Some(stage);
+    }
     let has = |w: &str| words.contains(&w);
     let stage = match head {
         "crontab"
@@ -64,6 +102,10 @@ fn classify_host(head: &str, words: &[&str]) -> Option<Stage> {
 fn read_only(head: &str, words: &[&str]) -> bool {
     let sub = words.get(1).copied().unwrap_or("");
     match head {
+        // The user's own service manager (`--user`) changes nothing of the
+        // system's: enabling a unit is judged by `classify_host`, the unit
+        // by what it runs.
+        "systemctl" if words.contains(&"--user") && !words.contains(&"enable") => true,
         "systemctl" | "service" => words.iter().any(|w| {
             matches!(
                 *w,
@@ -88,6 +130,18 @@ fn read_only(head: &str, words: &[&str]) -> bool {
             .iter()
             .any(|w| w.contains('=') || *w == "-w" || *w == "-p"),
         "mount" => words.len() == 1 || sub == "-l",
+        // `sudo -l` (also `-n -l`) lists the user's own rules and runs nothing.
+        "sudo" => {
+            words
+                .iter()
+                .any(|w| matches!(*w, "-l" | "-ll" | "--list" | "-nl" | "-ln"))
+                && words[1..].iter().all(|w| {
+                    matches!(
+                        *w,
+                        "-l" | "-ll" | "--list" | "-nl" | "-ln" | "-n" | "--non-interactive"
+                    )
+                })
+        }
         _ => false,
     }
 }
@@ -123,6 +177,10 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
         return Some(Stage::Rule("MB924"));
     }
     let erases = match head {
+        // Windows: event logs cleared, the NTFS change journal deleted.
+        "wevtutil" => has("cl") || has("clear-log"),
+        "fsutil" => has("deletejournal"),
+        _ if has("clear-eventlog") || has("remove-eventlog") => true,
         "history" => has("-c"),
         "unset" => words.iter().any(|w| w.starts_with("hist")),
         "rm" | "shred" | "truncate" | "unlink" => words[1..]
@@ -195,6 +253,39 @@ fn classify_privilege(head: &str, words: &[&str]) -> Option<Stage> {
     None
 }
 
+/// The command `sudo`, `doas` or `pkexec` runs, past their options (and
+/// the values `-u`, `-g`, `-C`, `-p` take).
+fn elevated<'w>(words: &'w [&'w str]) -> Option<&'w [&'w str]> {
+    let head = words.first()?.rsplit('/').next()?;
+    if !matches!(head, "sudo" | "doas" | "pkexec") {
+        return None;
+    }
+    let mut i = 1;
+    while let Some(w) = words.get(i).filter(|w| w.starts_with('-')) {
+        i += if matches!(*w, "-u" | "-g" | "-c" | "-p" | "--user" | "--group") {
+            2
+        } else {
+            1
+        };
+    }
+    words.get(i..).filter(|rest| !rest.is_empty())
+}
+
+/// Registry keys whose values Windows runs at logon or start-up (Run,
+/// RunOnce, Winlogon's shell and userinit, debuggers attached by Image File
+/// Execution Options), lower-cased.
+pub(super) fn autostart_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    [
+        "\\currentversion\\run",
+        "\\currentversion\\winlogon",
+        "\\image file execution options",
+        "\\policies\\explorer\\run",
+    ]
+    .iter()
+    .any(|p| k.contains(p))
+}
+
 /// A chmod mode that sets the setuid or setgid bit: `u+s`, `4755`, `2755`, `6755`.
 fn setuid_mode(m: &str) -> bool {
     m.contains("+s")
@@ -206,7 +297,8 @@ fn classify(words: &[&str]) -> Stage {
     let Some(head) = words.first() else {
         return Stage::Other;
     };
-    let head = head.rsplit('/').next().unwrap_or(head);
+    let head = head.rsplit(['/', '\\']).next().unwrap_or(head);
+    let head = head.strip_suffix(".exe").unwrap_or(head);
     if let Some(stage) = classify_tamper(head, words).or_else(|| classify_privilege(head, words)) {
         return stage;
     }
@@ -238,7 +330,7 @@ fn classify(words: &[&str]) -> Stage {
         "chmod" if rest.contains("+s") || words.get(1).is_some_and(|m| setuid_mode(m)) => {
             Stage::Rule("MB203")
         }
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "csh" | "tcsh" | "fish" | "cmd.exe"
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "csh" | "tcsh" | "fish" | "cmd" | "cmd.exe"
         | "powershell" | "pwsh" => Stage::Shell,
         "rm" if wipes_root() => Stage::Rule("MB907"),
         "mkfs" | "wipefs" | "shred" => Stage::Rule("MB907"),
@@ -259,18 +351,10 @@ impl<'t> Analyzer<'t> {
         let lower = cmd.to_ascii_lowercase();
         for seg in lower.split(['&', '|', ';', '\n', '`', '(', ')']) {
             let words: Vec<&str> = seg.split_whitespace().collect();
-            match classify(&words) {
-                Stage::Rule(rule) => {
-                    self.add(rule, node, format!("runs `{}`", shorten(seg.trim())))
-                }
-                Stage::Rules(a, b) => {
-                    self.add(a, node, format!("runs `{}`", shorten(seg.trim())));
-                    self.add(b, node, format!("runs `{}`", shorten(seg.trim())));
-                }
-                Stage::Shell => {
-                    self.facts.shell_spawn.get_or_insert(pos(node));
-                }
-                Stage::Other => {}
+            self.judge_words(&words, seg, node);
+            // `sudo -n chmod 4755 f`: what runs as root is judged too.
+            if let Some(inner) = elevated(&words) {
+                self.judge_words(inner, seg, node);
             }
             if let Some(src) = super::supply::untrusted_pip_source(&words) {
                 let detail = format!("runs `{}`: installs from {src}", shorten(seg.trim()));
@@ -279,6 +363,32 @@ impl<'t> Analyzer<'t> {
         }
         self.check_command_line(&lower, node);
         self.check_redirects(&lower, node);
+    }
+
+    /// The finding one command's words make.
+    fn judge_words(&mut self, words: &[&str], seg: &str, node: Node<'t>) {
+        let runs = || format!("runs `{}`", shorten(seg.trim()));
+        match classify(words) {
+            // A unit of the user's own service manager enabled by a script
+            // that sets up the user's own machine (see `own_setup_script`).
+            Stage::Rules("MB208", "MB906")
+                if words.first() == Some(&"systemctl")
+                    && words.contains(&"--user")
+                    && self.own_setup_script() =>
+            {
+                let detail = format!("{}: enables a unit of the user's own", runs());
+                self.add("MB224", node, detail);
+            }
+            Stage::Rule(rule) => self.add(rule, node, runs()),
+            Stage::Rules(a, b) => {
+                self.add(a, node, runs());
+                self.add(b, node, runs());
+            }
+            Stage::Shell => {
+                self.facts.shell_spawn.get_or_insert(pos(node));
+            }
+            Stage::Other => {}
+        }
     }
 
     /// `echo b > /proc/sysrq-trigger`: a file a shell redirect writes is

@@ -50,6 +50,7 @@ impl<'t> Analyzer<'t> {
             self.add_at("MB909", c, "ctypes with executable memory");
         }
         self.combined_signs();
+        self.check_shell_bridge();
         self.check_capture_shipped(self.signs.network_send);
         self.check_abuse();
         self.check_defence_kills();
@@ -107,13 +108,30 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
+        // The key offered as a command-line option's default: the value
+        // reaches the login through the parsed options, which the folder
+        // does not follow; the key-file keyword must still be passed.
+        let key_passed = self.calls.iter().any(|c| {
+            let (_, kw) = self.args(c.node);
+            kw.iter().any(|(k, _)| KEY_FILE_KEYWORDS.contains(k))
+        });
+        let option_default = |lit: &str| {
+            key_passed
+                && self.calls.iter().any(|c| {
+                    self.method_name(c.node) == Some("add_argument")
+                        && self.args(c.node).1.iter().any(|(k, v)| {
+                            *k == "default" && self.text(*v).contains(lit.trim_start_matches('~'))
+                        })
+                })
+        };
         let named = &self.signs.credential_strings;
         !named.is_empty()
             && named.iter().all(|lit| {
-                used.iter().any(|p| {
-                    p.to_ascii_lowercase()
-                        .ends_with(lit.trim_start_matches('~'))
-                })
+                option_default(lit)
+                    || used.iter().any(|p| {
+                        p.to_ascii_lowercase()
+                            .ends_with(lit.trim_start_matches('~'))
+                    })
             })
     }
 

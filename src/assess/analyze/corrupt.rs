@@ -99,17 +99,6 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    /// Every path the script's calls read.
-    pub(super) fn paths_read(&self) -> Vec<String> {
-        self.calls
-            .iter()
-            .flat_map(|c| {
-                let q = self.callee(c.node, c.scope);
-                self.read_paths(q.as_deref(), c.node, c.scope)
-            })
-            .collect()
-    }
-
     /// The paths of a file object opened for writing or update, and whether
     /// for update.
     fn opened_for_writing(&self, f: Node<'t>, scope: usize) -> Option<(Vec<String>, bool)> {

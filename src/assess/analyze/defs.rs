@@ -51,6 +51,14 @@ fn runner(q: Option<&str>, method: Option<&str>) -> Option<bool> {
 impl<'t> Analyzer<'t> {
     /// Records, for each function, the calls that reach it.
     pub(super) fn index_callers(&mut self) {
+        // Most scripts bind no dict holding names: calls through tables are
+        // looked for only when one does.
+        let tables = self.binds.values().flatten().any(|(_, list)| {
+            list.iter().any(|(_, b)| {
+                matches!(b, Bind::Expr(v, _) if v.kind() == K::Dictionary
+                    && v.children().any(|p| p.child(F::Value).is_some_and(|x| x.kind() == K::Identifier)))
+            })
+        });
         let sites: Vec<(Node<'t>, usize, bool)> = self
             .calls
             .iter()
@@ -78,6 +86,10 @@ impl<'t> Analyzer<'t> {
                         ..site.clone()
                     },
                 );
+            } else if tables {
+                for def_scope in self.dispatched(func, scope) {
+                    self.add_caller(def_scope, site.clone());
+                }
             }
             self.index_runner(site, func);
         }
@@ -128,6 +140,55 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// The functions a call through a dispatch table may reach:
+    /// `TABLE[k](..)`, `TABLE.get(k)(..)`, or a name bound to either, where
+    /// `TABLE` is a dict literal of the script's functions (a bot's or an
+    /// agent's command table: the argument reaches each handler).
+    fn dispatched(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+        let (mut pick, mut s) = (func, scope);
+        if func.kind() == K::Identifier {
+            let Some(Bind::Expr(v, vs)) = self
+                .lookup(self.text(func), scope, func.start_byte())
+                .and_then(|b| b.last().copied())
+            else {
+                return Vec::new();
+            };
+            (pick, s) = (v, vs);
+        }
+        let table = match pick.kind() {
+            K::Subscript => pick.child(F::Value),
+            K::Call => pick
+                .child(F::Function)
+                .filter(|f| f.kind() == K::Attribute)
+                .filter(|f| f.child(F::Attribute).is_some_and(|a| self.text(a) == "get"))
+                .and_then(|f| f.child(F::Object)),
+            _ => None,
+        };
+        let Some(dict) = table.and_then(|t| self.dict_literal(t, s)) else {
+            return Vec::new();
+        };
+        dict.children()
+            .filter(|p| p.kind() == K::Pair)
+            .filter_map(|p| p.child(F::Value))
+            .filter_map(|v| match self.callee_def(v, s) {
+                Some((def_scope, 0)) => Some(def_scope),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The dict literal a name (or the expression itself) holds.
+    fn dict_literal(&self, n: Node<'t>, scope: usize) -> Option<Node<'t>> {
+        match n.kind() {
+            K::Dictionary => Some(n),
+            K::Identifier => match *self.lookup(self.text(n), scope, n.start_byte())?.last()? {
+                Bind::Expr(v, _) if v.kind() == K::Dictionary => Some(v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The function a callee expression names: the scope its body opens and
     /// how many parameters the call leaves out (`self`).
     pub(super) fn callee_def(&self, func: Node<'t>, scope: usize) -> Option<(usize, usize)> {
@@ -163,8 +224,14 @@ impl<'t> Analyzer<'t> {
     /// of (`client = Client(url)`), so `client.send(x)` reaches its method.
     fn instance_class(&self, obj: Node<'t>, scope: usize) -> Option<usize> {
         let binds = self.lookup(self.text(obj), scope, obj.start_byte())?;
-        let Bind::Expr(v, s) = binds[0] else {
-            return None;
+        let (v, s) = match binds[0] {
+            Bind::Expr(v, s) => (v, s),
+            // An instance handed in: what a caller passes.
+            Bind::Param { func, index, .. } => self.callers.get(&func)?.iter().find_map(|c| {
+                let a = index.checked_sub(c.offset).and_then(|i| c.args.get(i))?;
+                (a.kind() == K::Call).then_some((*a, c.scope))
+            })?,
+            _ => return None,
         };
         let ctor = v.child(F::Function).filter(|f| f.kind() == K::Identifier)?;
         let binds = self.lookup(self.text(ctor), s, ctor.start_byte())?;

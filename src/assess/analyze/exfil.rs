@@ -2,7 +2,7 @@
 //! (MB911, MB421), and shell commands that hand system or credential files
 //! to a network tool (MB910).
 
-use super::calls::Call;
+use super::calls::{arg_values, Call};
 use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::names::credential_paths;
@@ -166,8 +166,8 @@ impl<'t> Analyzer<'t> {
             };
             let mut flow = EnvFlow::default();
             self.reset_budget();
-            for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
-                self.env_flow(*a, s.scope, 0, &mut flow);
+            for a in arg_values(pos, kw) {
+                self.env_flow(a, s.scope, 0, &mut flow);
             }
             let call = shorten(self.text(s.node));
             if let Some(how) = flow.whole {
@@ -198,8 +198,8 @@ impl<'t> Analyzer<'t> {
     /// what a send sends gives MB916.
     fn check_secret_send(&mut self, s: Send<'t>, pos: &[Node<'t>], kw: &[(&'t str, Node<'t>)]) {
         let mut t = Taint::default();
-        for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
-            t.merge(&self.taint(*a, s.scope));
+        for a in arg_values(pos, kw) {
+            t.merge(&self.taint(a, s.scope));
         }
         if let Some(src) = t.get(Source::Secret) {
             let detail = format!(

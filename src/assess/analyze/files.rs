@@ -247,7 +247,17 @@ impl<'t> Analyzer<'t> {
                 format!("{op} {p}: deletes a system or home tree"),
             );
         } else if let Some(what) = taxonomy::persistence(p).filter(|_| !deletes) {
-            self.add("MB906", node, format!("{op} {p}: writes {what}"));
+            if self.moved_away(p, op, node) {
+                // A start-up file moved aside (a backup before linking or
+                // writing a new one): what replaces it is judged itself.
+                return false;
+            }
+            if self.own_user_setup(p, op, node) {
+                let detail = format!("{op} {p}: sets up {what} of the user's own");
+                self.add("MB224", node, detail);
+            } else {
+                self.add("MB906", node, format!("{op} {p}: writes {what}"));
+            }
         } else if !deletes && taxonomy::installed_package(p) && p.contains('*') {
             // Package files found by listing site-packages: the code every
             // later import of those packages runs.
@@ -272,7 +282,7 @@ impl<'t> Analyzer<'t> {
             self.add("MB907", node, format!("{op} {p}"));
             return;
         }
-        if PERSISTENCE.iter().any(|s| lower.contains(s)) {
+        if PERSISTENCE.iter().any(|s| taxonomy::names_entry(&lower, s)) {
             self.add("MB906", node, format!("{op} {p}"));
             return;
         }
@@ -378,5 +388,102 @@ impl<'t> Analyzer<'t> {
     /// A path built with pathlib's `/` operator.
     fn divided_path(&self, n: Node<'t>) -> bool {
         n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Div)
+    }
+}
+
+/// What marks a script's setup as more than the user's own: code fetched,
+/// run from strings or kept hidden in temporary places, the script's own
+/// file, a shell reached over the network.
+const NOT_OWN_SETUP: &[&str] = &[
+    "__file__",
+    "argv[0]",
+    "exec(",
+    "eval(",
+    "urlopen",
+    "curl ",
+    "wget ",
+    "b64decode",
+    "/tmp/",
+    "/dev/shm",
+    "/dev/tcp",
+];
+
+impl<'t> Analyzer<'t> {
+    /// Whether a write at a start-up location is the user setting up their
+    /// own machine (MB224): a start-up file linked to a file the script
+    /// does not write (a dotfiles checkout), or a directory or unit of the
+    /// user's own service manager; in a script that imports no network
+    /// module and carries none of [`NOT_OWN_SETUP`].
+    fn own_user_setup(&self, p: &str, op: &str, node: Node<'t>) -> bool {
+        let link = matches!(op, "Path.symlink_to" | "os.symlink");
+        let user_unit = p.starts_with("~/.config/systemd/user");
+        if !(link || user_unit) || !self.own_setup_script() {
+            return false;
+        }
+        if link {
+            return self.links_to_unwritten(node);
+        }
+        true
+    }
+
+    /// Whether `p` is what a move (`os.rename`, `os.replace`,
+    /// `shutil.move`) takes away, and not where it puts it.
+    fn moved_away(&self, p: &str, op: &str, call: Node<'t>) -> bool {
+        if !matches!(
+            op,
+            "os.rename" | "os.replace" | "shutil.move" | "os.renames"
+        ) {
+            return false;
+        }
+        let Some(site) = self.calls.iter().find(|c| c.node.id() == call.id()) else {
+            return false;
+        };
+        let (pos, _) = self.args(call);
+        let [from, to] = pos[..] else {
+            return false;
+        };
+        self.reset_budget();
+        let from = self.paths(from, site.scope);
+        self.reset_budget();
+        let to = self.paths(to, site.scope);
+        from.iter().any(|f| f == p) && !to.iter().any(|t| t == p)
+    }
+
+    /// A script that imports no network module and carries none of
+    /// [`NOT_OWN_SETUP`]: what it sets up, it sets up from the machine.
+    pub(super) fn own_setup_script(&self) -> bool {
+        !self.facts.net_import && !NOT_OWN_SETUP.iter().any(|m| self.src.contains(m))
+    }
+
+    /// A symlink in a script that writes no file contents and whose
+    /// target is none of its temporary files: the link points at content
+    /// someone else keeps.
+    fn links_to_unwritten(&self, call: Node<'t>) -> bool {
+        let writes = self.calls.iter().any(|c| {
+            matches!(
+                self.method_name(c.node),
+                Some("write" | "write_text" | "write_bytes" | "writelines" | "copy" | "copyfile")
+            )
+        });
+        if writes {
+            return false;
+        }
+        let Some(site) = self.calls.iter().find(|c| c.node.id() == call.id()) else {
+            return false;
+        };
+        let method = self.method_name(call) == Some("symlink_to");
+        let (pos, kw) = self.args(call);
+        let target = pos
+            .first()
+            .copied()
+            .or_else(|| super::calls::kwarg(kw, if method { "target" } else { "src" }));
+        let Some(target) = target else {
+            return false;
+        };
+        self.reset_budget();
+        !self
+            .paths(target, site.scope)
+            .iter()
+            .any(|t| t.contains("<tmp") || t.contains("<self>"))
     }
 }

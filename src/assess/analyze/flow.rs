@@ -489,6 +489,9 @@ impl<'t> Analyzer<'t> {
         if matches!(m, "read_bytes" | "read_text") {
             self.file_read(func.child(F::Object), scope, n, acc);
         }
+        if self.http_verb_call(m, n) {
+            acc.add(Source::Network, n);
+        }
         if matches!(
             m,
             "get_argument" | "get_body_argument" | "get_query_argument"
@@ -508,6 +511,31 @@ impl<'t> Analyzer<'t> {
                 self.tv(obj, scope, depth, acc);
             }
         }
+    }
+
+    /// `sess.post(url, json=..)` on a receiver that resolves to nothing (a
+    /// session handed in as a parameter or kept in an attribute): an HTTP
+    /// verb given a keyword only HTTP clients take is a request, and its
+    /// answer network data. `dict.get` and `Queue.get` take none of them.
+    fn http_verb_call(&self, method: &str, call: Node<'t>) -> bool {
+        const VERBS: &[&str] = &["get", "post", "put", "patch", "delete", "request"];
+        const REQUEST_KEYWORDS: &[&str] = &[
+            "json",
+            "data",
+            "params",
+            "headers",
+            "cookies",
+            "auth",
+            "verify",
+            "files",
+            "allow_redirects",
+        ];
+        VERBS.contains(&method)
+            && self
+                .args(call)
+                .1
+                .iter()
+                .any(|(k, _)| REQUEST_KEYWORDS.contains(k))
     }
 
     /// `os.environ.get("USER")` and the like: a variable naming who or

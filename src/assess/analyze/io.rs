@@ -204,6 +204,17 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Every path the script's calls read (see [`Self::read_paths`]).
+    pub(super) fn paths_read(&self) -> Vec<String> {
+        self.calls
+            .iter()
+            .flat_map(|c| {
+                let q = self.callee(c.node, c.scope);
+                self.read_paths(q.as_deref(), c.node, c.scope)
+            })
+            .collect()
+    }
+
     /// Paths read by a call (`open(p)`, `p.read_bytes()`, copies' sources,
     /// archive members added), for the secret and device checks.
     pub(super) fn read_paths(&self, q: Option<&str>, call: Node<'t>, scope: usize) -> Vec<String> {

@@ -40,6 +40,12 @@ fn address_in(t: &str) -> Option<&str> {
         })
 }
 
+/// A fixed address as a finding shows it: the address itself when the
+/// text holds one, else the text, shortened.
+fn shown_address(t: &str) -> String {
+    shorten(address_in(t).unwrap_or(t))
+}
+
 /// Whether a text holds an e-mail address with a domain.
 pub(super) fn has_address(t: &str) -> bool {
     address_in(t).is_some()
@@ -67,7 +73,7 @@ impl<'t> Analyzer<'t> {
             if let Some((addr_at, addr)) = self.fixed_address() {
                 let detail = format!(
                     "{what}, to an address the script fixes (`{}`, line {}): every later message is copied to someone else",
-                    address_in(&addr).map_or_else(|| shorten(&addr), shorten),
+                    shown_address(&addr),
                     line(addr_at)
                 );
                 self.add("MB950", at, detail);
@@ -151,11 +157,9 @@ impl<'t> Analyzer<'t> {
             .iter()
             .filter(|s| s.kind != SendKind::Command)
             .find_map(|s| {
-                let (pos, kw) = self.args(s.node);
-                let carried = pos
-                    .iter()
-                    .chain(kw.iter().map(|(_, v)| v))
-                    .find_map(|a| self.taint(*a, s.scope).get(Source::Mail))?;
+                let carried = self
+                    .arg_values(s.node)
+                    .find_map(|a| self.taint(a, s.scope).get(Source::Mail))?;
                 let detail = format!(
                     "`{}` sends mailbox contents (from `{}`, line {}), and the script fetches whole messages (line {}): the mailbox is copied to someone else",
                     shorten(self.text(s.node)),
@@ -188,7 +192,7 @@ impl<'t> Analyzer<'t> {
         let detail = format!(
             "`{}` mails to the address the script fixes (`{}`, line {}), and the script fetches whole messages (line {}): the mailbox is copied to someone else",
             shorten(self.text(sent.node)),
-            address_in(addr).map_or_else(|| shorten(addr), shorten),
+            shown_address(addr),
             line(*addr_at),
             line(whole)
         );
@@ -213,10 +217,8 @@ impl<'t> Analyzer<'t> {
             if !matches!(m, "search" | "list" | "uid") {
                 return None;
             }
-            let (pos, kw) = self.args(c.node);
-            pos.iter()
-                .chain(kw.iter().map(|(_, v)| v))
-                .flat_map(|a| self.texts_in(*a, c.scope))
+            self.arg_values(c.node)
+                .flat_map(|a| self.texts_in(a, c.scope))
                 .find_map(|t| SECURITY_NOTICES.iter().find(|w| t.contains(*w)))
                 .map(|w| (c.node, *w))
         })?;

@@ -36,6 +36,7 @@ use super::syntax::{self, Field as F, Kind as K, Node, Op};
 mod abuse;
 mod agents;
 mod args;
+mod bridge;
 mod calls;
 mod capability;
 mod capture;
@@ -82,6 +83,7 @@ mod supply;
 mod taxonomy;
 mod traffic;
 mod walk;
+mod windows;
 
 pub(super) struct RawFinding {
     pub rule: &'static str,
@@ -260,6 +262,8 @@ struct Facts {
     dup2: Option<(usize, usize)>,
     fileno_redirect: Option<(usize, usize)>,
     shell_spawn: Option<(usize, usize)>,
+    /// A shell started with its standard input piped.
+    piped_shell: Option<(usize, usize)>,
     creds: Option<(usize, usize)>,
     network: bool,
     ctypes: Option<(usize, usize)>,
@@ -313,6 +317,9 @@ struct Signs<'t> {
     capture: Option<(Node<'t>, capture::Captured)>,
     /// A send of data to a network peer (not a command).
     network_send: Option<Node<'t>>,
+    /// A registry key Windows runs values of at logon, opened or created,
+    /// and its path.
+    autostart_key: Option<(Node<'t>, String)>,
     /// A raw socket that carries the script's own IP header.
     own_ip_header: Option<Node<'t>>,
     /// `sendto` in a loop.

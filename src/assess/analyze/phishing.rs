@@ -110,12 +110,7 @@ impl<'t> Analyzer<'t> {
                 _ if q.as_deref() == Some("json.dump") => "written",
                 _ => continue,
             };
-            let (pos, kw) = self.args(site.node);
-            let args: Vec<Node<'t>> = pos
-                .iter()
-                .chain(kw.iter().map(|(_, v)| v))
-                .copied()
-                .collect();
+            let args: Vec<Node<'t>> = self.arg_values(site.node).collect();
             let mut t = super::flow::Taint::default();
             let mut prompted = None;
             for part in parts(&args) {

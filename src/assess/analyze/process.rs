@@ -16,6 +16,9 @@ const BLOCKING_CALLS: &[&str] = &[
 impl<'t> Analyzer<'t> {
     pub(super) fn check_process(&mut self, q: &str, call: &Call<'t>) {
         let (node, scope) = (call.node, call.scope);
+        if SUBPROCESS.contains(&q) {
+            self.note_piped_shell(call);
+        }
         let command = || {
             call.pos
                 .first()
@@ -96,17 +99,21 @@ impl<'t> Analyzer<'t> {
         if let Some(cmds) = self.looped_commands(arg, scope) {
             return cmds;
         }
+        // `cmd = ["systemctl", "--user", *args]`: the list's words, with
+        // the parts that cannot be folded as `*`.
+        if arg.kind() == K::Identifier {
+            let list = self
+                .lookup(self.text(arg), scope, arg.start_byte())
+                .and_then(|b| match *b.last()? {
+                    Bind::Expr(v, s) if v.kind().is_sequence() => Some((v, s)),
+                    _ => None,
+                });
+            if let Some((v, s)) = list {
+                return self.command_values(v, s);
+            }
+        }
         if arg.kind().is_sequence() {
-            let words: Vec<String> = arg
-                .children()
-                .map(|w| {
-                    self.paths(w, scope)
-                        .into_iter()
-                        .next()
-                        .unwrap_or_else(|| "*".into())
-                })
-                .collect();
-            return vec![words.join(" ")];
+            return vec![self.sequence_words(arg, scope)];
         }
         self.paths(arg, scope)
             .into_iter()
@@ -175,6 +182,20 @@ impl<'t> Analyzer<'t> {
     /// variable's position), also when the variable reaches the call as a
     /// helper's parameter. Each list is folded whole, so `["ufw", "status"]`
     /// stays one command instead of its words being judged alone.
+    /// A literal argument list's words, those that cannot be folded `*`.
+    fn sequence_words(&self, list: Node<'t>, scope: usize) -> String {
+        let words: Vec<String> = list
+            .children()
+            .map(|w| {
+                self.paths(w, scope)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| "*".into())
+            })
+            .collect();
+        words.join(" ")
+    }
+
     fn looped_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
         self.looped_commands_at(arg, scope, 0)
     }
@@ -195,7 +216,10 @@ impl<'t> Analyzer<'t> {
                 let mut cmds = Vec::new();
                 for (a, s) in self.passed(func, index, name) {
                     let found = match a.kind() {
-                        K::List | K::Tuple => self.fold_command(a, s).map(|c| vec![c]),
+                        // `run(["wevtutil", "cl", name])`: the list's words.
+                        K::List | K::Tuple => Some(vec![self
+                            .fold_command(a, s)
+                            .unwrap_or_else(|| self.sequence_words(a, s))]),
                         _ => self.looped_commands_at(a, s, depth + 1),
                     };
                     cmds.extend(found?);

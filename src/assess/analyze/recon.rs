@@ -6,6 +6,7 @@
 //! address (MB934); the clipboard watched and crypto-currency addresses in
 //! it replaced (MB935).
 
+use super::calls::arg_values;
 use super::literal::shorten;
 use super::names::{METADATA_HOSTS, SHELL_FUNCS, SUBPROCESS};
 use super::needles::METADATA;
@@ -99,8 +100,8 @@ impl<'t> Analyzer<'t> {
     pub(super) fn send_values(&self, node: Node<'t>, scope: usize) -> (Vec<String>, bool) {
         let (pos, kw) = self.args(node);
         let mut values = Vec::new();
-        for a in pos.iter().chain(kw.iter().map(|(_, v)| v)) {
-            values.extend(self.paths(*a, scope));
+        for a in arg_values(pos, kw) {
+            values.extend(self.paths(a, scope));
         }
         let method = self.method_name(node);
         let body = kw.iter().any(|(k, _)| BODY_KEYWORDS.contains(k))

@@ -105,9 +105,29 @@ const DISKS: &[&str] = &[
 ];
 
 /// What writing `path` persists, if anything.
+/// Whether what follows a start-up dotfile's name (`~/.zshrc` + `.bak-1`,
+/// `~`, `-old`) makes another file of the same directory: a backup the
+/// shell never reads. Directories named after one (`.bashrc.d/x`) are read.
+fn backup_of_dotfile(entry: &str, rest: &str) -> bool {
+    entry.starts_with("/.")
+        && !entry.ends_with('/')
+        && rest.starts_with(['.', '-', '~', '_'])
+        && !rest.contains('/')
+}
+
+/// Whether a path names a persistence entry, and not a backup beside it.
+pub(super) fn names_entry(lower: &str, entry: &str) -> bool {
+    // `contains` first: it has a fast path for short needles that `find`
+    // lacks, and almost every path names no entry.
+    lower.contains(entry)
+        && lower
+            .find(entry)
+            .is_some_and(|i| !backup_of_dotfile(entry, &lower[i + entry.len()..]))
+}
+
 pub(super) fn persistence(path: &str) -> Option<&'static str> {
     let lower = path.to_ascii_lowercase();
-    if let Some((_, what)) = STARTUP_FILES.iter().find(|(p, _)| lower.contains(p)) {
+    if let Some((_, what)) = STARTUP_FILES.iter().find(|(p, _)| names_entry(&lower, p)) {
         return Some(what);
     }
     let in_site = lower.starts_with("<site-packages>")
@@ -123,7 +143,7 @@ pub(super) fn persistence(path: &str) -> Option<&'static str> {
     }
     PERSISTENCE
         .iter()
-        .any(|p| lower.contains(p))
+        .any(|p| names_entry(&lower, p))
         .then_some("a persistence location")
 }
 

@@ -375,7 +375,9 @@ impl<'t> Analyzer<'t> {
                 };
                 self.bind(scope, t, b);
             }
-            K::AsPatternTarget => {
+            // `*rest` in an unpacking: the items it takes are parts of
+            // the same value.
+            K::AsPatternTarget | K::ListSplat => {
                 for t in target.children() {
                     self.bind_target(t, src, scope);
                 }
