@@ -41,18 +41,19 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The seventh (64
-/// scripts of fourteen families, most of which rules were written for in earlier
-/// rounds; blind/BATCH7.md), written by someone who saw neither the rules nor
-/// any sample, scored at 6e15699 before the seventh round of rules: 27 of 38, 20
-/// of 35, 5 of 26; after it (b4d1434), whose rules were written on the sixth
-/// batch's misses and never on this one: 26 of 38, 20 of 35, 4 of 26. (The
-/// sixth batch was the blind one until the seventh round tuned on it; it is now
-/// part of the held-out corpus, heldout/BATCH6.md.)
+/// What the blind batch reaches, so that a regression fails. The eighth (68
+/// scripts of fourteen families: twelve rules were written for in earlier
+/// rounds, and clipboard hijacking and account takeover, which none was;
+/// blind/BATCH8.md), written by someone who saw neither the rules nor any
+/// sample, scored at cf8d590 before the eighth round of rules: 23 of 40, 19 of
+/// 38, 2 of 28; after it (the merge of round8), whose rules were written on the
+/// seventh batch's misses and never on this one: 27 of 40, 24 of 38, 1 of 28.
+/// (The seventh batch was the blind one until the eighth round tuned on it; it
+/// is now part of the held-out corpus, heldout/BATCH7.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.68,
-    blocked_recall: 0.57,
-    benign_flagged: 0.16,
+    recall: 0.67,
+    blocked_recall: 0.63,
+    benign_flagged: 0.04,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first
@@ -70,11 +71,17 @@ const BLIND_FLOOR: Floors = Floors {
 /// an SSH client naming its own login key went from HIGH to MEDIUM (MB222):
 /// 2 of 71 benign flagged. With the sixth batch (heldout/BATCH6.md, blind
 /// until the seventh round tuned on its misses; 29 of 32, 25 of 27, 0 of 18
-/// after it): 147 of 154, 132 of 138, 2 of 89.
+/// after it): 147 of 154, 132 of 138, 2 of 89. With the seventh batch
+/// (heldout/BATCH7.md, blind until the eighth round tuned on its misses; 34 of
+/// 38, 29 of 35, 0 of 26 after it): 181 of 192, 161 of 173, 2 of 115. What it
+/// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
+/// developer's files sent away, a pytest plugin and a `requests` shim leaking
+/// secrets; rated HIGH, not BLOCKED: disks zeroed through /sys/block, logs
+/// shipped with key files) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.95,
-    blocked_recall: 0.95,
-    benign_flagged: 0.03,
+    recall: 0.94,
+    blocked_recall: 0.93,
+    benign_flagged: 0.02,
 };
 
 struct Floors {
