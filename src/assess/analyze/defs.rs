@@ -155,16 +155,10 @@ impl<'t> Analyzer<'t> {
             };
             (pick, s) = (v, vs);
         }
-        let table = match pick.kind() {
-            K::Subscript => pick.child(F::Value),
-            K::Call => pick
-                .child(F::Function)
-                .filter(|f| f.kind() == K::Attribute)
-                .filter(|f| f.child(F::Attribute).is_some_and(|a| self.text(a) == "get"))
-                .and_then(|f| f.child(F::Object)),
-            _ => None,
-        };
-        let Some(dict) = table.and_then(|t| self.dict_literal(t, s)) else {
+        let Some(dict) = self
+            .looked_up_in(pick)
+            .and_then(|t| self.dict_literal(t, s))
+        else {
             return Vec::new();
         };
         dict.children()

@@ -158,6 +158,20 @@ impl<'t> Analyzer<'t> {
         self.taint(*first, scope)
     }
 
+    /// The table a value is looked up in: `table` in `table[key]` and in
+    /// `table.get(key)`.
+    pub(super) fn looked_up_in(&self, n: Node<'t>) -> Option<Node<'t>> {
+        match n.kind() {
+            K::Subscript => n.child(F::Value),
+            K::Call => n
+                .child(F::Function)
+                .filter(|f| f.kind() == K::Attribute)
+                .filter(|f| f.child(F::Attribute).is_some_and(|a| self.text(a) == "get"))
+                .and_then(|f| f.child(F::Object)),
+            _ => None,
+        }
+    }
+
     /// The sinks a computed callee may be: the values of the dict, list or
     /// tuple it is looked up in (`table[key]`, `table.get(key)`), through names.
     fn dispatch_targets(&self, func: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
@@ -165,12 +179,7 @@ impl<'t> Analyzer<'t> {
             return Vec::new();
         }
         let table = match func.kind() {
-            K::Subscript => func.child(F::Value),
-            K::Call => func
-                .child(F::Function)
-                .filter(|f| f.kind() == K::Attribute)
-                .filter(|f| f.child(F::Attribute).is_some_and(|a| self.text(a) == "get"))
-                .and_then(|f| f.child(F::Object)),
+            K::Subscript | K::Call => self.looked_up_in(func),
             K::Identifier => {
                 let binds = self.lookup(self.text(func), scope, func.start_byte());
                 return binds
