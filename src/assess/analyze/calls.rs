@@ -71,6 +71,14 @@ impl<'t> Call<'t> {
 }
 
 impl<'t> Analyzer<'t> {
+    /// The scope the call at `node` is made in, from the index of calls.
+    pub(super) fn call_scope(&self, node: Node<'t>) -> Option<usize> {
+        self.calls
+            .iter()
+            .find(|c| c.node.id() == node.id())
+            .map(|c| c.scope)
+    }
+
     /// Every argument value of the call at `call` (see [`arg_values`]).
     pub(super) fn arg_values(&self, call: Node<'t>) -> impl Iterator<Item = Node<'t>> + 't {
         let (pos, kw) = self.args(call);

@@ -435,7 +435,7 @@ impl<'t> Analyzer<'t> {
         ) {
             return false;
         }
-        let Some(site) = self.calls.iter().find(|c| c.node.id() == call.id()) else {
+        let Some(scope) = self.call_scope(call) else {
             return false;
         };
         let (pos, _) = self.args(call);
@@ -443,9 +443,9 @@ impl<'t> Analyzer<'t> {
             return false;
         };
         self.reset_budget();
-        let from = self.paths(from, site.scope);
+        let from = self.paths(from, scope);
         self.reset_budget();
-        let to = self.paths(to, site.scope);
+        let to = self.paths(to, scope);
         from.iter().any(|f| f == p) && !to.iter().any(|t| t == p)
     }
 
@@ -468,7 +468,7 @@ impl<'t> Analyzer<'t> {
         if writes {
             return false;
         }
-        let Some(site) = self.calls.iter().find(|c| c.node.id() == call.id()) else {
+        let Some(scope) = self.call_scope(call) else {
             return false;
         };
         let method = self.method_name(call) == Some("symlink_to");
@@ -482,7 +482,7 @@ impl<'t> Analyzer<'t> {
         };
         self.reset_budget();
         !self
-            .paths(target, site.scope)
+            .paths(target, scope)
             .iter()
             .any(|t| t.contains("<tmp") || t.contains("<self>"))
     }

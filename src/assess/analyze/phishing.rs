@@ -178,7 +178,7 @@ impl<'t> Analyzer<'t> {
     /// program's name: its prompt folded, or, when it does not fold,
     /// the script's literals that read as such a prompt.
     fn prompt_impersonates(&self, call: Node<'t>) -> bool {
-        let Some(site) = self.calls.iter().find(|c| c.node.id() == call.id()) else {
+        let Some(scope) = self.call_scope(call) else {
             return false;
         };
         let (pos, kw) = self.args(call);
@@ -186,7 +186,7 @@ impl<'t> Analyzer<'t> {
             return false;
         };
         self.reset_budget();
-        if let Some(text) = self.fold(prompt, site.scope, 0) {
+        if let Some(text) = self.fold(prompt, scope, 0) {
             return impersonates(&text);
         }
         impersonates(self.text(prompt))

@@ -177,11 +177,6 @@ impl<'t> Analyzer<'t> {
         })
     }
 
-    /// The commands a loop variable takes: `for argv in [[...], [...]]`,
-    /// `for name, argv in [("a", [...]), ...]` (the element at the
-    /// variable's position), also when the variable reaches the call as a
-    /// helper's parameter. Each list is folded whole, so `["ufw", "status"]`
-    /// stays one command instead of its words being judged alone.
     /// A literal argument list's words, those that cannot be folded `*`.
     fn sequence_words(&self, list: Node<'t>, scope: usize) -> String {
         let words: Vec<String> = list
@@ -196,6 +191,11 @@ impl<'t> Analyzer<'t> {
         words.join(" ")
     }
 
+    /// The commands a loop variable takes: `for argv in [[...], [...]]`,
+    /// `for name, argv in [("a", [...]), ...]` (the element at the
+    /// variable's position), also when the variable reaches the call as a
+    /// helper's parameter. Each list is folded whole, so `["ufw", "status"]`
+    /// stays one command instead of its words being judged alone.
     fn looped_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
         self.looped_commands_at(arg, scope, 0)
     }

@@ -104,7 +104,6 @@ const DISKS: &[&str] = &[
     "/dev/md",
 ];
 
-/// What writing `path` persists, if anything.
 /// Whether what follows a start-up dotfile's name (`~/.zshrc` + `.bak-1`,
 /// `~`, `-old`) makes another file of the same directory: a backup the
 /// shell never reads. Directories named after one (`.bashrc.d/x`) are read.
@@ -125,6 +124,7 @@ pub(super) fn names_entry(lower: &str, entry: &str) -> bool {
             .is_some_and(|i| !backup_of_dotfile(entry, &lower[i + entry.len()..]))
 }
 
+/// What writing `path` persists, if anything.
 pub(super) fn persistence(path: &str) -> Option<&'static str> {
     let lower = path.to_ascii_lowercase();
     if let Some((_, what)) = STARTUP_FILES.iter().find(|(p, _)| names_entry(&lower, p)) {
