@@ -6,24 +6,10 @@
 //! together, or writes what the connection sent into the shell's input.
 
 use super::calls::Call;
+use super::command::SHELLS;
 use super::flow::Source;
 use super::literal::shorten;
 use super::{line, pos, Analyzer, Node, F, K};
-
-/// Programs that read commands from their standard input.
-const SHELLS: &[&str] = &[
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "cmd",
-    "cmd.exe",
-    "powershell",
-    "powershell.exe",
-    "pwsh",
-];
 
 impl<'t> Analyzer<'t> {
     /// Notes a shell started with its standard input piped (`stdin=PIPE`):
@@ -41,7 +27,10 @@ impl<'t> Analyzer<'t> {
                 || t.split_whitespace()
                     .next()
                     .and_then(|w| w.rsplit(['/', '\\']).next())
-                    .is_some_and(|w| SHELLS.contains(&w.to_ascii_lowercase().as_str()))
+                    .is_some_and(|w| {
+                        let w = w.to_ascii_lowercase();
+                        SHELLS.contains(&w.strip_suffix(".exe").unwrap_or(&w))
+                    })
         };
         // The program and the strings it is made of (`$SHELL` or a default).
         let shell = call.pos.iter().any(|a| {

@@ -15,6 +15,22 @@ enum Stage {
     Other,
 }
 
+/// Programs that read commands from their standard input, named without a
+/// directory or `.exe` (a command's head is compared that way).
+pub(super) const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "csh",
+    "tcsh",
+    "fish",
+    "cmd",
+    "powershell",
+    "pwsh",
+];
+
 /// Windows commands that come back at logon (scheduled tasks, Run keys) or
 /// start programs on other machines.
 fn classify_windows(head: &str, words: &[&str]) -> Option<Stage> {
@@ -132,15 +148,11 @@ fn read_only(head: &str, words: &[&str]) -> bool {
         "mount" => words.len() == 1 || sub == "-l",
         // `sudo -l` (also `-n -l`) lists the user's own rules and runs nothing.
         "sudo" => {
-            words
-                .iter()
-                .any(|w| matches!(*w, "-l" | "-ll" | "--list" | "-nl" | "-ln"))
-                && words[1..].iter().all(|w| {
-                    matches!(
-                        *w,
-                        "-l" | "-ll" | "--list" | "-nl" | "-ln" | "-n" | "--non-interactive"
-                    )
-                })
+            let list = |w: &&str| matches!(*w, "-l" | "-ll" | "--list" | "-nl" | "-ln");
+            words.iter().any(list)
+                && words[1..]
+                    .iter()
+                    .all(|w| list(w) || matches!(*w, "-n" | "--non-interactive"))
         }
         _ => false,
     }
@@ -330,8 +342,7 @@ fn classify(words: &[&str]) -> Stage {
         "chmod" if rest.contains("+s") || words.get(1).is_some_and(|m| setuid_mode(m)) => {
             Stage::Rule("MB203")
         }
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "csh" | "tcsh" | "fish" | "cmd" | "cmd.exe"
-        | "powershell" | "pwsh" => Stage::Shell,
+        h if SHELLS.contains(&h) => Stage::Shell,
         "rm" if wipes_root() => Stage::Rule("MB907"),
         "mkfs" | "wipefs" | "shred" => Stage::Rule("MB907"),
         h if h.starts_with("mkfs.") => Stage::Rule("MB907"),
