@@ -4,7 +4,7 @@
 //! activation wrappers) that would drag a shell and a home directory into the
 //! sandbox. We want the ELF binary and exactly the prefix it was built for.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -20,7 +20,7 @@ pub enum InterpreterError {
 
 /// A resolved interpreter: the binary and, when it lives outside `/usr`, the
 /// prefix directory that must be visible (read-only) inside the sandbox.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Interpreter {
     pub path: PathBuf,
     pub prefix: PathBuf,

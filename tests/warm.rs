@@ -239,3 +239,79 @@ fn a_zygote_started_ahead_serves_once_ready_and_reports_its_failed_preload_at_th
     };
     assert!(e.contains("no_such_module_here"), "{e}");
 }
+
+/// The pids of this process's children named `comm`, and their parents'.
+fn children_named(comm: &str) -> Vec<(i32, i32)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let ppid = stat[close + 2..]
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse().ok());
+        if &stat[open + 1..close] == comm {
+            found.push((pid, ppid.unwrap_or(0)));
+        }
+    }
+    found
+}
+
+fn voluntary_switches(pid: nix::unistd::Pid) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// A server's spawner process clones its warm sandboxes: it does the work (it wakes
+/// for each sandbox, and stays asleep for one made without it: the control), the
+/// sandbox's init is the caller's child, never the spawner's, and the run is the same.
+/// When the spawner is gone, sandboxes are cloned by the caller again.
+#[test]
+fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
+    let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
+    let sp = spawner.pid();
+    let code = "import os, sys\nprint(os.getpid(), sys.flags.no_user_site)\n";
+    let before = voluntary_switches(sp);
+    let plain = run_warm(&sandbox(), code, &[]);
+    assert_eq!(
+        voluntary_switches(sp),
+        before,
+        "the control woke the spawner"
+    );
+    let s = sandbox().spawner(std::sync::Arc::clone(&spawner));
+    let warm = s.prepare_warm(&[]).unwrap();
+    assert!(
+        voluntary_switches(sp) > before,
+        "the spawner did not clone it"
+    );
+    let me = std::process::id() as i32;
+    let inits = children_named("maibox-init");
+    assert!(inits.iter().any(|(_, ppid)| *ppid == me), "{inits:?}");
+    assert!(
+        inits.iter().all(|(_, ppid)| *ppid != sp.as_raw()),
+        "{inits:?}"
+    );
+    let t = maibox::Timeline::new();
+    let Ok((run, _remains)) = warm.run(&s, &Code::inline(code).unwrap(), &[], Io::capture(), &t)
+    else {
+        panic!("the spawner's sandbox did not run");
+    };
+    assert_eq!(run.stdout, plain.stdout);
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "2 1\n");
+    assert!(run.report.layers.seccomp && run.report.layers.landlock);
+    nix::sys::signal::kill(sp, nix::sys::signal::Signal::SIGKILL).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let after = run_warm(&s, code, &[]);
+    assert_eq!(after.stdout, plain.stdout);
+}

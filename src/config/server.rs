@@ -41,6 +41,9 @@ pub struct ServerConfig {
     /// `fork`: how many interpreters one zygote forks before it is replaced by a fresh
     /// one (the forks of one zygote share its hash secret and memory layout).
     pub zygote_forks: usize,
+    /// Clone warm sandboxes from a single-threaded spawner process forked when the
+    /// server starts (`engine::spawner`), not from the server's refill threads.
+    pub spawner: bool,
 }
 
 /// Where a warm sandbox's interpreter comes from (docs/server.md, "Warm modes").
@@ -93,6 +96,7 @@ impl Default for ServerConfig {
             client_auto: false,
             warm_mode: WarmMode::Strict,
             zygote_forks: 32,
+            spawner: true,
         }
     }
 }

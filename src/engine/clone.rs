@@ -19,6 +19,39 @@ use nix::sched::setns;
 use nix::sched::{CloneCb, CloneFlags};
 use nix::unistd::{ForkResult, Pid};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// Set in a server's spawner process (see [`super::spawner`]): it clones sandboxes
+/// for its parent, which must be their parent too.
+static FOR_PARENT: AtomicBool = AtomicBool::new(false);
+/// Sandboxes the spawner ended after a failed setup step: its parent reaps them.
+static ORPHANS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// From now on this process clones sandboxes as its parent's children
+/// (CLONE_PARENT). Only a spawner, single-threaded, calls this.
+pub(crate) fn for_parent() {
+    FOR_PARENT.store(true, Ordering::Relaxed);
+}
+
+/// Ends a sandbox whose setup failed after the clone, and reaps it when it is this
+/// process's child; a spawner's clone is noted for its parent to reap instead.
+pub(crate) fn end(pid: Pid) {
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    if !FOR_PARENT.load(Ordering::Relaxed) {
+        let _ = nix::sys::wait::waitpid(pid, None);
+    } else if let Ok(mut o) = ORPHANS.lock() {
+        o.push(pid.as_raw());
+    }
+}
+
+/// The spawner's ended clones since the last call (see [`end`]).
+pub(crate) fn take_orphans() -> Vec<i32> {
+    ORPHANS
+        .lock()
+        .map(|mut o| std::mem::take(&mut *o))
+        .unwrap_or_default()
+}
 
 /// Clones `cb` into a new process with `flags`; the caller is its parent either way.
 /// With `pid_ns`, the new process is made in that existing PID namespace (an OCI
@@ -32,6 +65,10 @@ pub(crate) fn clone_sandbox(
     pid_ns: Option<BorrowedFd>,
 ) -> Result<Pid, Errno> {
     if threads() <= 1 {
+        let flags = match FOR_PARENT.load(Ordering::Relaxed) {
+            true => flags | CloneFlags::CLONE_PARENT,
+            false => flags,
+        };
         return match pid_ns {
             Some(ns) => clone_in_pid_ns(cb, stack, flags, ns),
             // SAFETY: single-threaded: the child's copy of the address space has no

@@ -22,6 +22,7 @@ pub mod procname;
 pub mod rlimit;
 pub mod rootfs;
 pub mod spawn;
+pub mod spawner;
 pub mod sync;
 pub mod trees;
 pub mod userns;
@@ -59,6 +60,9 @@ pub struct Job<'a> {
     /// The payload is forked from a zygote and adopted by init, not executed (a warm
     /// sandbox of a `warm_mode: fork` level; see [`adopt`]).
     pub adopt: bool,
+    /// Clone through this spawner process rather than from this one (a server's
+    /// sandboxes: see [`spawner`]).
+    pub spawner: Option<&'a spawner::Spawner>,
 }
 
 /// A sandbox whose init is set up and waits for `start`.
@@ -95,6 +99,47 @@ pub fn prepare(
     meanwhile: &mut dyn FnMut() -> Result<(), SetupError>,
 ) -> Result<Prepared, SetupError> {
     let created_at = Instant::now();
+    let Spawning {
+        spawned,
+        stdout,
+        stderr,
+        stdin,
+    } = match job.spawner {
+        Some(s) => s.spawn(job)?,
+        None => spawn_job(job)?,
+    };
+    if let Err(e) = send_cgroup(&spawned, cgroup).and_then(|_| meanwhile()) {
+        // A sandbox that failed on its own has closed its end: its reason is queued,
+        // and says more than our failure to send to it.
+        let e = queued_failure(&spawned).unwrap_or(e);
+        let _ = nix::sys::signal::kill(spawned.pid, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(spawned.pid, None);
+        return Err(e);
+    }
+    let timings_us = wait_ready(&spawned)?;
+    Ok(Prepared {
+        pid: spawned.pid,
+        chan: spawned.chan,
+        stdout,
+        stderr,
+        stdin,
+        setup_time: created_at.elapsed(),
+        timings_us,
+    })
+}
+
+/// A cloned sandbox whose id maps are written, and the supervisor's ends of its
+/// stdio.
+pub(crate) struct Spawning {
+    spawned: spawn::Spawned,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    stdin: Option<OwnedFd>,
+}
+
+/// The run's pipes, the payload and the clone: everything of a sandbox that the
+/// process which clones it makes (this one, or the server's spawner).
+fn spawn_job(job: &Job) -> Result<Spawning, SetupError> {
     let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).step(Step::Pipes, "pipe");
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
@@ -128,23 +173,11 @@ pub fn prepare(
         },
         &mut |_| Ok(()),
     )?;
-    if let Err(e) = send_cgroup(&spawned, cgroup).and_then(|_| meanwhile()) {
-        // A sandbox that failed on its own has closed its end: its reason is queued,
-        // and says more than our failure to send to it.
-        let e = queued_failure(&spawned).unwrap_or(e);
-        let _ = nix::sys::signal::kill(spawned.pid, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(spawned.pid, None);
-        return Err(e);
-    }
-    let timings_us = wait_ready(&spawned)?;
-    Ok(Prepared {
-        pid: spawned.pid,
-        chan: spawned.chan,
+    Ok(Spawning {
+        spawned,
         stdout: out_r,
         stderr: err_r,
         stdin: in_w,
-        setup_time: created_at.elapsed(),
-        timings_us,
     })
 }
 

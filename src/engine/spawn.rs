@@ -132,8 +132,7 @@ pub fn spawn(
     drop(child);
     drop(stack);
     let kill_child = |e: SetupError| {
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(pid, None);
+        super::clone::end(pid);
         e
     };
     before_maps(pid).map_err(kill_child)?;

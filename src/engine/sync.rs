@@ -169,6 +169,11 @@ impl Channel {
         }
     }
 
+    /// A channel on a descriptor received from the process that made the pair.
+    pub(crate) fn from_fd(fd: OwnedFd) -> Channel {
+        Channel { fd }
+    }
+
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }
@@ -199,7 +204,16 @@ impl AsFd for Channel {
 /// One message from a unix socket, with the first descriptor it carries (SCM_RIGHTS,
 /// close-on-exec); any further ones are closed. `Ok((0, None))` at end-of-file.
 pub fn recv_fd(sock: BorrowedFd, buf: &mut [u8]) -> nix::Result<(usize, Option<OwnedFd>)> {
-    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    recv_fds::<1>(sock, buf).map(|(n, fds)| (n, fds.into_iter().next()))
+}
+
+/// One message from a unix socket, with the descriptors it carries, at most `N`
+/// (SCM_RIGHTS, close-on-exec; the kernel closes any beyond `N`).
+pub fn recv_fds<const N: usize>(
+    sock: BorrowedFd,
+    buf: &mut [u8],
+) -> nix::Result<(usize, Vec<OwnedFd>)> {
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; N]);
     loop {
         let mut iov = [std::io::IoSliceMut::new(buf)];
         match recvmsg::<()>(
@@ -211,18 +225,47 @@ pub fn recv_fd(sock: BorrowedFd, buf: &mut [u8]) -> nix::Result<(usize, Option<O
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return Err(e),
             Ok(m) => {
-                let mut fd = None;
+                let mut fds = Vec::new();
                 for c in m.cmsgs()? {
-                    if let ControlMessageOwned::ScmRights(fds) = c {
-                        for raw in fds {
-                            // SAFETY: SCM_RIGHTS gave us a new fd that nothing else owns.
-                            let owned = unsafe { OwnedFd::from_raw_fd(raw) };
-                            fd.get_or_insert(owned);
-                        }
+                    if let ControlMessageOwned::ScmRights(raw) = c {
+                        // SAFETY: SCM_RIGHTS gave us new fds that nothing else owns.
+                        fds.extend(raw.into_iter().map(|r| unsafe { OwnedFd::from_raw_fd(r) }));
                     }
                 }
-                return Ok((m.bytes, fd));
+                return Ok((m.bytes, fds));
             }
+        }
+    }
+}
+
+/// Sends one message with `fds` attached (SCM_RIGHTS; none when empty).
+pub fn send_fds(sock: BorrowedFd, buf: &[u8], fds: &[BorrowedFd]) -> nix::Result<()> {
+    let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    let cmsg = [ControlMessage::ScmRights(&raw)];
+    let cmsgs: &[ControlMessage] = if raw.is_empty() { &[] } else { &cmsg };
+    let iov = [std::io::IoSlice::new(buf)];
+    loop {
+        // MSG_NOSIGNAL: a peer that is gone is an error here, never a SIGPIPE.
+        match sendmsg::<()>(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            r => return r.map(|_| ()),
+        }
+    }
+}
+
+/// The length of the next message on a SOCK_SEQPACKET socket, left unread
+/// (MSG_TRUNC makes a peek return the whole length; 0 when the peer is gone).
+///
+/// Buffers sized to the message, not a zeroed 64 KiB each: in a server that
+/// forks while earlier sandboxes (copies of its memory) live, clearing 16 pages
+/// for each fork's two answers cost as many copy-on-write faults (perf of a
+/// fork-mode server's refill threads: a fifth of their page faults).
+pub fn next_len(fd: BorrowedFd) -> nix::Result<usize> {
+    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC;
+    loop {
+        match nix::sys::socket::recv(fd.as_raw_fd(), &mut [], flags) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            r => return r,
         }
     }
 }

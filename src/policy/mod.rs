@@ -8,7 +8,7 @@ pub mod oci;
 use crate::config::{Backend, Config, DockerConfig, NetworkMode, TrustLevel};
 use crate::interpreter::{self, Interpreter, InterpreterError};
 use crate::units::{ByteSize, Seconds};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,7 +23,19 @@ pub enum PolicyError {
 /// Layers that can be switched off one by one, for controls in tests and the
 /// per-layer benchmark. Structural layers (user, mount and pid namespaces, pivot_root)
 /// are not on this list: the engine does not run without them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layer {
     NetNs,
@@ -42,7 +54,9 @@ pub enum Layer {
     CgroupLimits,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// `Deserialize` serves the server's spawner process (`engine::spawner`), which
+/// receives the policy of each sandbox it clones; an OCI view is never sent there.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Policy {
     pub trust: TrustLevel,
     /// Layers switched off with `--unsafe-disable-layer` (never by configuration).
@@ -76,15 +90,16 @@ pub struct Policy {
 
 /// The filesystem view and process the engine builds. The default is maibox's own
 /// Python view; the OCI front door asks for a bundle's root, mounts and process.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum View {
     #[default]
     Python,
+    #[serde(skip_deserializing)]
     Oci(Box<crate::policy::oci::OciView>),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Identity {
     /// uid/gid of the code inside the sandbox.
     pub uid: u32,
@@ -94,7 +109,7 @@ pub struct Identity {
     pub mapping: IdMapping,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum IdMapping {
     /// maibox runs as root: inside 0..65535 → host `base`..`base`+65535.
@@ -103,7 +118,7 @@ pub enum IdMapping {
     Rootless { host_uid: u32, host_gid: u32 },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FsPolicy {
     /// Root image directory for an overlay root; `None` builds a root from host binds.
     pub rootfs: Option<PathBuf>,
@@ -112,16 +127,16 @@ pub struct FsPolicy {
     pub root_size: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
-    #[serde(serialize_with = "secs")]
+    #[serde(serialize_with = "secs", deserialize_with = "from_secs")]
     pub timeout: Duration,
     pub cpus: f64,
     pub memory_bytes: u64,
     pub pids: u64,
     pub nofile: u64,
     /// CPU time of the whole sandbox (cgroup) and of each process (RLIMIT_CPU).
-    #[serde(serialize_with = "opt_secs")]
+    #[serde(serialize_with = "opt_secs", deserialize_with = "from_opt_secs")]
     pub cpu_time: Option<Duration>,
     /// Largest file the code may write (RLIMIT_FSIZE).
     pub fsize_bytes: u64,
@@ -204,6 +219,21 @@ pub(crate) fn host_memory_available() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+/// Seconds as the report writes them; exact for whole and millisecond values.
+fn from_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom)
+}
+
+fn from_opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        Some(s) => Duration::try_from_secs_f64(s)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        None => Ok(None),
+    }
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -463,6 +493,30 @@ mod tests {
         assert!(u.fs.read_only_root);
         assert_eq!(u.limits.timeout, Duration::from_secs(30));
         assert_eq!(u.network, NetworkMode::None);
+    }
+
+    /// The spawner (engine::spawner) gets each sandbox's policy as JSON: what it
+    /// decodes must be what was sent, at every level and with odd timeouts.
+    #[test]
+    fn a_policy_survives_its_json() {
+        let cfg = Config::parse(BUILTIN, "builtin").unwrap();
+        for level in [
+            TrustLevel::Trusted,
+            TrustLevel::Untrusted,
+            TrustLevel::Unknown,
+        ] {
+            let ov = Overrides {
+                timeout: Some("0.3s".parse().unwrap()),
+                disable: vec![Layer::UtsNs],
+                ..Default::default()
+            };
+            let p = Policy::build(&cfg, level, &ov).unwrap();
+            let json = serde_json::to_string(&p).unwrap();
+            let back: Policy = serde_json::from_str(&json).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), json);
+            assert_eq!(back.limits, p.limits);
+            assert_eq!(back.disabled, p.disabled);
+        }
     }
 
     #[test]

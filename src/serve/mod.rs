@@ -61,6 +61,8 @@ pub struct Server {
     reaper: Mutex<mpsc::Sender<Remains>>,
     /// The audit log, opened once and kept (its writes lock it against other writers).
     audit: Option<Arc<Mutex<crate::audit::AuditLog>>>,
+    /// Clones the warm sandboxes (`server.spawner`).
+    spawner: Option<Arc<crate::engine::spawner::Spawner>>,
 }
 
 /// Serves until SIGTERM or SIGINT. `log` gets one line per event worth a log line.
@@ -73,6 +75,14 @@ pub fn serve(
     // only the signalfd below sees them.
     let signals = block_signals()?;
     let cfg = config.server.clone();
+    // Forked by this, the main thread, before any other thread exists: sandboxes'
+    // inits die with the thread that forked it (engine::spawner).
+    let spawner = match cfg.spawner {
+        true => Some(Arc::new(crate::engine::spawner::Spawner::start().map_err(
+            |e| ServeError::Setup(format!("starting the spawner: {e}")),
+        )?)),
+        false => None,
+    };
     let socket = opts
         .socket
         .clone()
@@ -106,6 +116,7 @@ pub fn serve(
         reaper: Mutex::new(reap_tx),
         audit,
         cfg,
+        spawner,
     };
     let server = server.with_pools(log);
     log(&format!(
@@ -276,7 +287,10 @@ impl Server {
             .refill_threads
             .unwrap_or_else(|| crate::policy::host_cpus().ceil().max(1.0) as usize);
         for level in self.cfg.warm_levels.clone() {
-            let sandbox = Sandbox::new(Arc::clone(&self.config)).trust(level);
+            let mut sandbox = Sandbox::new(Arc::clone(&self.config)).trust(level);
+            if let Some(s) = &self.spawner {
+                sandbox = sandbox.spawner(Arc::clone(s));
+            }
             if let Err(e) = self.try_warm(&sandbox, level) {
                 log(&format!(
                     "no warm sandboxes at level {level}: {e}; its requests run cold"

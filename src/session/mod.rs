@@ -134,6 +134,7 @@ pub struct Sandbox {
     defer_teardown: bool,
     caller: Option<audit::Caller>,
     audit_log: Option<Arc<std::sync::Mutex<crate::audit::AuditLog>>>,
+    spawner: Option<Arc<crate::engine::spawner::Spawner>>,
 }
 
 impl Sandbox {
@@ -150,6 +151,7 @@ impl Sandbox {
             defer_teardown: false,
             caller: None,
             audit_log: None,
+            spawner: None,
         }
     }
 
@@ -236,6 +238,17 @@ impl Sandbox {
     pub fn audit_syscalls(mut self, yes: bool) -> Self {
         self.audit_syscalls = yes;
         self
+    }
+
+    /// Clone warm sandboxes through this spawner process (a server's; see
+    /// [`crate::engine::spawner`]) rather than from the calling thread.
+    pub fn spawner(mut self, s: Arc<crate::engine::spawner::Spawner>) -> Self {
+        self.spawner = Some(s);
+        self
+    }
+
+    pub(crate) fn spawner_ref(&self) -> Option<&crate::engine::spawner::Spawner> {
+        self.spawner.as_deref()
     }
 
     /// Also run Bandit and merge its findings into the assessment.

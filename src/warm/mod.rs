@@ -40,6 +40,7 @@ const RUNNER: &str = include_str!("runner.py");
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub mod zygote;
+pub use crate::engine::spawner::Spawner;
 pub use zygote::Zygote;
 
 /// A prepared sandbox whose interpreter waits for its one script.
@@ -137,6 +138,7 @@ impl Sandbox {
             stdin: StdinMode::Pump,
             extra_fds: vec![code_r.as_fd(), ready_w.as_fd(), done_w.as_fd()],
             adopt: zygote.is_some(),
+            spawner: self.spawner_ref(),
         };
         let timeline = Timeline::new();
         let (group, prepared) = self

@@ -253,8 +253,11 @@ impl Drop for Zygote {
 /// listener when the filter notifies.
 pub(crate) fn read_report(ready: BorrowedFd) -> Result<(Report, Option<OwnedFd>), SetupError> {
     wait_readable(ready, FORK_TIMEOUT, "the forked interpreter's report")?;
-    let mut buf =
-        vec![0u8; next_len(ready).step(Step::Zygote, "size the forked interpreter's report")?];
+    let mut buf = vec![
+        0u8;
+        sync::next_len(ready)
+            .step(Step::Zygote, "size the forked interpreter's report")?
+    ];
     let (n, listener) = sync::recv_fd(ready, &mut buf)
         .step(Step::Zygote, "read the forked interpreter's report")?;
     if n == 0 {
@@ -307,26 +310,9 @@ fn recv_within(
             format!("read the zygote's answer: {what}: {e}"),
         )
     };
-    let mut buf = vec![0u8; next_len(fd).map_err(read)?];
+    let mut buf = vec![0u8; sync::next_len(fd).map_err(read)?];
     let n = nix::sys::socket::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).map_err(read)?;
     Ok((buf, n))
-}
-
-/// The length of the next message on a SOCK_SEQPACKET socket, left unread
-/// (MSG_TRUNC makes a peek return the whole length; 0 when the peer is gone).
-///
-/// Buffers sized to the message, not a zeroed 64 KiB each: in a server that
-/// forks while earlier sandboxes (copies of its memory) live, clearing 16 pages
-/// for each fork's two answers cost as many copy-on-write faults (perf of a
-/// fork-mode server's refill threads: a fifth of their page faults).
-fn next_len(fd: BorrowedFd) -> nix::Result<usize> {
-    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC;
-    loop {
-        match nix::sys::socket::recv(fd.as_raw_fd(), &mut [], flags) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            r => return r,
-        }
-    }
 }
 
 fn spec(p: &Policy) -> Result<Spec, SetupError> {
