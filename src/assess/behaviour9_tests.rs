@@ -41,6 +41,9 @@ fn password_options_guessed_on_a_command_line() {
     // One known password, per host of an inventory.
     let inv = "import subprocess, os\nfor host in ['pc1', 'pc2']:\n    subprocess.run(['wmic', f'/node:{host}', f'/password:{os.environ[\"PW\"]}', 'os', 'get', 'caption'])\n";
     assert!(!rules(&run(inv)).contains(&"MB925"));
+    // msbuild's `/p:` sets a property, not a password.
+    let build = "import subprocess\nfor cfg in ['Debug', 'Release']:\n    subprocess.run(['msbuild', 'app.sln', f'/p:Configuration={cfg}'])\n";
+    assert!(!rules(&run(build)).contains(&"MB925"));
 }
 
 /// The reader of an asyncio stream server's connection is network data

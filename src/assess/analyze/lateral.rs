@@ -131,7 +131,7 @@ impl<'t> Analyzer<'t> {
         };
         let pw = argv
             .children()
-            .find(|e| starts(e, &["/password:", "--password=", "-password=", "/p:"]))?;
+            .find(|e| starts(e, &["/password:", "--password=", "-password="]))?;
         let host = argv.children().find(|e| starts(e, &["/node:", "\\\\"]));
         Some((pw, host))
     }
