@@ -48,12 +48,15 @@ const TARGET: Floors = Floors {
 /// sample, scored at cf8d590 before the eighth round of rules: 23 of 40, 19 of
 /// 38, 2 of 28; after it (the merge of round8), whose rules were written on the
 /// seventh batch's misses and never on this one: 27 of 40, 24 of 38, 1 of 28.
+/// After the ninth round, which was written on this batch's misses (so from
+/// then on the batch measures what the rules were fixed for, not how they
+/// generalise): 38 of 40, 36 of 38, 0 of 28.
 /// (The seventh batch was the blind one until the eighth round tuned on it; it
 /// is now part of the held-out corpus, heldout/BATCH7.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.67,
-    blocked_recall: 0.63,
-    benign_flagged: 0.04,
+    recall: 0.95,
+    blocked_recall: 0.94,
+    benign_flagged: 0.0,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first

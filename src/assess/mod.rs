@@ -36,6 +36,8 @@ mod behaviour7_tests;
 #[cfg(test)]
 mod behaviour8_tests;
 #[cfg(test)]
+mod behaviour9_tests;
+#[cfg(test)]
 mod behaviour_tests;
 #[cfg(test)]
 mod corpus_tests;

@@ -1,6 +1,6 @@
 //! Surveillance: the screen, camera, microphone, keyboard or clipboard
-//! captured (capture tools run, X11 images grabbed through ctypes, capture
-//! devices read). Capture that repeats, or of devices read raw, is HIGH
+//! captured (capture tools run, X11 images grabbed and the Win32 clipboard
+//! read through ctypes, capture devices read). Capture that repeats, or of devices read raw, is HIGH
 //! (MB216; keystrokes MB212); captured data in a script that sends data off
 //! the host is BLOCKED (MB940). One screenshot of a window is not this.
 
@@ -89,6 +89,9 @@ impl<'t> Analyzer<'t> {
             self.judge_capture(call, c, true);
         } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
             self.judge_capture(call, Captured::Screen, false);
+        } else if call.method == Some("GetClipboardData") {
+            // The Win32 clipboard read, through ctypes (`user32`) or pywin32.
+            self.judge_capture(call, Captured::Clipboard, false);
         } else if let Some(c) = call
             .q
             .as_deref()

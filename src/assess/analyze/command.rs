@@ -99,6 +99,7 @@ fn classify_host(head: &str, words: &[&str]) -> Option<Stage> {
         {
             Stage::Rule("MB208")
         }
+        h if inhibits_recovery(h, words) => Stage::Rule("MB907"),
         "docker" | "podman" | "nerdctl"
             if (has("run") || has("create"))
                 && (has("--privileged")
@@ -122,6 +123,9 @@ fn read_only(head: &str, words: &[&str]) -> bool {
         // system's: enabling a unit is judged by `classify_host`, the unit
         // by what it runs.
         "systemctl" if words.contains(&"--user") && !words.contains(&"enable") => true,
+        // No verb, only options (`systemctl --failed --no-legend`): systemctl
+        // then lists units, which changes nothing.
+        "systemctl" if words[1..].iter().all(|w| w.starts_with('-')) => true,
         "systemctl" | "service" => words.iter().any(|w| {
             matches!(
                 *w,
@@ -163,6 +167,7 @@ fn read_only(head: &str, words: &[&str]) -> bool {
 /// history recording turned off or logs shredded (MB923).
 fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
     let has = |w: &str| words.contains(&w);
+    let has_word = |w: &str| words.iter().any(|x| x.trim_matches(['"', '\'']) == w);
     let names_defence = || words[1..].iter().any(|w| taxonomy::is_defence(w));
     let stops = || {
         words
@@ -183,7 +188,14 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
         "auditctl" => has("-d") || (has("-e") && has("0")),
         "aa-teardown" | "aa-disable" | "aa-complain" => true,
         "apparmor_parser" => has("-r") || has("--remove"),
-        _ => false,
+        // Windows: the firewall switched off, Defender told to stop looking
+        // or to skip a path, UAC's admin approval turned off.
+        "netsh" => {
+            (has("advfirewall") && has("state") && has("off"))
+                || (has("firewall") && (has("disable") || has("mode=disable")))
+        }
+        "reg" => has("add") && has_word("enablelua") && words.windows(2).any(|w| w == ["/d", "0"]),
+        _ => windows_defender_off(words),
     };
     if defence {
         return Some(Stage::Rule("MB924"));
@@ -201,6 +213,44 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
         h => h.starts_with("histfile=") || h.starts_with("histsize=0"),
     };
     erases.then_some(Stage::Rule("MB923"))
+}
+
+/// Defender's PowerShell settings (a command line of its own, or words of a
+/// `powershell -c "..."` line): real-time, behaviour or download scanning
+/// disabled (`Set-MpPreference -Disable...`), or a path, process or
+/// extension excluded from scanning (`Add-MpPreference -Exclusion...`).
+fn windows_defender_off(words: &[&str]) -> bool {
+    fn bare(w: &str) -> &str {
+        w.trim_matches(['"', '\''])
+    }
+    let has = |x: &str| words.iter().any(|w| bare(w) == x);
+    // `-DisableRealtimeMonitoring $false` turns protection back on.
+    let disables = || {
+        words.iter().enumerate().any(|(i, w)| {
+            let next = words.get(i + 1).map_or("", |n| bare(n));
+            bare(w).starts_with("-disable")
+                && !bare(w).ends_with(":$false")
+                && !matches!(next, "$false" | "0" | "false")
+        })
+    };
+    let excludes = || words.iter().any(|w| bare(w).starts_with("-exclusion"));
+    (has("set-mppreference") && disables()) || (has("add-mppreference") && excludes())
+}
+
+/// Recovery taken away before damage: every shadow copy deleted (not a
+/// rotation of the oldest), the backup catalogue deleted, boot recovery
+/// switched off. What ransomware and wipers do first (MB907).
+fn inhibits_recovery(head: &str, words: &[&str]) -> bool {
+    let has = |w: &str| words.contains(&w);
+    match head {
+        "vssadmin" => {
+            has("delete") && has("shadows") && !words.iter().any(|w| w.starts_with("/oldest"))
+        }
+        "wmic" => has("shadowcopy") && has("delete"),
+        "wbadmin" => has("delete") && (has("catalog") || has("systemstatebackup")),
+        "bcdedit" => has("recoveryenabled") && has("no"),
+        _ => false,
+    }
 }
 
 /// Granting root: accounts with uid 0 or put in administrators' groups
@@ -450,6 +500,24 @@ impl<'t> Analyzer<'t> {
         if lower.contains("xmrig") || lower.contains("stratum+") {
             self.add("MB905", node, "miner in a command");
         }
+    }
+}
+
+/// Does the (lower-cased) command line print stored secrets: the whole
+/// macOS keychain dumped, a browser's or chat app's "Safe Storage" key (what
+/// decrypts its saved passwords and cookies) asked of the keychain or of the
+/// desktop secret service? A program's own token fetched by name is not.
+pub(super) fn prints_secrets(lower: &str) -> bool {
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let head = words.first().map(|h| h.rsplit('/').next().unwrap_or(h));
+    match head {
+        Some("security") => {
+            words.contains(&"dump-keychain")
+                || (words.iter().any(|w| w.ends_with("-password"))
+                    && lower.contains("safe storage"))
+        }
+        Some("secret-tool") => lower.contains("safe storage") || words.contains(&"--all"),
+        _ => false,
     }
 }
 

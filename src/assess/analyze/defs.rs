@@ -1,8 +1,10 @@
 //! The script's own functions as the data flow sees them: which calls reach
 //! each function (direct calls, methods through `self`, constructors through
-//! `__init__`, and the callables handed to threads, processes and pools), so
-//! that a parameter's value is what its callers pass, and a call's value is
-//! what the function returns.
+//! `__init__`, the callables handed to threads, processes and pools, and
+//! calls through command tables, also kept as class attributes), so that a
+//! parameter's value is what its callers pass, and a call's value is what the
+//! function returns. Functions a stream server calls with each connection
+//! are known too (their parameters are network data).
 
 use std::borrow::Cow;
 
@@ -140,6 +142,47 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Is the function whose body opens `func` handed to a stream server
+    /// (`asyncio.start_server(handle, ..)`), which calls it with the reader
+    /// and writer of each connection it accepts? Its parameters are then
+    /// network data, as a web route's are request data.
+    pub(super) fn stream_callback(&self, func: usize) -> bool {
+        const SERVERS: &[&str] = &["asyncio.start_server", "asyncio.start_unix_server"];
+        self.stream_callbacks
+            .get_or_init(|| {
+                // Asked in the middle of a flow query: resolving the servers
+                // must not spend that query's steps.
+                let saved = self.budget.get();
+                let mut found = Vec::new();
+                for c in &self.calls {
+                    let Some(f) = c.node.child(F::Function) else {
+                        continue;
+                    };
+                    if !self.text(f).ends_with("_server") {
+                        continue;
+                    }
+                    self.reset_budget();
+                    if !self
+                        .callee(c.node, c.scope)
+                        .is_some_and(|q| SERVERS.contains(&&*q))
+                    {
+                        continue;
+                    }
+                    let (pos, kw) = self.args(c.node);
+                    let cb = pos
+                        .first()
+                        .copied()
+                        .or_else(|| kwarg(kw, "client_connected_cb"));
+                    if let Some((s, _)) = cb.and_then(|cb| self.callee_def(cb, c.scope)) {
+                        found.push(s);
+                    }
+                }
+                self.budget.set(saved);
+                found
+            })
+            .contains(&func)
+    }
+
     /// The functions a call through a dispatch table may reach:
     /// `TABLE[k](..)`, `TABLE.get(k)(..)`, or a name bound to either, where
     /// `TABLE` is a dict literal of the script's functions (a bot's or an
@@ -155,7 +198,7 @@ impl<'t> Analyzer<'t> {
             };
             (pick, s) = (v, vs);
         }
-        let Some(dict) = self
+        let Some((dict, s)) = self
             .looked_up_in(pick)
             .and_then(|t| self.dict_literal(t, s))
         else {
@@ -171,14 +214,25 @@ impl<'t> Analyzer<'t> {
             .collect()
     }
 
-    /// The dict literal a name (or the expression itself) holds.
-    fn dict_literal(&self, n: Node<'t>, scope: usize) -> Option<Node<'t>> {
-        match n.kind() {
-            K::Dictionary => Some(n),
-            K::Identifier => match *self.lookup(self.text(n), scope, n.start_byte())?.last()? {
-                Bind::Expr(v, _) if v.kind() == K::Dictionary => Some(v),
-                _ => None,
-            },
+    /// The dict literal a name (or the expression itself) holds, with the
+    /// scope its entries are read in. `self.TABLE` and `cls.TABLE` are the
+    /// class body's `TABLE` (a command table kept as a class attribute).
+    pub(super) fn dict_literal(&self, n: Node<'t>, scope: usize) -> Option<(Node<'t>, usize)> {
+        let (name, scope, at) = match n.kind() {
+            K::Dictionary => return Some((n, scope)),
+            K::Identifier => (self.text(n), scope, n.start_byte()),
+            K::Attribute => {
+                let obj = n.child(F::Object).filter(|o| o.kind() == K::Identifier)?;
+                if !matches!(self.text(obj), "self" | "cls") {
+                    return None;
+                }
+                let class = self.enclosing_class_scope(scope)?;
+                (self.text(n.child(F::Attribute)?), class, usize::MAX)
+            }
+            _ => return None,
+        };
+        match *self.lookup(name, scope, at)?.last()? {
+            Bind::Expr(v, s) if v.kind() == K::Dictionary => Some((v, s)),
             _ => None,
         }
     }

@@ -1,5 +1,6 @@
-//! Droppers (MB915): a file written with downloaded data ([`super::io`]) is
-//! made executable, run as a program or script, or loaded as a library.
+//! Droppers (MB915): a file written with downloaded data ([`super::io`]), or
+//! with a payload unpacked from a long encoded literal the script carries,
+//! is made executable, run as a program or script, or loaded as a library.
 
 use super::calls::Call;
 use super::literal::shorten;
@@ -60,8 +61,9 @@ impl<'t> Analyzer<'t> {
             });
             if let Some(d) = hit {
                 let detail = format!(
-                    "{} written with downloaded data by `{}` (line {}) is {how} here",
+                    "{} written with {} by `{}` (line {}) is {how} here",
                     d.path,
+                    d.what,
                     shorten(self.text(d.write)),
                     d.write.start_position().row + 1
                 );

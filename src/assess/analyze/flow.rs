@@ -47,9 +47,19 @@ pub(super) enum Source {
     Random,
     /// Messages read from a mailbox (IMAP, POP3).
     Mail,
+    /// Bytes unpacked from a long encoded literal of the script's own
+    /// (base64, hex, compressed): a payload carried inside the script.
+    Embedded,
 }
 
-const SOURCES: usize = 13;
+const SOURCES: usize = 14;
+
+/// Shortest encoded literal counted as a carried payload: longer than keys,
+/// hashes and tokens a script decodes as configuration.
+const EMBEDDED_MIN: usize = 160;
+
+/// Levels of names and parameters followed from a decoder to its literal.
+const EMBEDDED_DEPTH: usize = 4;
 
 /// Steps a file read inside a flow query may spend finding its path.
 const PATH_STEPS: u32 = 400;
@@ -70,6 +80,7 @@ impl Source {
             Source::Identity => "the host's or user's identity",
             Source::Random => "random values",
             Source::Mail => "mailbox contents",
+            Source::Embedded => "a payload unpacked from the script's own encoded literal",
         }
     }
 }
@@ -323,6 +334,9 @@ impl<'t> Analyzer<'t> {
                     if self.is_route_handler(func) {
                         acc.add(Source::Request, param);
                     }
+                    if self.stream_callback(func) {
+                        acc.add(Source::Network, param);
+                    }
                     for (arg, s) in self.passed(func, index, name) {
                         self.tv(arg, s, depth, acc);
                     }
@@ -436,6 +450,7 @@ impl<'t> Analyzer<'t> {
             if SANITIZERS.contains(&q) {
                 return;
             }
+            self.unpacked_or_dumped(q, n, scope, acc);
             if let Some(s) = source_of(q) {
                 acc.add(s, n);
                 if s == Source::Environment && self.names_identity_variable(n) {
@@ -536,6 +551,99 @@ impl<'t> Analyzer<'t> {
                 .1
                 .iter()
                 .any(|(k, _)| REQUEST_KEYWORDS.contains(k))
+    }
+
+    /// A payload decoded from the script's own literal, or stored secrets
+    /// printed by a command. Gated by module first: this runs at every call
+    /// a flow query meets, and most are of neither kind.
+    fn unpacked_or_dumped(&self, q: &str, n: Node<'t>, scope: usize, acc: &mut Taint<'t>) {
+        use super::names::{DECODERS, SHELL_FUNCS, SUBPROCESS};
+        let module = q.split_once('.').map_or(q, |(m, _)| m);
+        match module {
+            "base64" | "binascii" | "bytes" | "codecs" | "zlib" | "gzip" | "bz2" | "lzma"
+                if DECODERS.contains(&q) && self.decodes_blob(n, scope, 0) =>
+            {
+                acc.add(Source::Embedded, n);
+            }
+            "subprocess" | "os" | "asyncio" | "commands" | "popen2"
+                if (SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q))
+                    && self.runs_secret_dump(n, scope) =>
+            {
+                acc.add(Source::Secret, n);
+            }
+            _ => {}
+        }
+    }
+
+    /// Does the process call `n` run a command that prints stored secrets
+    /// (see [`super::command::prints_secrets`])? Its output is then secret
+    /// data. Folded inside this query's budget.
+    fn runs_secret_dump(&self, n: Node<'t>, scope: usize) -> bool {
+        let Some(cmd) = self.args(n).0.first().copied() else {
+            return false;
+        };
+        // Most commands name neither program: look before folding.
+        let named = |w: &str| memchr::memmem::find(self.text(n).as_bytes(), w.as_bytes()).is_some();
+        if !named("security") && !named("secret-tool") {
+            return false;
+        }
+        let saved = self.budget.get();
+        // An argument list word by word: a word that does not fold is kept
+        // as written (`f"{app} Safe Storage"` still names the store).
+        let text = if cmd.kind().is_sequence() {
+            let words: Vec<String> = cmd
+                .children()
+                .map(|w| {
+                    self.fold(w, scope, 0)
+                        .unwrap_or_else(|| self.text(w).to_string())
+                })
+                .collect();
+            Some(words.join(" "))
+        } else {
+            self.fold(cmd, scope, 0)
+        };
+        self.budget.set(self.budget.get().min(saved));
+        text.is_some_and(|t| super::command::prints_secrets(&t.to_ascii_lowercase()))
+    }
+
+    /// Does the decoder call `n` decode a long literal of the script's own,
+    /// through names and the parameters of its functions?
+    fn decodes_blob(&self, n: Node<'t>, scope: usize, depth: usize) -> bool {
+        let arg = self.args(n).0.first().copied();
+        arg.is_some_and(|a| self.blob_literal(a, scope, depth))
+    }
+
+    fn blob_literal(&self, n: Node<'t>, scope: usize, depth: usize) -> bool {
+        if depth > EMBEDDED_DEPTH || !self.tick() {
+            return false;
+        }
+        match n.kind() {
+            K::String | K::ConcatenatedString => n.byte_range().len() >= EMBEDDED_MIN,
+            // `blob.encode()`, `b64decode(unhexlify(blob))`.
+            K::Call => {
+                let obj = n
+                    .child(F::Function)
+                    .filter(|f| f.kind() == K::Attribute)
+                    .and_then(|f| f.child(F::Object));
+                let arg = self.args(n).0.first().copied();
+                [obj, arg]
+                    .into_iter()
+                    .flatten()
+                    .any(|i| self.blob_literal(i, scope, depth + 1))
+            }
+            K::Identifier => {
+                let name = self.text(n);
+                match self.lookup(name, scope, n.start_byte()).map(|b| b[0]) {
+                    Some(Bind::Expr(v, s)) => self.blob_literal(v, s, depth + 1),
+                    Some(Bind::Param { func, index, .. }) => self
+                        .passed(func, index, name)
+                        .into_iter()
+                        .any(|(a, s)| self.blob_literal(a, s, depth + 1)),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
     }
 
     /// `os.environ.get("USER")` and the like: a variable naming who or

@@ -165,7 +165,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Constant list of strings: list/tuple literal, generator of chr(), ...
-    fn fold_list(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+    pub(super) fn fold_list(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
         if depth > EVAL_DEPTH || !self.tick() {
             return None;
         }

@@ -37,7 +37,14 @@ impl<'t> Analyzer<'t> {
 
     fn check_container_runtime(&mut self, call: &Call<'t>) {
         let q = call.q.as_deref().unwrap_or("");
-        if q.starts_with("docker.") || q.starts_with("requests_unixsocket.") {
+        if q.starts_with("docker.")
+            || q.starts_with("requests_unixsocket.")
+            // The Kubernetes client's workload constructors (the names are
+            // its own; the API object rarely resolves to the module).
+            || call
+                .method
+                .is_some_and(|m| m.starts_with("create_namespaced_"))
+        {
             self.signs.docker.get_or_insert(call.node);
             if q.starts_with("docker.") {
                 self.add("MB423", call.node, format!("{q}: the Docker API"));

@@ -29,6 +29,11 @@ const TEMP_FILES: &[&str] = &[
     "tempfile.SpooledTemporaryFile",
 ];
 
+/// The mode [`Analyzer::opening_call`] gives an archive opened for writing
+/// with encryption, whose `write(path)` puts that file's contents in
+/// scrambled.
+const ENCRYPTED_ARCHIVE: &str = "w encrypted";
+
 /// A write of data into a file.
 pub(super) struct FileWrite<'t> {
     pub call: Node<'t>,
@@ -42,6 +47,8 @@ pub(super) struct FileWrite<'t> {
 pub(super) struct Download<'t> {
     pub path: String,
     pub write: Node<'t>,
+    /// What was written: downloaded data or an unpacked payload.
+    pub what: &'static str,
 }
 
 impl<'t> Analyzer<'t> {
@@ -53,16 +60,25 @@ impl<'t> Analyzer<'t> {
                 continue;
             };
             self.check_spread(&w);
-            if w.data.has(Source::Network) || w.data.has(Source::Secret) {
+            let fetched = w.data.has(Source::Network) || w.data.has(Source::Embedded);
+            if fetched || w.data.has(Source::Secret) {
                 for p in w.paths.iter().filter(|p| p.as_str() != "*") {
                     self.file_store.push((p.clone(), w.data));
                 }
             }
-            if w.data.has(Source::Network) {
+            if fetched {
+                // A payload carried in the script and unpacked to a file is
+                // a download that needed no network.
+                let what = w.data.first(&[Source::Network, Source::Embedded]);
+                let what = what.map_or("downloaded data", |(s, _)| match s {
+                    Source::Embedded => "a payload unpacked from the script's own encoded literal",
+                    _ => "downloaded data",
+                });
                 for p in w.paths.iter().filter(|p| p.as_str() != "*") {
                     self.downloads.push(Download {
                         path: p.clone(),
                         write: w.call,
+                        what,
                     });
                 }
             }
@@ -110,8 +126,16 @@ impl<'t> Analyzer<'t> {
         }
         let obj = func.child(F::Object)?;
         match self.text(func.child(F::Attribute)?) {
-            "write" | "writelines" => {
+            "write" | "writelines" | "writeall" => {
                 let (paths, mode) = self.opened(obj, scope, 0)?;
+                if mode == ENCRYPTED_ARCHIVE {
+                    // A member: the named file's contents, encrypted.
+                    let mut data = Taint::default();
+                    self.reset_budget();
+                    self.file_read(pos.first().copied(), scope, call, &mut data);
+                    data.add(Source::Scrambled, call);
+                    return write(paths, data, false);
+                }
                 if !mode.contains(['w', 'a', 'x', '+']) {
                     return None;
                 }
@@ -181,6 +205,20 @@ impl<'t> Analyzer<'t> {
                 Some((self.paths(path, scope), mode(1, "r")))
             }
             Some(q) if TEMP_FILES.contains(&q) => Some((self.paths(call, scope), mode(0, "w+b"))),
+            // An archive written with encryption (AES zip, 7z with a
+            // password): what is put into it is scrambled.
+            Some("pyzipper.AESZipFile" | "py7zr.SevenZipFile")
+                if kwarg("encryption").or_else(|| kwarg("password")).is_some() =>
+            {
+                let path = pos.first().copied().or_else(|| kwarg("file"))?;
+                let m = mode(1, "r");
+                let m = if m.contains(['w', 'a', 'x']) {
+                    ENCRYPTED_ARCHIVE.into()
+                } else {
+                    m
+                };
+                Some((self.paths(path, scope), m))
+            }
             Some("tempfile.mkstemp") => Some((self.paths(call, scope), "w+b".into())),
             Some("os.open") => {
                 let flags = pos.get(1).map(|f| self.text(*f)).unwrap_or("");

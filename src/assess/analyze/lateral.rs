@@ -1,6 +1,9 @@
 //! Reaching other machines: passwords guessed in a loop against a login
-//! (MB925), the script's own file copied to another host (MB926). Floods
-//! (MB927) are endless loops, judged in [`super::resource`].
+//! (MB925: login methods, password keywords, a web sign-in's posted body,
+//! password options of remote-administration commands; the loop found
+//! through assignments, unpacking, parameters and queues), the script's own
+//! file copied to another host (MB926). Floods (MB927) are endless loops,
+//! judged in [`super::resource`].
 
 use super::calls::Call;
 use super::names::SUBPROCESS;
@@ -56,6 +59,9 @@ impl<'t> Analyzer<'t> {
         {
             return Some((pw, host()));
         }
+        if let Some(pw) = self.posted_password(call) {
+            return Some((pw, call.arg(0, "url")));
+        }
         if let Some(auth) = call.kwarg("auth") {
             let pw = if auth.kind().is_sequence() {
                 auth.children().nth(1)?
@@ -63,6 +69,10 @@ impl<'t> Analyzer<'t> {
                 auth
             };
             return Some((pw, call.arg(0, "url")));
+        }
+        // Any call given such a list: the script's own helper that runs it.
+        if let Some(found) = self.argv_password(call) {
+            return Some(found);
         }
         let q = call.q.as_deref()?;
         if SUBPROCESS.contains(&q) {
@@ -74,6 +84,56 @@ impl<'t> Analyzer<'t> {
             return asks.then_some((input, None));
         }
         None
+    }
+
+    /// The value a web login posts as its password: the `password` (or
+    /// `passwd`, `pwd`, `pass`) entry of a dict literal given as the body
+    /// (`json=`, `data=`) of an HTTP verb. Credential stuffing and password
+    /// spraying against a web sign-in are this login in a loop.
+    fn posted_password(&self, call: &Call<'t>) -> Option<Node<'t>> {
+        const VERBS: &[&str] = &["post", "put", "patch", "request", "fetch"];
+        let verb = call
+            .method
+            .or_else(|| call.q.as_deref()?.rsplit('.').next())?;
+        if !VERBS.contains(&verb) {
+            return None;
+        }
+        let body = call.kwarg("json").or_else(|| call.kwarg("data"))?;
+        let body = self.dict_literal(body, call.scope)?.0;
+        body.children()
+            .filter(|p| p.kind() == K::Pair)
+            .find_map(|p| {
+                let key = p.child(F::Key)?;
+                let key = self
+                    .text(key)
+                    .trim_matches(['"', '\''])
+                    .to_ascii_lowercase();
+                matches!(key.as_str(), "password" | "passwd" | "pwd" | "pass")
+                    .then(|| p.child(F::Value))?
+            })
+    }
+
+    /// A password handed to a remote-administration program on its command
+    /// line as an option (`/password:{pw}`, `--password={pw}`), with the
+    /// host it names (`/node:{h}`, `\\{h}\share`), in a literal argument
+    /// list given to any call (a subprocess, or the script's helper that
+    /// runs one).
+    fn argv_password(&self, call: &Call<'t>) -> Option<(Node<'t>, Option<Node<'t>>)> {
+        let argv = call.arg(0, "args").filter(|a| a.kind().is_sequence())?;
+        let starts = |e: &Node<'t>, prefixes: &[&str]| {
+            let t = self
+                .text(*e)
+                .trim_start_matches(['f', 'r', 'F', 'R', '"', '\'']);
+            prefixes.iter().any(|p| {
+                t.get(..p.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(p))
+            })
+        };
+        let pw = argv
+            .children()
+            .find(|e| starts(e, &["/password:", "--password=", "-password="]))?;
+        let host = argv.children().find(|e| starts(e, &["/node:", "\\\\"]));
+        Some((pw, host))
     }
 
     /// MB925: a login whose password comes from a loop variable, in a
@@ -114,9 +174,12 @@ impl<'t> Analyzer<'t> {
             K::Call => {
                 let f = n.child(F::Function)?;
                 if f.kind() == K::Attribute {
+                    if let Some(o) = self.queued_origin(f, scope, depth) {
+                        return Some(o);
+                    }
                     return self.loop_origin(f.child(F::Object)?, scope, depth + 1);
                 }
-                let conv = matches!(self.text(f), "str" | "bytes");
+                let conv = matches!(self.text(f), "str" | "bytes" | "tuple" | "list");
                 let arg = n.child(F::Arguments).and_then(|a| a.children().next());
                 arg.filter(|_| conv)
                     .and_then(|a| self.loop_origin(a, scope, depth + 1))
@@ -125,6 +188,52 @@ impl<'t> Analyzer<'t> {
             K::BinaryOperator | K::String | K::ConcatenatedString | K::Interpolation => n
                 .children()
                 .find_map(|c| self.loop_origin(c, scope, depth + 1)),
+            _ => None,
+        }
+    }
+
+    /// `q.get()` of a queue that a loop fills (`for c in combos:
+    /// q.put(c)`): the workers take the loop's values one by one, so the
+    /// origin is that loop's. The queue is matched by the value it was made
+    /// from, through parameters (`Thread(target=worker, args=(q,))`).
+    fn queued_origin(&self, f: Node<'t>, scope: usize, depth: usize) -> Option<Node<'t>> {
+        let m = self.text(f.child(F::Attribute)?);
+        if !matches!(m, "get" | "get_nowait") {
+            return None;
+        }
+        let queue = self.made_from(f.child(F::Object)?, scope, depth)?;
+        self.calls.iter().find_map(|c| {
+            let put = c
+                .node
+                .child(F::Function)
+                .filter(|p| p.kind() == K::Attribute)?;
+            let pm = self.text(put.child(F::Attribute)?);
+            if !matches!(pm, "put" | "put_nowait") {
+                return None;
+            }
+            let target = self.made_from(put.child(F::Object)?, c.scope, depth)?;
+            if target.id() != queue.id() {
+                return None;
+            }
+            let item = *self.args(c.node).0.first()?;
+            self.loop_origin(item, c.scope, depth + 1)
+        })
+    }
+
+    /// The value a name was made from, through assignments and what
+    /// callers pass for a parameter.
+    fn made_from(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Node<'t>> {
+        if depth > ORIGIN_DEPTH || n.kind() != K::Identifier || !self.tick() {
+            return None;
+        }
+        let name = self.text(n);
+        match self.lookup(name, scope, n.start_byte())?[0] {
+            Bind::Expr(v, s) if v.kind() == K::Identifier => self.made_from(v, s, depth + 1),
+            Bind::Expr(v, _) => Some(v),
+            Bind::Param { func, index, .. } => self
+                .passed(func, index, name)
+                .into_iter()
+                .find_map(|(a, s)| self.made_from(a, s, depth + 1)),
             _ => None,
         }
     }
@@ -138,6 +247,16 @@ impl<'t> Analyzer<'t> {
                     how: Part::Each(_),
                     ..
                 } => return Some(of),
+                // `user, pw = line.split(":")`, `user, pw = q.get()`.
+                Bind::Part {
+                    of,
+                    scope: s,
+                    how: Part::Unpacked(_),
+                } => {
+                    if let Some(o) = self.loop_origin(of, s, depth + 1) {
+                        return Some(o);
+                    }
+                }
                 Bind::Expr(v, s) => {
                     if let Some(o) = self.loop_origin(v, s, depth + 1) {
                         return Some(o);

@@ -390,6 +390,9 @@ struct Analyzer<'t> {
     callees: RefCell<FxHashMap<u32, Option<std::rc::Rc<str>>>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
+    /// Functions a stream server calls with each connection (see
+    /// `stream_callback`), found at the first question.
+    stream_callbacks: std::cell::OnceCell<Vec<usize>>,
     /// A web-route decorator was seen and awaits its function.
     route_decorator: bool,
     /// Loops that never end by their condition, with their scopes.
@@ -437,6 +440,7 @@ impl<'t> Analyzer<'t> {
             signs: Signs::default(),
             callees: RefCell::new(FxHashMap::default()),
             taint_memo: RefCell::new(FxHashMap::default()),
+            stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),
             route_decorator: false,
         }

@@ -54,6 +54,8 @@ pub(super) const PASSWORD_FORM: u16 = 1 << 8;
 pub(super) const PROXY_VAR: u16 = 1 << 9;
 /// [`super::covert::DROP_SERVICES`].
 pub(super) const DROP_SERVICE: u16 = 1 << 10;
+/// A Kubernetes API path (see `strings::kube_workloads`).
+pub(super) const KUBE_API: u16 = 1 << 11;
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -64,7 +66,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 12] = [
+    let lists: [(&[&'static str], u16); 13] = [
         (METADATA_HOSTS, METADATA),
         (LOGIN_FILES, CREDENTIAL),
         (CREDENTIAL_STORES, CREDENTIAL),
@@ -77,6 +79,7 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (PASSWORD_FIELDS, PASSWORD_FORM),
         (PROXY_VARIABLES, PROXY_VAR),
         (super::covert::DROP_SERVICES, DROP_SERVICE),
+        (&["/api/v1", "/apis/"], KUBE_API),
     ];
     lists
         .iter()

@@ -2,7 +2,7 @@
 //! linker hijacks, /dev/tcp and shell paths, wherever they appear.
 
 use super::literal::shorten;
-use super::needles::{CREDENTIAL, DEV_TCP, DOCKER, METADATA, MINER, PRELOAD};
+use super::needles::{CREDENTIAL, DEV_TCP, DOCKER, KUBE_API, METADATA, MINER, PRELOAD};
 use super::{pos, Analyzer, Node, F, K};
 
 impl<'t> Analyzer<'t> {
@@ -26,6 +26,11 @@ impl<'t> Analyzer<'t> {
     /// One decoded literal `v`, with its lower-cased form and the needle
     /// lists found in that (see [`super::needles`]).
     fn check_string(&mut self, v: &str, lower: &str, found: u16, node: Node<'t>) {
+        if found & KUBE_API != 0 && kube_workloads(lower) {
+            // The Kubernetes API's workloads are the container runtime too,
+            // one level up.
+            self.signs.docker.get_or_insert(node);
+        }
         self.check_runtime_string(v, found & DOCKER != 0, node);
         if self.signs.defence_named.is_none() && super::taxonomy::is_defence(lower) {
             self.signs.defence_named = Some((node, lower.to_string()));
@@ -88,14 +93,45 @@ impl<'t> Analyzer<'t> {
                 format!("{:?}: the Docker socket", shorten(v)),
             );
         }
-        let privileged_key = v == "Privileged"
+        // `"Privileged": True` (Docker), `"privileged": True` (a Kubernetes
+        // securityContext).
+        let privileged_key = matches!(v, "Privileged" | "privileged")
             && node.field() == F::Key
             && node
                 .parent()
                 .and_then(|p| p.child(F::Value))
                 .is_some_and(|val| val.kind() == K::True);
-        if privileged_key || v.starts_with("/:") {
+        if privileged_key || v.starts_with("/:") || self.host_root_volume(v, node) {
             self.signs.privileged.get_or_insert(node);
         }
     }
+
+    /// `"hostPath": {"path": "/"}`: a Kubernetes volume that is the node's
+    /// whole file system.
+    fn host_root_volume(&self, v: &str, node: Node<'t>) -> bool {
+        let key_of = |pair: Node<'t>| {
+            pair.child(F::Key)
+                .map(|k| self.text(k).trim_matches(['"', '\'']))
+        };
+        if v != "/" || node.field() != F::Value {
+            return false;
+        }
+        let Some(pair) = node.parent().filter(|p| p.kind() == K::Pair) else {
+            return false;
+        };
+        let outer = pair
+            .parent()
+            .filter(|d| d.field() == F::Value)
+            .and_then(|d| d.parent());
+        key_of(pair) == Some("path") && outer.is_some_and(|o| key_of(o) == Some("hostPath"))
+    }
+}
+
+/// A Kubernetes API path that creates or lists workloads: pods, or the
+/// controllers that make them (`/api/v1/namespaces/x/pods`,
+/// `/apis/apps/v1/.../daemonsets`).
+fn kube_workloads(lower: &str) -> bool {
+    ["/pods", "/daemonsets", "/deployments", "/jobs"]
+        .iter()
+        .any(|w| lower.contains(w))
 }
