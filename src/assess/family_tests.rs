@@ -41,22 +41,21 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The eighth (68
-/// scripts of fourteen families: twelve rules were written for in earlier
-/// rounds, and clipboard hijacking and account takeover, which none was;
-/// blind/BATCH8.md), written by someone who saw neither the rules nor any
-/// sample, scored at cf8d590 before the eighth round of rules: 23 of 40, 19 of
-/// 38, 2 of 28; after it (the merge of round8), whose rules were written on the
-/// seventh batch's misses and never on this one: 27 of 40, 24 of 38, 1 of 28.
-/// After the ninth round, which was written on this batch's misses (so from
-/// then on the batch measures what the rules were fixed for, not how they
-/// generalise): 38 of 40, 36 of 38, 0 of 28.
-/// (The seventh batch was the blind one until the eighth round tuned on it; it
-/// is now part of the held-out corpus, heldout/BATCH7.md.)
+/// What the blind batch reaches, so that a regression fails. The ninth (71
+/// scripts of fourteen families: the twelve rule families, and browser
+/// hijacking and trust store tampering, which no rule was written for;
+/// blind/BATCH9.md), written by someone who saw neither the rules nor any
+/// sample while the ninth round was being written, scored with the assessment
+/// of 3ab9d75, before the ninth round: 24 of 42, 19 of 38, 7 of 29; after it
+/// (the merge of round9), whose rules were written on the eighth batch's misses
+/// and never on this one: 26 of 42, 21 of 38, 7 of 29. (The eighth batch was
+/// the blind one until the ninth round tuned on it: 27 of 40, 24 of 38, 1 of 28
+/// before, 38 of 40, 36 of 38, 0 of 28 after; it is now part of the held-out
+/// corpus, heldout/BATCH8.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.95,
-    blocked_recall: 0.94,
-    benign_flagged: 0.0,
+    recall: 0.61,
+    blocked_recall: 0.55,
+    benign_flagged: 0.25,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first
@@ -76,10 +75,14 @@ const BLIND_FLOOR: Floors = Floors {
 /// until the seventh round tuned on its misses; 29 of 32, 25 of 27, 0 of 18
 /// after it): 147 of 154, 132 of 138, 2 of 89. With the seventh batch
 /// (heldout/BATCH7.md, blind until the eighth round tuned on its misses; 34 of
-/// 38, 29 of 35, 0 of 26 after it): 181 of 192, 161 of 173, 2 of 115. What it
+/// 38, 29 of 35, 0 of 26 after it): 181 of 192, 161 of 173, 2 of 115. With the
+/// eighth batch (heldout/BATCH8.md, blind until the ninth round tuned on its
+/// misses; 38 of 40, 36 of 38, 0 of 28 after it): 219 of 232, 197 of 211, 2 of
+/// 143. What it
 /// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
 /// developer's files sent away, a pytest plugin and a `requests` shim leaking
-/// secrets; rated HIGH, not BLOCKED: disks zeroed through /sys/block, logs
+/// secrets, office documents and key stores zipped and uploaded or mailed;
+/// rated HIGH, not BLOCKED: disks zeroed through /sys/block, logs
 /// shipped with key files) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
     recall: 0.94,
