@@ -610,14 +610,22 @@ fn cpu_lines(cpu: &[(String, f64, f64)]) -> String {
     let Some((_, base, _)) = cpu.first() else {
         return String::new();
     };
-    let each = cpu.iter().map(|(n, all, own)| match n.contains("--server") {
-        true => format!("{n} {all:.1} ms (the client process {own:.1}; the rest is the server's: the request, and the preparation of the warm sandbox that replaces the one it used)"),
-        false => format!("{n} {all:.1} ms"),
+    // Zero means the machine was busier at rest than during the runs (cpu::per_run):
+    // it was not quiet, and there is no figure, nor a ratio to make of it.
+    const NOISY: &str =
+        "not measured (the machine was busier in its idle reference than in the runs)";
+    let each = cpu.iter().map(|(n, all, own)| match (*all > 0.0, n.contains("--server")) {
+        (false, _) => format!("{n} {NOISY}"),
+        (true, true) => format!("{n} {all:.1} ms (the client process {own:.1}; the rest is the server's: the request, and the preparation of the warm sandbox that replaces the one it used)"),
+        (true, false) => format!("{n} {all:.1} ms"),
     });
     let ceiling = cpu
         .iter()
         .skip(1)
-        .map(|(n, all, _)| format!("{n} {:.2}x", base / all.max(1e-9)));
+        .map(|(n, all, _)| match *base > 0.0 && *all > 0.0 {
+            true => format!("{n} {:.2}x", base / all),
+            false => format!("{n} not measured"),
+        });
     format!(
         "\nCPU time per run of the empty script ({} runs {} ms apart; the machine's busy time over them, less its busy time over as long a pause): {}\nthroughput ceiling relative to bare python (its CPU per run over theirs): {}\n",
         cpu::RUNS,
