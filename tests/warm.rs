@@ -240,28 +240,12 @@ fn a_zygote_started_ahead_serves_once_ready_and_reports_its_failed_preload_at_th
     assert!(e.contains("no_such_module_here"), "{e}");
 }
 
-/// The pids of this process's children named `comm`, and their parents'.
-fn children_named(comm: &str) -> Vec<(i32, i32)> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let ppid = stat[close + 2..]
-            .split(' ')
-            .nth(1)
-            .and_then(|p| p.parse().ok());
-        if &stat[open + 1..close] == comm {
-            found.push((pid, ppid.unwrap_or(0)));
-        }
-    }
-    found
+/// The processes named `comm`, with their parents.
+fn named_with_parents(comm: &str) -> Vec<(i32, i32)> {
+    common::processes_named(comm)
+        .into_iter()
+        .map(|p| (p, common::parent_of(p)))
+        .collect()
 }
 
 fn voluntary_switches(pid: nix::unistd::Pid) -> u64 {
@@ -282,6 +266,15 @@ fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
     let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
     let sp = spawner.pid();
     let code = "import os, sys\nprint(os.getpid(), sys.flags.no_user_site)\n";
+    // Counted once the spawner sleeps on its socket (it has just been forked).
+    while !std::fs::read_to_string(format!("/proc/{sp}/stat"))
+        .unwrap()
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
     let before = voluntary_switches(sp);
     let plain = run_warm(&sandbox(), code, &[]);
     assert_eq!(
@@ -296,7 +289,7 @@ fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
         "the spawner did not clone it"
     );
     let me = std::process::id() as i32;
-    let inits = children_named("maibox-init");
+    let inits = named_with_parents("maibox-init");
     assert!(inits.iter().any(|(_, ppid)| *ppid == me), "{inits:?}");
     assert!(
         inits.iter().all(|(_, ppid)| *ppid != sp.as_raw()),

@@ -217,7 +217,6 @@ pub fn host_mount_count() -> usize {
         .count()
 }
 
-/// Host processes whose command line contains `token`.
 /// The parent pid of `pid` (0 when it is gone).
 pub fn parent_of(pid: i32) -> i32 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -232,6 +231,7 @@ pub fn parent_of(pid: i32) -> i32 {
         .unwrap_or(0)
 }
 
+/// Host processes whose command line contains `token`.
 pub fn processes_with(token: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -240,6 +240,22 @@ pub fn processes_with(token: &str) -> Vec<i32> {
         };
         if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
             if String::from_utf8_lossy(&c).contains(token) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Host processes whose name (`comm`) is `name`.
+pub fn processes_named(name: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+            if c.trim_end() == name {
                 found.push(pid);
             }
         }
