@@ -76,14 +76,8 @@ impl Spawner {
     /// make (a server's main thread), best before any other thread starts: a
     /// sandbox's init dies with the thread that forked the spawner.
     pub fn start() -> Result<Spawner, SetupError> {
-        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        let (ours, theirs) = socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .step(Step::Clone, "socketpair for the spawner")?;
+        let (ours, theirs) =
+            sync::seqpacket_pair().step(Step::Clone, "socketpair for the spawner")?;
         let parent = nix::unistd::getpid();
         // SAFETY: the child only allocates and makes system calls (the engine's
         // cloning code); malloc is consistent after fork (glibc's atfork handlers).

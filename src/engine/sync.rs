@@ -81,14 +81,19 @@ pub struct Channel {
 }
 
 pub fn pair() -> Result<(Channel, Channel), SetupError> {
-    let (a, b) = socketpair(
+    let (a, b) = seqpacket_pair().step(Step::Pipes, "socketpair for the sync channel")?;
+    Ok((Channel { fd: a }, Channel { fd: b }))
+}
+
+/// A close-on-exec SOCK_SEQPACKET socketpair: every message one datagram, and a peer
+/// that is gone an end-of-file (the channel, the spawner's and the zygote's sockets).
+pub fn seqpacket_pair() -> nix::Result<(OwnedFd, OwnedFd)> {
+    socketpair(
         AddressFamily::Unix,
         SockType::SeqPacket,
         None,
         SockFlag::SOCK_CLOEXEC,
     )
-    .step(Step::Pipes, "socketpair for the sync channel")?;
-    Ok((Channel { fd: a }, Channel { fd: b }))
 }
 
 const MAX_MSG: usize = 64 * 1024;
@@ -107,15 +112,7 @@ impl Channel {
     /// Sends `msg` with `fd` attached (SCM_RIGHTS).
     pub fn send_fd(&self, msg: &Msg, fd: BorrowedFd) -> Result<(), SetupError> {
         let buf = serde_json::to_vec(msg).step(Step::Sync, "encode message")?;
-        let fds = [fd.as_raw_fd()];
-        let cmsg = [ControlMessage::ScmRights(&fds)];
-        let iov = [std::io::IoSlice::new(&buf)];
-        loop {
-            match sendmsg::<()>(self.fd.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                r => return r.map(|_| ()).step(Step::Sync, "send an fd to peer"),
-            }
-        }
+        send_fds(self.fd.as_fd(), &buf, &[fd]).step(Step::Sync, "send an fd to peer")
     }
 
     /// Blocks until a message arrives; `Ok(None)` when the peer is gone. Any fd that

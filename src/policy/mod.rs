@@ -228,12 +228,10 @@ fn from_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Erro
 }
 
 fn from_opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    match Option::<f64>::deserialize(d)? {
-        Some(s) => Duration::try_from_secs_f64(s)
-            .map(Some)
-            .map_err(serde::de::Error::custom),
-        None => Ok(None),
-    }
+    Option::<f64>::deserialize(d)?
+        .map(Duration::try_from_secs_f64)
+        .transpose()
+        .map_err(serde::de::Error::custom)
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -193,14 +193,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), SetupError> {
 
 /// The ready channel of a forked interpreter: it carries its report and listener.
 fn report_socket() -> Result<(OwnedFd, OwnedFd), SetupError> {
-    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-    socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        SockFlag::SOCK_CLOEXEC,
-    )
-    .step(
+    crate::engine::sync::seqpacket_pair().step(
         Step::Pipes,
         "socketpair for the forked interpreter's report",
     )

@@ -20,9 +20,7 @@ use crate::engine::sync;
 use crate::error::{SetupError, Step, StepContext};
 use crate::policy::{IdMapping, Layer, Policy};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{
-    sendmsg, socketpair, AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType,
-};
+use nix::sys::socket::MsgFlags;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -132,13 +130,7 @@ impl Zygote {
             ));
         }
         let spec = spec(policy)?;
-        let (ctl, theirs) = socketpair(
-            AddressFamily::Unix,
-            SockType::SeqPacket,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        )
-        .step(Step::Zygote, "socketpair")?;
+        let (ctl, theirs) = sync::seqpacket_pair().step(Step::Zygote, "socketpair")?;
         let child = start(policy, preload, &theirs)?;
         drop(theirs);
         let mut z = Zygote {
@@ -215,10 +207,8 @@ impl Zygote {
         let names: Vec<&str> = fds.iter().map(|(n, _)| n.as_str()).collect();
         let msg = serde_json::json!({ "fds": names, "rlimits": rlimits });
         let text = serde_json::to_vec(&msg).step(Step::Zygote, "encode a fork request")?;
-        let raw: Vec<i32> = fds.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
-        let cmsg = [ControlMessage::ScmRights(&raw)];
-        let iov = [std::io::IoSlice::new(&text)];
-        sendmsg::<()>(self.ctl.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None)
+        let attached: Vec<BorrowedFd> = fds.iter().map(|(_, fd)| *fd).collect();
+        sync::send_fds(self.ctl.as_fd(), &text, &attached)
             .step(Step::Zygote, "send a fork request")?;
         self.answer(FORK_TIMEOUT, "fork an interpreter into the sandbox")
     }

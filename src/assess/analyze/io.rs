@@ -71,7 +71,7 @@ impl<'t> Analyzer<'t> {
                 // a download that needed no network.
                 let what = w.data.first(&[Source::Network, Source::Embedded]);
                 let what = what.map_or("downloaded data", |(s, _)| match s {
-                    Source::Embedded => "a payload unpacked from the script's own encoded literal",
+                    Source::Embedded => Source::Embedded.describe(),
                     _ => "downloaded data",
                 });
                 for p in w.paths.iter().filter(|p| p.as_str() != "*") {
