@@ -249,11 +249,8 @@ fn named_with_parents(comm: &str) -> Vec<(i32, i32)> {
 }
 
 fn voluntary_switches(pid: nix::unistd::Pid) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-        .and_then(|v| v.trim().parse().ok())
+    common::status_field(pid.as_raw(), "voluntary_ctxt_switches")
+        .and_then(|v| v.parse().ok())
         .unwrap()
 }
 
@@ -267,11 +264,7 @@ fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
     let sp = spawner.pid();
     let code = "import os, sys\nprint(os.getpid(), sys.flags.no_user_site)\n";
     // Counted once the spawner sleeps on its socket (it has just been forked).
-    while !std::fs::read_to_string(format!("/proc/{sp}/stat"))
-        .unwrap()
-        .rsplit_once(')')
-        .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
-    {
+    while !common::status_field(sp.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(50));

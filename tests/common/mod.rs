@@ -219,16 +219,18 @@ pub fn host_mount_count() -> usize {
 
 /// The parent pid of `pid` (0 when it is gone).
 pub fn parent_of(pid: i32) -> i32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("PPid:"))?
-                .trim()
-                .parse()
-                .ok()
-        })
+    status_field(pid, "PPid")
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// The value of `key` in `/proc/PID/status` (`None` when the process is gone).
+pub fn status_field(pid: i32, key: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k == key).then(|| v.trim().to_string())
+    })
 }
 
 /// Host processes whose command line contains `token`.
