@@ -107,7 +107,16 @@ fn clone(at: &Path) -> Result<Tree, SetupError> {
         return Err(err("open_tree (clone)"));
     }
     // SAFETY: a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let low = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // The child's chain dup2s the run's pipes over descriptors 0 to 2 and its extra
+    // descriptors over 3 and up before it attaches the trees by number. In a
+    // multithreaded caller the lowest free numbers, which open_tree returns, can be
+    // exactly those (another thread has just closed its own): the tree was then
+    // replaced by a pipe and move_mount failed with EINVAL. Numbered from 100, as
+    // the extra descriptors and the channel are, it is out of their way.
+    let fd = super::sync::high_copy(std::os::fd::AsFd::as_fd(&low))
+        .map_err(|e| SetupError::new(step, format!("{} ({})", e.message, at.display())))?;
+    drop(low);
     super::mounts::set_attr_fd(
         step,
         &fd,
@@ -124,6 +133,36 @@ fn clone(at: &Path) -> Result<Tree, SetupError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Frees the lowest descriptor numbers above stdio, as another thread of a
+    /// server does when its run ends, then makes the trees: none may land where the
+    /// child's chain dup2s its pipes (0 to 3 + extras).
+    #[test]
+    fn trees_are_numbered_out_of_the_childs_dup2_range() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: trees are made only for a root caller (run as root)");
+            return;
+        }
+        let cfg = crate::config::Config::builtin().unwrap();
+        let ov = crate::policy::Overrides::default();
+        let policy = Policy::build(&cfg, crate::config::TrustLevel::Untrusted, &ov).unwrap();
+        let mut held: Vec<OwnedFd> = Vec::new();
+        loop {
+            let f: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+            let n = std::os::fd::AsRawFd::as_raw_fd(&f);
+            held.push(f);
+            if n >= 8 {
+                break;
+            }
+        }
+        drop(held);
+        let trees = for_view(&policy).unwrap();
+        assert!(!trees.is_empty(), "a root caller's Python view has trees");
+        for t in &trees {
+            let n = std::os::fd::AsRawFd::as_raw_fd(&t.fd);
+            assert!(n >= 100, "the tree of {} is descriptor {n}", t.at.display());
+        }
+    }
 
     #[test]
     fn submounts_the_view_needs() {

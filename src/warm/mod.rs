@@ -29,11 +29,6 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-/// A preparation failure that a fresh sandbox may not meet (see `prepare_warm`).
-fn transient(e: &SetupError) -> bool {
-    e.step == Step::BindHost || (e.step == Step::Sync && e.message.contains("ECONNRESET"))
-}
-
 /// The runner, as the warm sandbox's script.
 const RUNNER: &str = include_str!("runner.py");
 /// How long the runner may take to import its preloads and say it is ready.
@@ -200,8 +195,7 @@ fn report_socket() -> Result<(OwnedFd, OwnedFd), SetupError> {
 }
 
 impl Sandbox {
-    /// Makes the warm sandbox's process tree and cgroup; after a transient failure, a
-    /// fresh one (the failed one is already gone).
+    /// Makes the warm sandbox's process tree and cgroup.
     fn prepare_fresh(
         &self,
         policy: &Policy,
@@ -210,27 +204,11 @@ impl Sandbox {
         timeline: &Timeline,
         notices: &mut Notices,
     ) -> Result<(Group, Prepared), SetupError> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let group = Group::default();
-            let made = {
-                let job = native_job(policy, run_id, self, timeline);
-                let mut make_group = |pid| native::make_group(policy, &job, &group, notices, pid);
-                engine::prepare(ejob, &mut make_group, &mut || Ok(()))
-            };
-            match made {
-                Ok(p) => return Ok((group, p)),
-                // Sandboxes made at once by threads of one process sometimes fail to
-                // attach a detached host tree (move_mount: EINVAL; about 1 in 40 runs
-                // of tests/warm.rs, 1 in 10 on a loaded host, never with one thread
-                // or across processes). Its cause is not found yet (docs/server.md).
-                // When the sandbox failed before reading its cgroup message, its exit
-                // resets the channel and the same failure arrives as ECONNRESET.
-                Err(e) if transient(&e) && attempt < 3 => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        let group = Group::default();
+        let job = native_job(policy, run_id, self, timeline);
+        let mut make_group = |pid| native::make_group(policy, &job, &group, notices, pid);
+        let prepared = engine::prepare(ejob, &mut make_group, &mut || Ok(()))?;
+        Ok((group, prepared))
     }
 }
 
