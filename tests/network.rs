@@ -317,3 +317,47 @@ fn a_proxy_that_cannot_start_refuses_the_run() {
     );
     assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
 }
+
+/// An allowlisted request to `maibox serve` runs cold (warm sandboxes have no
+/// network), cloned by the server's spawner like its warm sandboxes: the proxy's
+/// socket goes to the spawner with the rest of the policy and is bound in the
+/// sandbox, so the allowed host answers and the others are refused, as on the CLI.
+#[test]
+fn allowlist_mode_through_the_server() {
+    if !require_root("allowlist_mode_through_the_server") {
+        return;
+    }
+    let _serial = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    let port = index_server();
+    let s = Scratch::new();
+    let cfg = config(&s, port);
+    let script = s.file("client.py", CLIENT.as_bytes());
+    let server = common::server::Server::start_with(&std::fs::read_to_string(&cfg).unwrap());
+    let sock = server.socket();
+    let o = run(
+        As::Caller,
+        &[
+            "exec",
+            "--server",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--network",
+            "allowlist",
+            script.to_str().unwrap(),
+            "--",
+            &port.to_string(),
+        ],
+    );
+    let out = stdout(&o);
+    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {out} {} {}", stderr(&o), server.log()));
+    assert_eq!(v["allowed"], "simple index", "{v}\n{}", server.log());
+    assert_eq!(v["forbidden_host"], "HTTPError:403", "{v}");
+    assert_ne!(v["direct"], "connected", "{v}");
+    let r = report(&o);
+    assert_eq!(r["network"]["mode"], "allowlist");
+    assert!(r["server"]["cold_because"].is_string(), "{r}");
+}

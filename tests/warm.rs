@@ -301,3 +301,35 @@ fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
     let after = run_warm(&s, code, &[]);
     assert_eq!(after.stdout, plain.stdout);
 }
+
+/// A cold run of a sandbox that has a spawner (a server's request that no warm
+/// sandbox fits) is cloned by the spawner as well, with the same result; the
+/// control, the same run without it, leaves the spawner asleep.
+#[test]
+fn a_spawner_clones_cold_runs_too() {
+    let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
+    let sp = spawner.pid();
+    let code = "import os\nprint(os.getpid(), os.getuid(), open('/proc/self/status').read().count('Seccomp:\\t2'))\n";
+    while !common::status_field(sp.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let before = voluntary_switches(sp);
+    let plain = sandbox().run_code(code).unwrap();
+    assert_eq!(
+        voluntary_switches(sp),
+        before,
+        "the control woke the spawner"
+    );
+    let cold = sandbox()
+        .spawner(std::sync::Arc::clone(&spawner))
+        .run_code(code)
+        .unwrap();
+    assert!(
+        voluntary_switches(sp) > before,
+        "the spawner did not clone it"
+    );
+    assert_eq!(cold.report.exit_code, 0, "{:?}", cold.stderr);
+    assert_eq!(cold.stdout, plain.stdout);
+    assert!(cold.report.layers.seccomp && cold.report.layers.landlock);
+}

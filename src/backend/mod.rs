@@ -27,6 +27,9 @@ pub(crate) struct Job<'a> {
     /// CLI. A caller that lives on (a library user, a server) keeps them inline.
     pub defer_teardown: bool,
     pub timeline: &'a Timeline,
+    /// Clone the sandbox through this spawner process (a server's: see
+    /// [`crate::engine::spawner`]).
+    pub spawner: Option<&'a crate::engine::spawner::Spawner>,
 }
 
 /// What must be done before the code runs but need not delay the sandbox (the audit
@@ -118,6 +121,7 @@ mod tests {
             net: &cfg.network,
             defer_teardown: false,
             timeline: &timeline,
+            spawner: None,
         };
         run(&job, Io::capture(), &mut Notices::new(None), before)
     }

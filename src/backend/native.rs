@@ -76,7 +76,7 @@ pub(crate) fn run(
         stdin,
         extra_fds: Vec::new(),
         adopt: false,
-        spawner: None,
+        spawner: job.spawner,
     };
     let mut make_group = |pid| {
         if let Some(c) = &cleaner {

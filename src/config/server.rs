@@ -41,8 +41,8 @@ pub struct ServerConfig {
     /// `fork`: how many interpreters one zygote forks before it is replaced by a fresh
     /// one (the forks of one zygote share its hash secret and memory layout).
     pub zygote_forks: usize,
-    /// Clone warm sandboxes from a single-threaded spawner process forked when the
-    /// server starts (`engine::spawner`), not from the server's refill threads.
+    /// Clone sandboxes, warm and cold, from a single-threaded spawner process forked
+    /// when the server starts (`engine::spawner`), not from the server's threads.
     pub spawner: bool,
 }
 

@@ -72,8 +72,9 @@ pub struct Policy {
     /// Landlock rules, with paths as seen inside the sandbox.
     pub landlock: crate::confine::LandlockSpec,
     /// The host path of the allowlist proxy's socket, bound into the sandbox at
-    /// `net::SANDBOX_SOCKET_PATH` (set by the supervisor once the proxy is bound).
-    #[serde(skip)]
+    /// `net::SANDBOX_SOCKET_PATH` (set by the supervisor once the proxy is bound;
+    /// sent to a server's spawner with the rest, which binds it as the supervisor would).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_socket: Option<PathBuf>,
     /// Where the run's cgroup goes (limits are in `limits`).
     pub cgroup: crate::cgroup::CgroupConfig,
@@ -508,12 +509,15 @@ mod tests {
                 disable: vec![Layer::UtsNs],
                 ..Default::default()
             };
-            let p = Policy::build(&cfg, level, &ov).unwrap();
+            let mut p = Policy::build(&cfg, level, &ov).unwrap();
+            // An allowlisted run's proxy socket goes to the spawner too.
+            p.proxy_socket = Some(PathBuf::from("/run/maibox/proxy-1.sock"));
             let json = serde_json::to_string(&p).unwrap();
             let back: Policy = serde_json::from_str(&json).unwrap();
             assert_eq!(serde_json::to_string(&back).unwrap(), json);
             assert_eq!(back.limits, p.limits);
             assert_eq!(back.disabled, p.disabled);
+            assert_eq!(back.proxy_socket, p.proxy_socket);
         }
     }
 

@@ -381,6 +381,10 @@ impl Server {
         if let Some(log) = &self.audit {
             s = s.audit_log(Arc::clone(log));
         }
+        // A cold run (no warm sandbox fits) is cloned by the spawner too.
+        if let Some(sp) = &self.spawner {
+            s = s.spawner(Arc::clone(sp));
+        }
         if let Some(t) = req.timeout_s {
             if !(t.is_finite() && t > 0.0 && t < 1e9) {
                 return Err(bad(format!(

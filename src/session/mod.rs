@@ -387,6 +387,7 @@ impl Sandbox {
             net: &self.config.network,
             defer_teardown: self.defer_teardown,
             timeline: x.timeline,
+            spawner: self.spawner_ref(),
         };
         let (outcome, facts) = backend(&job, io, &mut notices, before_code);
         let report = crate::report::build(&policy, &outcome, info, facts);

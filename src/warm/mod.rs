@@ -227,6 +227,7 @@ fn native_job<'a>(policy: &'a Policy, run_id: &'a str, s: &'a Sandbox, t: &'a Ti
         net: &s.config().network,
         defer_teardown: false,
         timeline: t,
+        spawner: s.spawner_ref(),
     }
 }
 
