@@ -34,8 +34,8 @@ pub(crate) fn for_parent() {
     FOR_PARENT.store(true, Ordering::Relaxed);
 }
 
-/// Ends a sandbox whose setup failed after the clone, and reaps it when it is this
-/// process's child; a spawner's clone is noted for its parent to reap instead.
+/// Ends a sandbox (its setup failed, or it is done with) and reaps it when it is
+/// this process's child; a spawner's clone is noted for its parent to reap instead.
 pub(crate) fn end(pid: Pid) {
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
     if !FOR_PARENT.load(Ordering::Relaxed) {

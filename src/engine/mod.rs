@@ -112,8 +112,7 @@ pub fn prepare(
         // A sandbox that failed on its own has closed its end: its reason is queued,
         // and says more than our failure to send to it.
         let e = queued_failure(&spawned).unwrap_or(e);
-        let _ = nix::sys::signal::kill(spawned.pid, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(spawned.pid, None);
+        clone::end(spawned.pid);
         return Err(e);
     }
     let timings_us = wait_ready(&spawned)?;
@@ -212,8 +211,7 @@ pub fn wait_ready(s: &spawn::Spawned) -> Result<Vec<(String, u64)>, SetupError> 
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
     let fail = |e: SetupError| {
-        let _ = nix::sys::signal::kill(s.pid, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(s.pid, None);
+        clone::end(s.pid);
         e
     };
     let mut fds = [PollFd::new(s.chan.as_fd(), PollFlags::POLLIN)];

@@ -151,8 +151,7 @@ impl Sandbox {
         };
         let (started, namespaces) = started.map_err(|e| {
             // Its init is this thread's child: ended and reaped here, not left a zombie.
-            let _ = nix::sys::signal::kill(prepared.pid, nix::sys::signal::Signal::SIGKILL);
-            let _ = nix::sys::wait::waitpid(prepared.pid, None);
+            crate::engine::clone::end(prepared.pid);
             setup(e)
         })?;
         Ok(Warm {
@@ -621,8 +620,7 @@ impl Remains {
 impl Drop for Remains {
     fn drop(&mut self) {
         if let Some(pid) = self.init.take() {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-            let _ = nix::sys::wait::waitpid(pid, None);
+            crate::engine::clone::end(pid);
         }
         if let Some(g) = self.group.take() {
             let _ = g.remove();
