@@ -132,16 +132,14 @@ impl Spawner {
         if sync::send_fds(sock.as_fd(), &buf, &job.extra_fds).is_err() {
             return Ok(None);
         }
-        let len = match sync::next_len(sock.as_fd()) {
-            Ok(0) | Err(_) => return Ok(None),
-            Ok(n) => n,
+        let (reply, fds) = match sync::recv_message::<4>(sock.as_fd()) {
+            Ok((reply, _)) if reply.is_empty() => return Ok(None),
+            Err(_) => return Ok(None),
+            Ok(got) => got,
         };
-        let mut reply = vec![0u8; len];
-        let (n, fds) = sync::recv_fds::<4>(sock.as_fd(), &mut reply)
-            .step(Step::Clone, "receive the spawner's answer")?;
         drop(sock);
         let answer: Answer =
-            serde_json::from_slice(&reply[..n]).step(Step::Clone, "decode the spawner's answer")?;
+            serde_json::from_slice(&reply).step(Step::Clone, "decode the spawner's answer")?;
         for pid in answer.orphans {
             // Ended by the spawner; this process is their parent.
             let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
@@ -192,15 +190,12 @@ fn serve(sock: OwnedFd, parent: Pid) -> ! {
     }
     super::clone::for_parent();
     loop {
-        let len = match sync::next_len(sock.as_fd()) {
-            Ok(0) | Err(_) => exit(),
-            Ok(n) => n,
+        let (buf, fds) = match sync::recv_message::<MAX_EXTRA>(sock.as_fd()) {
+            Ok((buf, _)) if buf.is_empty() => exit(),
+            Err(_) => exit(),
+            Ok(got) => got,
         };
-        let mut buf = vec![0u8; len];
-        let Ok((n, fds)) = sync::recv_fds::<MAX_EXTRA>(sock.as_fd(), &mut buf) else {
-            exit()
-        };
-        let made = handle(&buf[..n], &fds);
+        let made = handle(&buf, &fds);
         drop(fds);
         let answer = Answer {
             spawned: made

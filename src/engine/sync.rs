@@ -250,6 +250,20 @@ pub fn send_fds(sock: BorrowedFd, buf: &[u8], fds: &[BorrowedFd]) -> nix::Result
     }
 }
 
+/// The next whole message on a SOCK_SEQPACKET socket, in a buffer of its size (see
+/// [`next_len`]), with the descriptors it carries (at most `N`). Empty when the peer
+/// is gone: no protocol here sends an empty message.
+pub fn recv_message<const N: usize>(fd: BorrowedFd) -> nix::Result<(Vec<u8>, Vec<OwnedFd>)> {
+    let len = next_len(fd)?;
+    if len == 0 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut buf = vec![0u8; len];
+    let (n, fds) = recv_fds::<N>(fd, &mut buf)?;
+    buf.truncate(n);
+    Ok((buf, fds))
+}
+
 /// The length of the next message on a SOCK_SEQPACKET socket, left unread
 /// (MSG_TRUNC makes a peek return the whole length; 0 when the peer is gone).
 ///
@@ -257,7 +271,7 @@ pub fn send_fds(sock: BorrowedFd, buf: &[u8], fds: &[BorrowedFd]) -> nix::Result
 /// forks while earlier sandboxes (copies of its memory) live, clearing 16 pages
 /// for each fork's two answers cost as many copy-on-write faults (perf of a
 /// fork-mode server's refill threads: a fifth of their page faults).
-pub fn next_len(fd: BorrowedFd) -> nix::Result<usize> {
+fn next_len(fd: BorrowedFd) -> nix::Result<usize> {
     let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC;
     loop {
         match nix::sys::socket::recv(fd.as_raw_fd(), &mut [], flags) {

@@ -215,16 +215,16 @@ impl Zygote {
 
     /// Waits for the zygote's answer to the last request.
     fn answer(&mut self, timeout: Duration, what: &str) -> Result<(), SetupError> {
-        let (buf, n) = recv_within(self.ctl.as_fd(), timeout, what)?;
-        if n == 0 {
+        let buf = recv_within(self.ctl.as_fd(), timeout, what)?;
+        if buf.is_empty() {
             let status = self.child.try_wait().ok().flatten();
             return Err(SetupError::new(
                 Step::Zygote,
                 format!("{what}: the zygote ended ({status:?}; its stderr is the server's)"),
             ));
         }
-        let reply: Reply = serde_json::from_slice(&buf[..n])
-            .step(Step::Zygote, format!("{what}: a garbled answer"))?;
+        let reply: Reply =
+            serde_json::from_slice(&buf).step(Step::Zygote, format!("{what}: a garbled answer"))?;
         match reply.error {
             None => Ok(()),
             Some(e) => Err(step_error(reply.step.as_deref(), format!("{what}: {e}"))),
@@ -243,20 +243,16 @@ impl Drop for Zygote {
 /// listener when the filter notifies.
 pub(crate) fn read_report(ready: BorrowedFd) -> Result<(Report, Option<OwnedFd>), SetupError> {
     wait_readable(ready, FORK_TIMEOUT, "the forked interpreter's report")?;
-    let mut buf = vec![
-        0u8;
-        sync::next_len(ready)
-            .step(Step::Zygote, "size the forked interpreter's report")?
-    ];
-    let (n, listener) = sync::recv_fd(ready, &mut buf)
+    let (buf, fds) = sync::recv_message::<1>(ready)
         .step(Step::Zygote, "read the forked interpreter's report")?;
-    if n == 0 {
+    let listener = fds.into_iter().next();
+    if buf.is_empty() {
         return Err(SetupError::new(
             Step::Zygote,
             "the forked interpreter ended before it was confined",
         ));
     }
-    let report: Report = serde_json::from_slice(&buf[..n])
+    let report: Report = serde_json::from_slice(&buf)
         .step(Step::Zygote, "the forked interpreter's report is garbled")?;
     if let Some(e) = &report.error {
         return Err(step_error(
@@ -288,21 +284,16 @@ fn wait_readable(fd: BorrowedFd, timeout: Duration, what: &str) -> Result<(), Se
 }
 
 /// The next message on `fd`, in a buffer of its size, once one arrives.
-fn recv_within(
-    fd: BorrowedFd,
-    timeout: Duration,
-    what: &str,
-) -> Result<(Vec<u8>, usize), SetupError> {
+fn recv_within(fd: BorrowedFd, timeout: Duration, what: &str) -> Result<Vec<u8>, SetupError> {
     wait_readable(fd, timeout, what)?;
-    let read = |e| {
+    // The zygote's answers carry no descriptors.
+    let (buf, _) = sync::recv_message::<1>(fd).map_err(|e| {
         SetupError::new(
             Step::Zygote,
             format!("read the zygote's answer: {what}: {e}"),
         )
-    };
-    let mut buf = vec![0u8; sync::next_len(fd).map_err(read)?];
-    let n = nix::sys::socket::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).map_err(read)?;
-    Ok((buf, n))
+    })?;
+    Ok(buf)
 }
 
 fn spec(p: &Policy) -> Result<Spec, SetupError> {
