@@ -103,6 +103,34 @@ except OSError as e:
 print(json.dumps(res))
 "#;
 
+/// `maibox exec --json --network allowlist` of the client script (on the server at
+/// `server`, if given): its output and the client's JSON line.
+fn allowlisted(
+    who: As,
+    server: Option<&std::path::Path>,
+    cfg: &std::path::Path,
+    script: &std::path::Path,
+    port: u16,
+) -> (std::process::Output, serde_json::Value) {
+    let mut args = vec!["exec".to_string(), "--json".into()];
+    if let Some(sock) = server {
+        args.extend([
+            "--server".into(),
+            "--socket".into(),
+            sock.display().to_string(),
+        ]);
+    }
+    args.extend(["--config".into(), cfg.display().to_string()]);
+    args.extend(["--network".into(), "allowlist".into()]);
+    args.extend([script.display().to_string(), "--".into(), port.to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(who, &args);
+    let out = stdout(&o);
+    let v = serde_json::from_str(out.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {out} {}", stderr(&o)));
+    (o, v)
+}
+
 #[test]
 fn allowlist_mode_lets_only_allowed_requests_out() {
     let _serial = DIRS.lock().unwrap_or_else(|e| e.into_inner());
@@ -111,23 +139,7 @@ fn allowlist_mode_lets_only_allowed_requests_out() {
     let cfg = config(&s, port);
     let script = s.file("client.py", CLIENT.as_bytes());
     for who in identities("allowlist_mode_lets_only_allowed_requests_out") {
-        let o = run(
-            who,
-            &[
-                "exec",
-                "--json",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--network",
-                "allowlist",
-                script.to_str().unwrap(),
-                "--",
-                &port.to_string(),
-            ],
-        );
-        let out = stdout(&o);
-        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap_or_default())
-            .unwrap_or_else(|e| panic!("{e}: {out} {}", stderr(&o)));
+        let (o, v) = allowlisted(who, None, &cfg, &script, port);
         assert_eq!(v["allowed"], "simple index", "{who:?}: {v}");
         assert_eq!(v["forbidden_host"], "HTTPError:403", "{who:?}: {v}");
         assert_eq!(v["post"], "HTTPError:403", "{who:?}: {v}");
@@ -333,27 +345,7 @@ fn allowlist_mode_through_the_server() {
     let cfg = config(&s, port);
     let script = s.file("client.py", CLIENT.as_bytes());
     let server = common::server::Server::start_with(&std::fs::read_to_string(&cfg).unwrap());
-    let sock = server.socket();
-    let o = run(
-        As::Caller,
-        &[
-            "exec",
-            "--server",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--network",
-            "allowlist",
-            script.to_str().unwrap(),
-            "--",
-            &port.to_string(),
-        ],
-    );
-    let out = stdout(&o);
-    let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {out} {} {}", stderr(&o), server.log()));
+    let (o, v) = allowlisted(As::Caller, Some(&server.socket()), &cfg, &script, port);
     assert_eq!(v["allowed"], "simple index", "{v}\n{}", server.log());
     assert_eq!(v["forbidden_host"], "HTTPError:403", "{v}");
     assert_ne!(v["direct"], "connected", "{v}");

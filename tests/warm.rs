@@ -254,21 +254,28 @@ fn voluntary_switches(pid: nix::unistd::Pid) -> u64 {
         .unwrap()
 }
 
+/// A fresh spawner, and its count of voluntary switches once it sleeps on its socket
+/// (it has just been forked): each sandbox it clones wakes it.
+fn asleep_spawner() -> (std::sync::Arc<maibox::warm::Spawner>, u64) {
+    let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
+    let sp = spawner.pid();
+    while !common::status_field(sp.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let before = voluntary_switches(sp);
+    (spawner, before)
+}
+
 /// A server's spawner process clones its warm sandboxes: it does the work (it wakes
 /// for each sandbox, and stays asleep for one made without it: the control), the
 /// sandbox's init is the caller's child, never the spawner's, and the run is the same.
 /// When the spawner is gone, sandboxes are cloned by the caller again.
 #[test]
 fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
-    let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
+    let (spawner, before) = asleep_spawner();
     let sp = spawner.pid();
     let code = "import os, sys\nprint(os.getpid(), sys.flags.no_user_site)\n";
-    // Counted once the spawner sleeps on its socket (it has just been forked).
-    while !common::status_field(sp.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    let before = voluntary_switches(sp);
     let plain = run_warm(&sandbox(), code, &[]);
     assert_eq!(
         voluntary_switches(sp),
@@ -307,14 +314,9 @@ fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
 /// control, the same run without it, leaves the spawner asleep.
 #[test]
 fn a_spawner_clones_cold_runs_too() {
-    let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
+    let (spawner, before) = asleep_spawner();
     let sp = spawner.pid();
     let code = "import os\nprint(os.getpid(), os.getuid(), open('/proc/self/status').read().count('Seccomp:\\t2'))\n";
-    while !common::status_field(sp.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    let before = voluntary_switches(sp);
     let plain = sandbox().run_code(code).unwrap();
     assert_eq!(
         voluntary_switches(sp),
