@@ -10,14 +10,27 @@ Each run goes to a `maibox serve` server (warm, single-use sandboxes) when one a
 and otherwise to the `maibox` binary, with the same result either way.
 """
 
-from .aio import AsyncSandbox
+from typing import TYPE_CHECKING, Any
+
 from .errors import Busy, InvalidRequest, MaiboxError, ProtocolError, Refused, Unavailable
 from .executor import SandboxExecutor
 from .sandbox import Result, Sandbox
 from .session import ConsoleOutput, SandboxSession
+
+if TYPE_CHECKING:
+    from .aio import AsyncSandbox
 
 __version__ = "0.1.0"
 
 __all__ = ["Sandbox", "AsyncSandbox", "Result", "SandboxExecutor", "SandboxSession",
            "ConsoleOutput", "MaiboxError", "Refused", "Busy", "Unavailable",
            "ProtocolError", "InvalidRequest"]
+
+
+def __getattr__(name: str) -> Any:
+    """Imports `AsyncSandbox` on first use: `maibox.aio` pulls in asyncio, most of the
+    package's import time, which a synchronous caller never needs."""
+    if name == "AsyncSandbox":
+        from .aio import AsyncSandbox
+        return AsyncSandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

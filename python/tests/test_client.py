@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 import zipfile
@@ -143,6 +144,17 @@ def test_unavailable_without_server_or_binary(tmp_path):
         sb.run("print(1)")
     with pytest.raises(maibox.Unavailable):
         maibox.Sandbox(mode="server", socket=str(tmp_path / "none.sock")).run("print(1)")
+
+
+def test_importing_the_package_leaves_asyncio_for_asyncsandbox():
+    """A synchronous caller never pays for asyncio (most of the package's import
+    time); `maibox.AsyncSandbox` still resolves, from the package as from `maibox.aio`."""
+    probe = ("import sys, maibox; print('asyncio' in sys.modules); "
+             "from maibox import AsyncSandbox; import maibox.aio; "
+             "print(AsyncSandbox is maibox.aio.AsyncSandbox, 'asyncio' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=str(Path(maibox.__file__).parent.parent))
+    assert out.stdout.split() == ["False", "True", "True"], out.stderr
 
 
 def test_other_languages_and_libraries_without_network_are_refused():
