@@ -37,6 +37,7 @@ mod abuse;
 mod agents;
 mod args;
 mod bridge;
+mod browser;
 mod calls;
 mod capability;
 mod capture;
@@ -59,6 +60,7 @@ mod flows;
 mod fold;
 mod gadget;
 mod harness;
+mod hooks;
 mod host;
 mod io;
 mod kernel;
@@ -270,6 +272,10 @@ struct Facts {
     exec_memory: bool,
     /// A module that talks to the network is imported.
     net_import: bool,
+    /// Scopes where the process gave root up for good (`setuid` and
+    /// `setresuid`/`setreuid` to an account): a later change back to 0
+    /// there checks that the drop holds.
+    dropped_for_good: Vec<usize>,
 }
 
 /// Bound values one evaluator query has already followed, with the least
@@ -320,6 +326,9 @@ struct Signs<'t> {
     /// A registry key Windows runs values of at logon, opened or created,
     /// and its path.
     autostart_key: Option<(Node<'t>, String)>,
+    /// A registry key of the Windows root certificate stores opened or
+    /// created, and its path.
+    root_store_key: Option<(Node<'t>, String)>,
     /// A raw socket that carries the script's own IP header.
     own_ip_header: Option<Node<'t>>,
     /// `sendto` in a loop.
