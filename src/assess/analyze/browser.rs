@@ -51,13 +51,19 @@ impl<'t> Analyzer<'t> {
                     .then(|| (w.call, p.clone()))
             })
         });
-        let forced = fx
-            .text_where(|t| t.contains("extensioninstallforcelist"))
-            .filter(|_| self.src.contains("winreg") || !fx.commands.is_empty());
-        let (at, target) = match (written, forced) {
-            (Some((at, p)), _) => (at, p),
-            (None, Some((at, _))) => (at, "the browser's policy".to_string()),
-            _ => return,
+        // The policy's literals are searched only in a script that can set
+        // it (registry calls or commands): most files write no settings.
+        let forced = || {
+            (!fx.commands.is_empty() || self.src.contains("winreg"))
+                .then(|| fx.text_where(|t| t.contains("extensioninstallforcelist")))
+                .flatten()
+        };
+        let (at, target) = match written {
+            Some((at, p)) => (at, p),
+            None => match forced() {
+                Some((at, _)) => (at, "the browser's policy".to_string()),
+                None => return,
+            },
         };
         let Some((lit, t)) = fx
             .text_where(takes_over)

@@ -62,9 +62,7 @@ pub(super) const PASSWORD_FIELDS: &[&str] =
     &["type=\"password\"", "type='password'", "type=password"];
 
 /// Environment variables that set a web proxy.
-/// Also the value Windows keeps the user's proxy in (`ProxyServer`).
-pub(super) const PROXY_VARIABLES: &[&str] =
-    &["http_proxy", "https_proxy", "all_proxy", "proxyserver"];
+pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_proxy"];
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {

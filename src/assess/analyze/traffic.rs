@@ -107,6 +107,13 @@ fn proxy_named<'t>(fx: &Effects<'t>) -> Option<Node<'t>> {
     fx.text_holding(super::needles::PROXY_VAR).map(|(n, _)| n)
 }
 
+/// [`proxy_named`], or the value Windows keeps the user's proxy in
+/// (`ProxyServer`): asked only once a root is trusted, so searched here
+/// rather than with every literal's needles.
+fn proxy_set<'t>(fx: &Effects<'t>) -> Option<Node<'t>> {
+    proxy_named(fx).or_else(|| fx.text_where(|t| t.contains("proxyserver")).map(|(n, _)| n))
+}
+
 /// An IPv4 address in the literals outside this machine's networks (and,
 /// when `known_ok`, not a well-known public resolver).
 fn outside_ip(fx: &Effects<'_>, known_ok: bool) -> Option<String> {
@@ -248,7 +255,7 @@ impl<'t> Analyzer<'t> {
             let lower = d.path.to_ascii_lowercase();
             TRUST_STORES.iter().any(|s| lower.contains(s))
         });
-        let why = match (downloaded, found.hijacks.first(), proxy_named(fx)) {
+        let why = match (downloaded, found.hijacks.first(), proxy_set(fx)) {
             (Some(d), _, _) => format!("with a certificate downloaded at line {}", line(d.write)),
             (None, Some((h, _)), _) => format!("with traffic redirected at line {}", line(*h)),
             (None, None, Some(p)) => format!("with a proxy set at line {}", line(p)),
