@@ -512,7 +512,17 @@ impl<'t> Analyzer<'t> {
         };
         let list = &mut scopes[i].1;
         let i = list.partition_point(|(p, _)| *p <= at);
-        list.insert(i, (at, b));
+        // `except ImportError: mod = None` right after `import mod`: the
+        // fallback of an optional import names nothing, so the import
+        // keeps naming the module (checked here, once per binding, rather
+        // than at every lookup).
+        let fallback = matches!(b, Bind::Expr(v, _) if v.kind() == K::None)
+            && i.checked_sub(1)
+                .and_then(|j| list.get(j))
+                .is_some_and(|(_, prev)| matches!(prev, Bind::Module(..)));
+        if !fallback {
+            list.insert(i, (at, b));
+        }
     }
 }
 

@@ -78,16 +78,6 @@ impl<'t> Analyzer<'t> {
                 } else {
                     list.len().saturating_sub(1)
                 };
-                // `except ImportError: mod = None`: the fallback of an
-                // optional import names nothing; the import names the module.
-                let i = match (list.get(i), i.checked_sub(1).and_then(|j| list.get(j))) {
-                    (Some((_, Bind::Expr(v, _))), Some((_, Bind::Module(..))))
-                        if v.kind() == K::None =>
-                    {
-                        i - 1
-                    }
-                    _ => i,
-                };
                 if let Some((start, b)) = list.get(i) {
                     let end = list.get(i + 1).map_or(usize::MAX, |(p, _)| *p);
                     return Some((*b, *start..end));
