@@ -26,6 +26,8 @@ mod syntax;
 mod verdict;
 
 #[cfg(test)]
+mod behaviour10_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

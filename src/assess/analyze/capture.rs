@@ -158,10 +158,51 @@ impl<'t> Analyzer<'t> {
             what.describe()
         );
         if what == Captured::Keystrokes {
-            self.add("MB212", call.node, detail);
+            if self.keeps_to_itself() {
+                let detail = format!("{detail}; the script writes no file and uses no network");
+                self.add("MB225", call.node, detail);
+            } else {
+                self.add("MB212", call.node, detail);
+            }
         } else if repeated || device {
             self.add("MB216", call.node, detail);
         }
+    }
+
+    /// A script that can keep nothing it captures: it imports no network
+    /// module, runs no command, writes no file (no write method, no log
+    /// file) and keeps no database. Keystrokes read there live and die in
+    /// memory (a typing test, a reaction game): MB225, not a keylogger.
+    fn keeps_to_itself(&self) -> bool {
+        const KEEPS: &[&str] = &[
+            "write",
+            "write_text",
+            "write_bytes",
+            "writelines",
+            "dump",
+            "execute",
+            "executemany",
+            "FileHandler",
+            "RotatingFileHandler",
+            "basicConfig",
+            "Popen",
+            "run",
+            "system",
+            "call",
+            "check_output",
+            "copyfile",
+        ];
+        let plain = |c: Node<'t>| {
+            c.child(super::F::Function)
+                .filter(|f| f.kind() == super::K::Identifier)
+                .map(|f| self.text(f))
+        };
+        !self.facts.net_import
+            && !self.calls.iter().any(|c| {
+                self.method_name(c.node)
+                    .or_else(|| plain(c.node))
+                    .is_some_and(|m| KEEPS.contains(&m))
+            })
     }
 
     /// MB940: something captured in a script that sends data off the host.

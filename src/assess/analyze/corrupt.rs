@@ -64,7 +64,8 @@ impl<'t> Analyzer<'t> {
                 continue;
             };
             let found_file = searched
-                .find(|p| update || read.get_or_insert_with(|| self.paths_read()).contains(p));
+                .find(|p| update || read.get_or_insert_with(|| self.paths_read()).contains(p))
+                .filter(|p| !self.unlinked_in(site.scope, p));
             if let Some(path) = found_file {
                 found = Some((site.node, path, junk));
                 break;
@@ -76,6 +77,27 @@ impl<'t> Analyzer<'t> {
             );
             self.add("MB953", at, detail);
         }
+    }
+
+    /// Whether the function `scope` also deletes the file `p` it writes:
+    /// overwritten then unlinked is a file shredded (judged as a deletion,
+    /// by where it is), not data falsified while the file stays.
+    fn unlinked_in(&self, scope: usize, p: &str) -> bool {
+        self.calls.iter().filter(|c| c.scope == scope).any(|c| {
+            let os_call = || {
+                self.callee(c.node, scope)
+                    .is_some_and(|q| matches!(&*q, "os.remove" | "os.unlink"))
+            };
+            let target = match self.method_name(c.node) {
+                Some("unlink" | "remove") if os_call() => self.args(c.node).0.first().copied(),
+                Some("unlink") => c.node.child(F::Function).and_then(|f| f.child(F::Object)),
+                _ => None,
+            };
+            target.is_some_and(|t| {
+                self.reset_budget();
+                self.paths(t, scope).iter().any(|x| x == p)
+            })
+        })
     }
 
     /// The paths a write method `m` on `obj` writes, and whether they were

@@ -183,6 +183,7 @@ impl<'t> Analyzer<'t> {
         self.check_database(&fx);
         self.check_phishing(&fx);
         self.check_traffic(&fx);
+        self.check_browser(&fx);
         self.check_covert(&fx.commands);
         self.check_cloud(&fx);
         self.check_mail(&fx);

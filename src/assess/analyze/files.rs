@@ -56,7 +56,15 @@ impl<'t> Analyzer<'t> {
         if IDENTITY_CHANGES.contains(&q) {
             let arg = call.pos.first().map(|a| self.text(*a)).unwrap_or("");
             if self.drops_privilege(q, call) {
+                if matches!(q, "os.setuid" | "os.setreuid" | "os.setresuid") {
+                    self.facts.dropped_for_good.push(call.scope);
+                }
                 self.add("MB213", node, format!("{q}({arg})"));
+            } else if self.facts.dropped_for_good.contains(&call.scope) {
+                // Root asked back after the uid was given up for good: it
+                // cannot succeed, so it is the test that the drop holds.
+                let detail = format!("{q}({arg}) after giving root up: checks the drop holds");
+                self.add("MB213", node, detail);
             } else {
                 self.add("MB202", node, format!("{q}({arg})"));
             }
@@ -391,11 +399,47 @@ impl<'t> Analyzer<'t> {
     }
 }
 
+/// Whether the source names its own file other than to find its
+/// directory: `__file__` not taken through `dirname(..)` or `.parent` (a
+/// project's root found beside the script is not the script copied).
+fn names_own_file(src: &str) -> bool {
+    const NAME: &str = "__file__";
+    src.match_indices(NAME)
+        .any(|(i, _)| !directory_of_script(&src[..i], &src[i + NAME.len()..]))
+}
+
+/// The callee whose opening parenthesis ends `s`.
+fn opened_call(s: &str) -> Option<&str> {
+    s.trim_end().strip_suffix('(').map(str::trim_end)
+}
+
+/// `dirname(__file__)`, `dirname(abspath(__file__))`, `Path(__file__).parent`
+/// (also after `.resolve()`/`.absolute()`), given the text around `__file__`.
+fn directory_of_script(before: &str, after: &str) -> bool {
+    let Some(callee) = opened_call(before) else {
+        return false;
+    };
+    if callee.ends_with("dirname") {
+        return true;
+    }
+    if callee.ends_with("abspath") || callee.ends_with("realpath") {
+        let outer = callee.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == '.');
+        return opened_call(outer).is_some_and(|c| c.ends_with("dirname"));
+    }
+    let mut rest = after.trim_start().strip_prefix(')').unwrap_or("");
+    while let Some(r) = [".resolve()", ".absolute()"]
+        .iter()
+        .find_map(|m| rest.strip_prefix(m))
+    {
+        rest = r;
+    }
+    callee.ends_with("Path") && rest.starts_with(".parent")
+}
+
 /// What marks a script's setup as more than the user's own: code fetched,
 /// run from strings or kept hidden in temporary places, the script's own
-/// file, a shell reached over the network.
+/// file (see [`names_own_file`]), a shell reached over the network.
 const NOT_OWN_SETUP: &[&str] = &[
-    "__file__",
     "argv[0]",
     "exec(",
     "eval(",
@@ -417,8 +461,11 @@ impl<'t> Analyzer<'t> {
     fn own_user_setup(&self, p: &str, op: &str, node: Node<'t>) -> bool {
         let link = matches!(op, "Path.symlink_to" | "os.symlink");
         let user_unit = p.starts_with("~/.config/systemd/user");
-        if !(link || user_unit) || !self.own_setup_script() {
+        if !self.own_setup_script() {
             return false;
+        }
+        if !(link || user_unit) {
+            return self.harmless_start_hook(p, node);
         }
         if link {
             return self.links_to_unwritten(node);
@@ -452,7 +499,9 @@ impl<'t> Analyzer<'t> {
     /// A script that imports no network module and carries none of
     /// [`NOT_OWN_SETUP`]: what it sets up, it sets up from the machine.
     pub(super) fn own_setup_script(&self) -> bool {
-        !self.facts.net_import && !NOT_OWN_SETUP.iter().any(|m| self.src.contains(m))
+        !self.facts.net_import
+            && !NOT_OWN_SETUP.iter().any(|m| self.src.contains(m))
+            && !names_own_file(self.src)
     }
 
     /// A symlink in a script that writes no file contents and whose

@@ -37,6 +37,7 @@ mod abuse;
 mod agents;
 mod args;
 mod bridge;
+mod browser;
 mod calls;
 mod capability;
 mod capture;
@@ -59,6 +60,7 @@ mod flows;
 mod fold;
 mod gadget;
 mod harness;
+mod hooks;
 mod host;
 mod io;
 mod kernel;
@@ -270,6 +272,10 @@ struct Facts {
     exec_memory: bool,
     /// A module that talks to the network is imported.
     net_import: bool,
+    /// Scopes where the process gave root up for good (`setuid` and
+    /// `setresuid`/`setreuid` to an account): a later change back to 0
+    /// there checks that the drop holds.
+    dropped_for_good: Vec<usize>,
 }
 
 /// Bound values one evaluator query has already followed, with the least
@@ -320,6 +326,9 @@ struct Signs<'t> {
     /// A registry key Windows runs values of at logon, opened or created,
     /// and its path.
     autostart_key: Option<(Node<'t>, String)>,
+    /// A registry key of the Windows root certificate stores opened or
+    /// created, and its path.
+    root_store_key: Option<(Node<'t>, String)>,
     /// A raw socket that carries the script's own IP header.
     own_ip_header: Option<Node<'t>>,
     /// `sendto` in a loop.
@@ -503,7 +512,17 @@ impl<'t> Analyzer<'t> {
         };
         let list = &mut scopes[i].1;
         let i = list.partition_point(|(p, _)| *p <= at);
-        list.insert(i, (at, b));
+        // `except ImportError: mod = None` right after `import mod`: the
+        // fallback of an optional import names nothing, so the import
+        // keeps naming the module (checked here, once per binding, rather
+        // than at every lookup).
+        let fallback = matches!(b, Bind::Expr(v, _) if v.kind() == K::None)
+            && i.checked_sub(1)
+                .and_then(|j| list.get(j))
+                .is_some_and(|(_, prev)| matches!(prev, Bind::Module(..)));
+        if !fallback {
+            list.insert(i, (at, b));
+        }
     }
 }
 

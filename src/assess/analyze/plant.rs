@@ -62,7 +62,13 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The constant pieces of a text built with `+` and names.
-    fn text_pieces(&self, n: Node<'t>, scope: usize, depth: usize, out: &mut Vec<String>) {
+    pub(super) fn text_pieces(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        depth: usize,
+        out: &mut Vec<String>,
+    ) {
         if depth > PIECE_DEPTH {
             return;
         }

@@ -38,7 +38,7 @@ impl<'t> Analyzer<'t> {
         if found & METADATA != 0 {
             self.add("MB206", node, format!("{:?}", shorten(v)));
         }
-        if found & CREDENTIAL != 0 {
+        if found & CREDENTIAL != 0 && !self.deny_listed(node) {
             // The user's own login file is MEDIUM (the seeds keep HIGH for
             // privileged access); sending what it holds is still MB916/MB948.
             let id = if super::taxonomy::own_login_file(lower) {
@@ -134,4 +134,66 @@ fn kube_workloads(lower: &str) -> bool {
     ["/pods", "/daemonsets", "/deployments", "/jobs"]
         .iter()
         .any(|w| lower.contains(w))
+}
+
+impl<'t> Analyzer<'t> {
+    /// Whether a literal is an element of a collection used only to leave
+    /// things out: tested with `in`/`not in` or taken away with `&`, `-`,
+    /// `isdisjoint`, directly or through the one name it is bound to (a
+    /// backup's `NEVER = {".ssh", ".gnupg"}`). A deny list names secrets
+    /// so as not to touch them.
+    fn deny_listed(&self, lit: Node<'t>) -> bool {
+        let Some(coll) = lit
+            .parent()
+            .filter(|c| matches!(c.kind(), K::Set | K::List | K::Tuple))
+        else {
+            return false;
+        };
+        let Some(parent) = coll.parent() else {
+            return false;
+        };
+        match parent.kind() {
+            K::ComparisonOperator => self.text(parent).contains(" in "),
+            K::Assignment => parent
+                .child(F::Left)
+                .filter(|l| l.kind() == K::Identifier)
+                .is_some_and(|l| only_excludes(self.src, self.text(l), l.start_byte())),
+            _ => false,
+        }
+    }
+}
+
+/// Whether every use of `name` in `src` but its binding at `bound` is a
+/// membership test or a set taken away.
+fn only_excludes(src: &str, name: &str, bound: usize) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut uses = src.match_indices(name).filter(|(i, _)| {
+        *i != bound
+            && !src[..*i].ends_with(word)
+            && !src[i + name.len()..].starts_with(word)
+            && !src[..*i].ends_with('.')
+    });
+    let mut any = false;
+    let all = uses.all(|(i, _)| {
+        any = true;
+        let before = src[..i].trim_end();
+        let line = &before[before.rfind('\n').map_or(0, |n| n + 1)..];
+        let test = ["&", "-", "isdisjoint(", "difference(", "intersection("]
+            .iter()
+            .any(|w| before.ends_with(w));
+        test || (before.ends_with(" in") && !iterates(line))
+    });
+    any && all
+}
+
+/// Whether the `in` ending `line` belongs to a `for` (a loop or a
+/// comprehension) rather than a membership test: a `for` after the last
+/// keyword that opens a test.
+fn iterates(line: &str) -> bool {
+    let words: Vec<&str> = line
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .collect();
+    let last = |ws: &[&str]| words.iter().rposition(|w| ws.contains(w));
+    let test = last(&["if", "while", "and", "or", "not", "return", "assert"]);
+    last(&["for"]).is_some_and(|f| test.is_none_or(|t| f > t))
 }

@@ -107,6 +107,13 @@ fn proxy_named<'t>(fx: &Effects<'t>) -> Option<Node<'t>> {
     fx.text_holding(super::needles::PROXY_VAR).map(|(n, _)| n)
 }
 
+/// [`proxy_named`], or the value Windows keeps the user's proxy in
+/// (`ProxyServer`): asked only once a root is trusted, so searched here
+/// rather than with every literal's needles.
+fn proxy_set<'t>(fx: &Effects<'t>) -> Option<Node<'t>> {
+    proxy_named(fx).or_else(|| fx.text_where(|t| t.contains("proxyserver")).map(|(n, _)| n))
+}
+
 /// An IPv4 address in the literals outside this machine's networks (and,
 /// when `known_ok`, not a well-known public resolver).
 fn outside_ip(fx: &Effects<'_>, known_ok: bool) -> Option<String> {
@@ -150,6 +157,10 @@ impl<'t> Analyzer<'t> {
         if let Some(at) = self.forged_arp_replies() {
             let what = "forged ARP replies (op is-at) sent by scapy: the LAN's traffic is routed through this machine";
             found.hijacks.push((at, what.into()));
+        }
+        if let Some((at, key)) = self.signs.root_store_key.clone() {
+            let what = format!("opens `{}`, the root certificate store", shorten(&key));
+            found.trust.get_or_insert((at, what));
         }
         if let Some((at, what)) = found.trust.take() {
             self.judge_trust(at, what, fx, &mut found);
@@ -244,13 +255,29 @@ impl<'t> Analyzer<'t> {
             let lower = d.path.to_ascii_lowercase();
             TRUST_STORES.iter().any(|s| lower.contains(s))
         });
-        let why = match (downloaded, found.hijacks.first(), proxy_named(fx)) {
+        let why = match (downloaded, found.hijacks.first(), proxy_set(fx)) {
             (Some(d), _, _) => format!("with a certificate downloaded at line {}", line(d.write)),
             (None, Some((h, _)), _) => format!("with traffic redirected at line {}", line(*h)),
             (None, None, Some(p)) => format!("with a proxy set at line {}", line(p)),
+            _ if self.own_new_root() => {
+                let why = "a root the script made itself, with a key made here, in a script that uses no network";
+                return self.add("MB226", at, format!("{what}: {why}"));
+            }
             _ => return self.add("MB220", at, what),
         };
         found.hijacks.push((at, format!("{what}, {why}")));
+    }
+
+    /// Whether the script makes a certificate authority of its own (a
+    /// CA certificate built with `cryptography`, or `openssl req -x509` with
+    /// a new key) and imports no network module: a local development root,
+    /// whose key never leaves the machine, so nobody else can use it to
+    /// intercept anything.
+    fn own_new_root(&self) -> bool {
+        let has = |w: &str| memchr::memmem::find(self.src.as_bytes(), w.as_bytes()).is_some();
+        let built = has("CertificateBuilder") && has("ca=True");
+        let openssl = has("-x509") && (has("-newkey") || has("genrsa") || has("genpkey"));
+        !self.facts.net_import && (built || openssl)
     }
 
     /// A scapy `ARP(op=2)` (or `op="is-at"`) in a script that sends with

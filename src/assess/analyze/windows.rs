@@ -20,10 +20,29 @@ impl<'t> Analyzer<'t> {
         };
         let winreg = matches!(module, "winreg" | "_winreg");
         if winreg && matches!(f, "OpenKey" | "OpenKeyEx" | "CreateKey" | "CreateKeyEx") {
-            let key = call.arg(1, "sub_key").and_then(|k| {
-                self.reset_budget();
-                self.fold(k, call.scope, 0)
-            });
+            let key = call
+                .arg(1, "sub_key")
+                .and_then(|k| self.key_prefix(k, call.scope));
+            let lower = key
+                .as_deref()
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_default();
+            // Opened to be written: created, or opened with write access
+            // (listing the certificates is not trusting one).
+            let writes = f.starts_with("Create")
+                || ["KEY_SET_VALUE", "KEY_WRITE", "KEY_ALL_ACCESS"]
+                    .iter()
+                    .any(|a| self.text(call.node).contains(a));
+            if writes
+                && ["systemcertificates\\root", "systemcertificates\\authroot"]
+                    .iter()
+                    .any(|r| lower.contains(r))
+            {
+                // The certificate stores Windows trusts as roots, written
+                // key by key: a root added without the confirmation prompt.
+                let k = key.clone().unwrap_or_default();
+                self.signs.root_store_key.get_or_insert((call.node, k));
+            }
             if let Some(k) = key.filter(|k| autostart_key(k)) {
                 self.signs.autostart_key.get_or_insert((call.node, k));
             }
@@ -34,6 +53,31 @@ impl<'t> Analyzer<'t> {
         } else if matches!(f, "hRCreateServiceW" | "RCreateServiceW") {
             self.remote_service(call.node);
         }
+    }
+
+    /// A registry key path as far as it folds: the whole path, or the
+    /// constant start of one joined with `+` to a computed part (a store's
+    /// key and a certificate's thumbprint).
+    fn key_prefix(&self, k: Node<'t>, scope: usize) -> Option<String> {
+        let (mut n, mut scope, mut whole) = (k, scope, true);
+        for _ in 0..6 {
+            self.reset_budget();
+            if let Some(v) = self.fold(n, scope, 0) {
+                return Some(if whole { v } else { format!("{v}*") });
+            }
+            match n.kind() {
+                super::K::BinaryOperator => {
+                    n = n.child(super::F::Left)?;
+                    whole = false;
+                }
+                super::K::Identifier => match self.lookup(self.text(n), scope, n.start_byte()) {
+                    Some([super::Bind::Expr(v, s)]) => (n, scope) = (v, s),
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
     }
 
     fn autostart_value(&mut self, at: Node<'t>, opened: Node<'t>, key: &str) {

@@ -155,6 +155,15 @@ impl<'t> Node<'t> {
         self.id
     }
 
+    /// The node numbered `id` (see [`Node::id`]) in this node's tree: lets a
+    /// compact record keep one node and the others' numbers.
+    pub fn with_id(&self, id: u32) -> Node<'t> {
+        Node {
+            tree: self.tree,
+            id,
+        }
+    }
+
     pub fn start_byte(&self) -> usize {
         self.data().start as usize
     }
