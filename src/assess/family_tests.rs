@@ -41,20 +41,20 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The ninth (71
-/// scripts of fourteen families: the twelve rule families, and browser
-/// hijacking and trust store tampering, which no rule was written for;
-/// blind/BATCH9.md), written by someone who saw neither the rules nor any
-/// sample while the ninth round was being written, scored with the assessment
-/// of 3ab9d75, before the ninth round: 24 of 42, 19 of 38, 7 of 29; after it
-/// (the merge of round9), whose rules were written on the eighth batch's misses
-/// and never on this one: 26 of 42, 21 of 38, 7 of 29. (The eighth batch was
-/// the blind one until the ninth round tuned on it: 27 of 40, 24 of 38, 1 of 28
-/// before, 38 of 40, 36 of 38, 0 of 28 after; it is now part of the held-out
-/// corpus, heldout/BATCH8.md.)
+/// What the blind batch reaches, so that a regression fails. The tenth (70
+/// scripts of fourteen families: the twelve rule families, and CI pipeline
+/// tampering and cloud metadata abuse, which no rule was written for;
+/// blind/BATCH10.md), written by someone who saw neither the rules nor any
+/// sample while the tenth round was being written, scored with the assessment
+/// of af3ff49, before the tenth round: 23 of 42, 19 of 38, 7 of 28; after it
+/// (the merge of round10), whose rules were written on the ninth batch's misses
+/// and never on this one: the same. (The ninth batch was the blind one until
+/// the tenth round tuned on it: 26 of 42, 21 of 38, 7 of 29 before, 29 of 42,
+/// 25 of 38, 0 of 29 after; it is now part of the held-out corpus,
+/// heldout/BATCH9.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.61,
-    blocked_recall: 0.55,
+    recall: 0.54,
+    blocked_recall: 0.50,
     benign_flagged: 0.25,
 };
 
@@ -78,15 +78,20 @@ const BLIND_FLOOR: Floors = Floors {
 /// 38, 29 of 35, 0 of 26 after it): 181 of 192, 161 of 173, 2 of 115. With the
 /// eighth batch (heldout/BATCH8.md, blind until the ninth round tuned on its
 /// misses; 38 of 40, 36 of 38, 0 of 28 after it): 219 of 232, 197 of 211, 2 of
-/// 143. What it
+/// 143. With the ninth batch (heldout/BATCH9.md, blind until the tenth round
+/// tuned on its misses; 29 of 42, 25 of 38, 0 of 29 after it): 248 of 274, 222
+/// of 249, 2 of 172. What it
 /// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
 /// developer's files sent away, a pytest plugin and a `requests` shim leaking
-/// secrets, office documents and key stores zipped and uploaded or mailed;
-/// rated HIGH, not BLOCKED: disks zeroed through /sys/block, logs
+/// secrets, office documents and key stores zipped and uploaded or mailed, and
+/// the ninth batch's thirteen: event logs cleared by hidden names, cloud
+/// versions and backups deleted, staged droppers, a LaunchAgent piping curl to
+/// a shell, a UAC bypass key, services made over SMB, a low-level keyboard
+/// hook; rated HIGH, not BLOCKED: disks zeroed through /sys/block, logs
 /// shipped with key files) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.94,
-    blocked_recall: 0.93,
+    recall: 0.90,
+    blocked_recall: 0.89,
     benign_flagged: 0.02,
 };
 
