@@ -1,7 +1,8 @@
 //! Browsers hijacked (MB955): a browser's settings (a profile's
 //! `Preferences`, `Secure Preferences`, `user.js` or `prefs.js`, a launcher's
-//! `.desktop` file or one put among the user's applications) written by a script whose literals take over where the
-//! browser goes or switch its protections off: the search provider, a proxy
+//! `.desktop` file or one put among the user's applications) written by a
+//! script whose literals take over where the browser goes or switch its
+//! protections off: the search provider, a proxy
 //! or proxy script, an extension loaded from a directory or forced by policy,
 //! Safe Browsing or add-on signature checks set to false. A forced-install
 //! policy (`ExtensionInstallForcelist`) set through the registry or `reg` is
