@@ -132,10 +132,10 @@ impl Spawner {
         if sync::send_fds(sock.as_fd(), &buf, &job.extra_fds).is_err() {
             return Ok(None);
         }
+        // An error or an empty message: the spawner is gone.
         let (reply, fds) = match sync::recv_message::<4>(sock.as_fd()) {
-            Ok((reply, _)) if reply.is_empty() => return Ok(None),
-            Err(_) => return Ok(None),
-            Ok(got) => got,
+            Ok(got) if !got.0.is_empty() => got,
+            _ => return Ok(None),
         };
         drop(sock);
         let answer: Answer =
@@ -190,10 +190,10 @@ fn serve(sock: OwnedFd, parent: Pid) -> ! {
     }
     super::clone::for_parent();
     loop {
+        // An error or an empty message: the server is gone.
         let (buf, fds) = match sync::recv_message::<MAX_EXTRA>(sock.as_fd()) {
-            Ok((buf, _)) if buf.is_empty() => exit(),
-            Err(_) => exit(),
-            Ok(got) => got,
+            Ok(got) if !got.0.is_empty() => got,
+            _ => exit(),
         };
         let made = handle(&buf, &fds);
         drop(fds);
