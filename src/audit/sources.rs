@@ -64,27 +64,39 @@ fn write_replace(dir: &Path, name: &str, data: &[u8]) -> Result<(), AuditError> 
     fs::rename(&tmp, &dst).map_err(AuditError::io("install source file", &dst))
 }
 
+/// Stores `code` as the latest version of `script_path`. `named` is the version
+/// the path named before (from [`load`]).
 pub fn remember(
     dir: &Path,
     script_path: &str,
     code: &str,
     max_bytes: usize,
+    named: Option<&str>,
 ) -> Result<String, AuditError> {
     let r = root(dir);
     let sha = sha256_hex(code.as_bytes());
-    if code.len() <= max_bytes {
-        let blobs = r.join("blobs");
-        // A blob still in use is kept fresh, or the sweep would take it from
-        // under a path that still names it.
-        let kept = fs::File::open(blobs.join(&sha))
-            .and_then(|f| f.set_modified(SystemTime::now()))
-            .is_ok();
-        if !kept {
-            write_replace(&blobs, &sha, code.as_bytes())?;
-        }
+    // A blob still in use is kept fresh, or the sweep would take it from under a
+    // path that still names it.
+    if code.len() <= max_bytes && !touch(&r.join("blobs").join(&sha)) {
+        write_replace(&r.join("blobs"), &sha, code.as_bytes())?;
     }
-    write_replace(&r.join("paths"), &path_key(script_path), sha.as_bytes())?;
+    let paths = r.join("paths");
+    let key = path_key(script_path);
+    // The same script run again (an agent's retries, a server's client): the path
+    // already names this version, and refreshing its time is enough. Replacing it
+    // is a rename, a journalled change of the directory, on the way to the code.
+    if named == Some(sha.as_str()) && touch(&paths.join(&key)) {
+        return Ok(sha);
+    }
+    write_replace(&paths, &key, sha.as_bytes())?;
     Ok(sha)
+}
+
+/// Sets `path`'s modification time to now; false when it cannot (it is gone).
+fn touch(path: &Path) -> bool {
+    fs::File::open(path)
+        .and_then(|f| f.set_modified(SystemTime::now()))
+        .is_ok()
 }
 
 /// How often [`prune`] lists the store. The `paths` side gains a file for every
@@ -157,19 +169,41 @@ mod tests {
     fn remember_and_load() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(load(d.path(), "/a.py"), None);
-        remember(d.path(), "/a.py", "print(1)\n", 100).unwrap();
+        remember(d.path(), "/a.py", "print(1)\n", 100, None).unwrap();
         let p = load(d.path(), "/a.py").unwrap();
         assert_eq!(p.code.as_deref(), Some("print(1)\n"));
         assert_eq!(p.sha256, sha256_hex(b"print(1)\n"));
         // Too large: hash remembered, code not.
-        remember(d.path(), "/a.py", "x = 'long'\n", 5).unwrap();
+        remember(d.path(), "/a.py", "x = 'long'\n", 5, None).unwrap();
         let p = load(d.path(), "/a.py").unwrap();
         assert_eq!(p.code, None);
         // A blob edited on disk is ignored rather than diffed against.
-        remember(d.path(), "/b.py", "good\n", 100).unwrap();
+        remember(d.path(), "/b.py", "good\n", 100, None).unwrap();
         let sha = sha256_hex(b"good\n");
         fs::write(d.path().join("sources/blobs").join(&sha), "evil\n").unwrap();
         assert_eq!(load(d.path(), "/b.py").unwrap().code, None);
+    }
+
+    #[test]
+    fn a_path_run_again_with_the_same_code_is_refreshed_in_place() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        let sha = remember(d.path(), "/a.py", "same\n", 100, None).unwrap();
+        let path = root(d.path()).join("paths").join(path_key("/a.py"));
+        let before = fs::metadata(&path).unwrap().ino();
+        age(&path, 3 * day);
+        remember(d.path(), "/a.py", "same\n", 100, Some(&sha)).unwrap();
+        let after = fs::metadata(&path).unwrap();
+        // Not replaced (the same inode), but fresh for the sweep.
+        assert_eq!(after.ino(), before);
+        assert!(after.modified().unwrap().elapsed().unwrap() < day);
+        // Another version is written anew, and named.
+        remember(d.path(), "/a.py", "other\n", 100, Some(&sha)).unwrap();
+        assert_eq!(
+            load(d.path(), "/a.py").unwrap().code.as_deref(),
+            Some("other\n")
+        );
     }
 
     fn age(path: &Path, by: Duration) {
@@ -181,8 +215,8 @@ mod tests {
     fn prune_removes_what_is_past_retention_at_most_hourly() {
         let d = tempfile::tempdir().unwrap();
         let day = Duration::from_secs(86_400);
-        remember(d.path(), "/old.py", "old\n", 100).unwrap();
-        remember(d.path(), "/new.py", "new\n", 100).unwrap();
+        remember(d.path(), "/old.py", "old\n", 100, None).unwrap();
+        remember(d.path(), "/new.py", "new\n", 100, None).unwrap();
         let old_path = root(d.path()).join("paths").join(path_key("/old.py"));
         let old_blob = root(d.path()).join("blobs").join(sha256_hex(b"old\n"));
         age(&old_path, 3 * day);
@@ -193,7 +227,7 @@ mod tests {
         assert!(load(d.path(), "/new.py").unwrap().code.is_some());
 
         // Within the hour, the store is not listed again: an expired entry stays.
-        remember(d.path(), "/old.py", "old\n", 100).unwrap();
+        remember(d.path(), "/old.py", "old\n", 100, None).unwrap();
         age(&old_path, 3 * day);
         prune(d.path(), 2 * day).unwrap();
         assert!(old_path.exists());
@@ -212,10 +246,10 @@ mod tests {
     fn a_blob_run_again_is_not_swept_from_under_its_path() {
         let d = tempfile::tempdir().unwrap();
         let day = Duration::from_secs(86_400);
-        remember(d.path(), "/a.py", "same\n", 100).unwrap();
+        remember(d.path(), "/a.py", "same\n", 100, None).unwrap();
         let blob = root(d.path()).join("blobs").join(sha256_hex(b"same\n"));
         age(&blob, 3 * day);
-        remember(d.path(), "/a.py", "same\n", 100).unwrap();
+        remember(d.path(), "/a.py", "same\n", 100, None).unwrap();
         prune(d.path(), 2 * day).unwrap();
         assert_eq!(
             load(d.path(), "/a.py").unwrap().code.as_deref(),
@@ -227,7 +261,7 @@ mod tests {
     fn a_stamp_from_the_future_does_not_stop_the_sweep() {
         let d = tempfile::tempdir().unwrap();
         let day = Duration::from_secs(86_400);
-        remember(d.path(), "/old.py", "old\n", 100).unwrap();
+        remember(d.path(), "/old.py", "old\n", 100, None).unwrap();
         let old_path = root(d.path()).join("paths").join(path_key("/old.py"));
         age(&old_path, 3 * day);
         let stamp = root(d.path()).join(PRUNE_STAMP);

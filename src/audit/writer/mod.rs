@@ -280,7 +280,18 @@ impl AuditLog {
     /// Stores `code` as the latest version of `script_path` (the code itself
     /// only up to `max_source_bytes`). Returns its sha256.
     pub fn remember_source(&self, script_path: &str, code: &str) -> Result<String, AuditError> {
-        sources::remember(&self.dir, script_path, code, self.cfg.max_source_bytes)
+        let named = self.previous_source(script_path).map(|p| p.sha256);
+        self.remember_as(script_path, code, named.as_deref())
+    }
+
+    fn remember_as(
+        &self,
+        script_path: &str,
+        code: &str,
+        named: Option<&str>,
+    ) -> Result<String, AuditError> {
+        let max = self.cfg.max_source_bytes;
+        sources::remember(&self.dir, script_path, code, max, named)
     }
 
     /// Fills the `code` part of a run-start record: hash, size and, for a
@@ -305,7 +316,7 @@ impl AuditLog {
                 }
                 info.previous_sha256 = Some(prev.sha256);
             }
-            self.remember_source(p, code)?;
+            self.remember_as(p, code, info.previous_sha256.as_deref())?;
         }
         Ok(info)
     }
