@@ -99,6 +99,11 @@ impl Spawner {
         self.pid
     }
 
+    /// The spawner ended (found at a request): sandboxes are cloned by the caller.
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Relaxed)
+    }
+
     /// Clones `job`'s sandbox through the spawner (in this process if the spawner is
     /// gone, or for an OCI view, which is never sent).
     pub(crate) fn spawn(&self, job: &Job) -> Result<Spawning, SetupError> {

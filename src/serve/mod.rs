@@ -166,6 +166,7 @@ fn accept_loop<'s>(
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), ServeError> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut spawner_gone = false;
     loop {
         let mut fds = [
             PollFd::new(listener.as_fd(), PollFlags::POLLIN),
@@ -184,11 +185,7 @@ fn accept_loop<'s>(
             }
             return Ok(());
         }
-        for p in &server.pools {
-            if let Some(why) = p.take_failure() {
-                log(&format!("cannot prepare a warm {} sandbox: {why}", p.level));
-            }
-        }
+        log_troubles(server, &mut spawner_gone, log);
         if fds[0].revents().is_some_and(|r| !r.is_empty()) {
             match listener.accept() {
                 Ok((stream, _)) => {
@@ -201,6 +198,25 @@ fn accept_loop<'s>(
                 }
                 Err(e) => log(&format!("accept: {e}")),
             }
+        }
+    }
+}
+
+/// What went wrong since the last round: warm sandboxes that could not be prepared,
+/// and, once, a spawner that ended.
+fn log_troubles(server: &Server, spawner_gone: &mut bool, log: &(dyn Fn(&str) + Sync)) {
+    for p in &server.pools {
+        if let Some(why) = p.take_failure() {
+            log(&format!("cannot prepare a warm {} sandbox: {why}", p.level));
+        }
+    }
+    if let Some(s) = server.spawner.as_ref().filter(|s| s.is_gone()) {
+        if !std::mem::replace(spawner_gone, true) {
+            log(&format!(
+                "the spawner (pid {}) ended: sandboxes are cloned by the server's own \
+                 threads from now on (more CPU per run); restart the server to have one again",
+                s.pid()
+            ));
         }
     }
 }
