@@ -15,12 +15,41 @@ use super::{Analyzer, Bind, Node, F, K, MAX_NESTED_CODE};
 /// Levels of names, `+` and `.format` followed for the released text.
 const TEXT_DEPTH: usize = 4;
 
+/// What code needs to do anything BLOCKED: talk to the network, start
+/// processes or shells, run code it builds, or touch secrets and devices.
+const REACHES: &[&str] = &[
+    "socket",
+    "subprocess",
+    "urllib",
+    "requests",
+    "http",
+    "system",
+    "popen",
+    "pty",
+    "exec",
+    "eval",
+    "ctypes",
+    "pickle",
+    "marshal",
+    ".ssh",
+    "environ",
+];
+
 impl<'t> Analyzer<'t> {
     /// MB956 over the calls that write, run or execute a text.
     pub(super) fn check_dropped_code(&mut self) {
         // Nested code is not searched again, and a script without
         // `import` in its text carries no code worth the parse.
         if self.nesting >= MAX_NESTED_CODE || !self.src.contains("import") {
+            return;
+        }
+        // A script BLOCKED already gains nothing from the agent it carries
+        // but a second analysis.
+        let blocked = self.findings.iter().any(|f| {
+            crate::assess::rules::rule(f.rule)
+                .is_some_and(|r| r.severity == crate::assess::verdict::Verdict::Blocked)
+        });
+        if blocked {
             return;
         }
         let mut found = None;
@@ -32,8 +61,14 @@ impl<'t> Analyzer<'t> {
             let Some(code) = self.code_text(data, site.scope, 0) else {
                 continue;
             };
-            // Text with no import does nothing on its own worth a parse.
-            if !code.contains("import") {
+            // Only text that imports something able to reach a BLOCKED
+            // finding (a socket, a process, a fetch, dynamic code) is worth
+            // a second analysis: most written text is data or a harmless
+            // module, and the nested analysis is a whole assessment.
+            if !code.contains("import") || !REACHES.iter().any(|r| code.contains(r)) {
+                continue;
+            }
+            if !self.written_to_a_file(site.node, site.scope) {
                 continue;
             }
             if let Some(why) = blocked_code(&code, self.max_depth) {
@@ -56,13 +91,10 @@ impl<'t> Analyzer<'t> {
         let first = *pos.first()?;
         match self.method_name(call) {
             Some("write_text") => return Some((first, "written to a file")),
-            Some("write") => {
-                let obj = call.child(F::Function)?.child(F::Object)?;
-                let (_, mode) = self.opened(obj, scope, 0)?;
-                return mode
-                    .contains(['w', 'a', '+'])
-                    .then_some((first, "written to a file"));
-            }
+            // Whether the receiver is a file opened for writing is asked
+            // only of text worth analysing (see `written_to_a_file`): it
+            // evaluates the opened path.
+            Some("write") => return Some((first, "written to a file")),
             _ => {}
         }
         let q = self.callee(call, scope)?;
@@ -74,6 +106,20 @@ impl<'t> Analyzer<'t> {
             }
             _ => None,
         }
+    }
+
+    /// For `fh.write(..)`: whether `fh` was opened for writing (a socket's
+    /// or a stream's `write` sends, it does not drop a file). Other calls
+    /// pass.
+    fn written_to_a_file(&self, call: Node<'t>, scope: usize) -> bool {
+        if self.method_name(call) != Some("write") {
+            return true;
+        }
+        let Some(obj) = call.child(F::Function).and_then(|f| f.child(F::Object)) else {
+            return false;
+        };
+        self.opened(obj, scope, 0)
+            .is_some_and(|(_, mode)| mode.contains(['w', 'a', '+']))
     }
 
     /// The element after `"-c"` in a literal argument list.

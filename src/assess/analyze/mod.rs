@@ -198,11 +198,13 @@ fn analyze_text(
     a.check_sends();
     a.check_configs();
     a.check_planted_code();
-    a.check_dropped_code();
     a.check_corruption();
     a.check_strings();
     a.check_ransomware();
     a.check_endless_loops();
+    // Last of the families: it costs a nested analysis, and is skipped
+    // when the verdict is BLOCKED already.
+    a.check_dropped_code();
     a.composites();
     Ok((a.findings, syntax_ok))
 }

@@ -45,8 +45,8 @@ impl<'t> Analyzer<'t> {
         }
         // The sudo policy is no secret: a script that keeps and sends
         // nothing only reports on it (an audit).
-        let policy_audit = lower.contains("/etc/sudoers") && self.keeps_to_itself();
-        if found & CREDENTIAL != 0 && !self.deny_listed(node) && !policy_audit {
+        let policy_audit = || lower.contains("/etc/sudoers") && self.keeps_to_itself();
+        if found & CREDENTIAL != 0 && !self.deny_listed(node) && !policy_audit() {
             // The user's own login file is MEDIUM (the seeds keep HIGH for
             // privileged access); sending what it holds is still MB916/MB948.
             let id = if super::taxonomy::own_login_file(lower) {
