@@ -28,6 +28,8 @@ mod verdict;
 #[cfg(test)]
 mod behaviour10_tests;
 #[cfg(test)]
+mod behaviour11_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

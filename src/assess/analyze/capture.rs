@@ -34,7 +34,9 @@ impl Captured {
 fn grab_format(f: &str) -> Option<Captured> {
     match f {
         "x11grab" | "kmsgrab" | "fbdev" | "gdigrab" => Some(Captured::Screen),
-        "v4l2" | "video4linux2" | "dshow" => Some(Captured::Camera),
+        // macOS's capture devices: the camera, the screen or the
+        // microphone, by the index given to `-i`.
+        "v4l2" | "video4linux2" | "dshow" | "avfoundation" => Some(Captured::Camera),
         "alsa" | "pulse" | "oss" | "jack" => Some(Captured::Microphone),
         _ => None,
     }
@@ -58,7 +60,9 @@ pub(super) fn capture_command(cmd: &str) -> Option<Captured> {
         "scrot" | "gnome-screenshot" | "grim" | "maim" | "spectacle" | "xfce4-screenshooter" => {
             Some(Captured::Screen)
         }
-        "fswebcam" | "streamer" => Some(Captured::Camera),
+        "fswebcam" | "streamer" | "imagesnap" => Some(Captured::Camera),
+        // macOS's screenshot tool.
+        "screencapture" => Some(Captured::Screen),
         "xclip" if has("-o") || has("-out") => Some(Captured::Clipboard),
         "xsel" if has("-o") || has("--output") => Some(Captured::Clipboard),
         "wl-paste" | "pbpaste" => Some(Captured::Clipboard),
@@ -89,6 +93,8 @@ impl<'t> Analyzer<'t> {
             self.judge_capture(call, c, true);
         } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
             self.judge_capture(call, Captured::Screen, false);
+        } else if self.keyboard_hook(call) {
+            self.judge_capture(call, Captured::Keystrokes, false);
         } else if call.method == Some("GetClipboardData") {
             // The Win32 clipboard read, through ctypes (`user32`) or pywin32.
             self.judge_capture(call, Captured::Clipboard, false);
@@ -99,6 +105,28 @@ impl<'t> Analyzer<'t> {
         {
             self.judge_capture(call, c, false);
         }
+    }
+
+    /// A Win32 keyboard hook (`SetWindowsHookEx` with `WH_KEYBOARD` or
+    /// `WH_KEYBOARD_LL`), called as a method of `user32` or reached by
+    /// `getattr`: every key typed in every program passes through it.
+    fn keyboard_hook(&self, call: &Call<'t>) -> bool {
+        const WH_KEYBOARD: i64 = 2;
+        const WH_KEYBOARD_LL: i64 = 13;
+        let name = call
+            .method
+            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()));
+        if !name.is_some_and(|n| n.starts_with("SetWindowsHookEx")) {
+            return false;
+        }
+        let Some(kind) = call.pos.first() else {
+            return false;
+        };
+        self.reset_budget();
+        let text = self.text(*kind);
+        self.fold_int(*kind, call.scope, 0)
+            .is_some_and(|k| k == WH_KEYBOARD || k == WH_KEYBOARD_LL)
+            || text.contains("WH_KEYBOARD")
     }
 
     /// Capture libraries: screenshots (mss, Pillow's `ImageGrab`,
@@ -173,7 +201,7 @@ impl<'t> Analyzer<'t> {
     /// module, runs no command, writes no file (no write method, no log
     /// file) and keeps no database. Keystrokes read there live and die in
     /// memory (a typing test, a reaction game): MB225, not a keylogger.
-    fn keeps_to_itself(&self) -> bool {
+    pub(super) fn keeps_to_itself(&self) -> bool {
         const KEEPS: &[&str] = &[
             "write",
             "write_text",

@@ -440,6 +440,12 @@ impl<'t> Analyzer<'t> {
                 let detail = format!("{}: enables a unit of the user's own", runs());
                 self.add("MB224", node, detail);
             }
+            // The script re-run through sudo once the user said yes: the
+            // user asked for root, and sudo asks for the password again.
+            Stage::Rule("MB204") if words.contains(&"<self>") && self.asked_before(node) => {
+                let detail = format!("{}: re-runs itself as root after asking", runs());
+                self.add("MB229", node, detail);
+            }
             Stage::Rule(rule) => self.add(rule, node, runs()),
             Stage::Rules(a, b) => {
                 self.add(a, node, runs());

@@ -40,6 +40,13 @@ impl<'t> Analyzer<'t> {
             return true;
         }
         if ERASING_OPS.contains(&op) && taxonomy::trace(p) {
+            if p.starts_with("~/") && self.asked_before(node) {
+                // The user's own history, cleared after the user said yes:
+                // a privacy cleaner, not someone covering tracks.
+                let detail = format!("{op} {p}: the user's own history, after asking");
+                self.add("MB227", node, detail);
+                return true;
+            }
             self.add(
                 "MB923",
                 node,
@@ -48,6 +55,19 @@ impl<'t> Analyzer<'t> {
             return true;
         }
         false
+    }
+
+    /// Whether the function making the call at `node` asks the user
+    /// (`input()`) before it: the deletion waits for an answer.
+    pub(super) fn asked_before(&self, node: Node<'t>) -> bool {
+        let Some(scope) = self.call_scope(node) else {
+            return false;
+        };
+        self.calls.iter().any(|c| {
+            c.scope == scope
+                && c.node.start_byte() < node.start_byte()
+                && self.callee(c.node, c.scope).as_deref() == Some("builtins.input")
+        })
     }
 
     /// `open(TRACE, "w")` and `os.open(TRACE, O_TRUNC)` empty a trace file;

@@ -254,7 +254,7 @@ impl<'t> Analyzer<'t> {
                 node,
                 format!("{op} {p}: deletes a system or home tree"),
             );
-        } else if let Some(what) = taxonomy::persistence(p).filter(|_| !deletes) {
+        } else if let Some(what) = taxonomy::persistence(p).filter(|_| !deletes && !makes_dir(op)) {
             if self.moved_away(p, op, node) {
                 // A start-up file moved aside (a backup before linking or
                 // writing a new one): what replaces it is judged itself.
@@ -290,7 +290,8 @@ impl<'t> Analyzer<'t> {
             self.add("MB907", node, format!("{op} {p}"));
             return;
         }
-        if PERSISTENCE.iter().any(|s| taxonomy::names_entry(&lower, s)) {
+        let taken_away = (DELETES.contains(&op) || makes_dir(op)) && taxonomy::entry_taken_away(p);
+        if !taken_away && PERSISTENCE.iter().any(|s| taxonomy::names_entry(&lower, s)) {
             self.add("MB906", node, format!("{op} {p}"));
             return;
         }
@@ -409,6 +410,11 @@ fn names_own_file(src: &str) -> bool {
 }
 
 /// The callee whose opening parenthesis ends `s`.
+/// Folder creation: it adds no entry, whatever folder it makes.
+fn makes_dir(op: &str) -> bool {
+    matches!(op, "os.mkdir" | "os.makedirs" | "Path.mkdir")
+}
+
 fn opened_call(s: &str) -> Option<&str> {
     s.trim_end().strip_suffix('(').map(str::trim_end)
 }
@@ -460,7 +466,15 @@ impl<'t> Analyzer<'t> {
     /// module and carries none of [`NOT_OWN_SETUP`].
     fn own_user_setup(&self, p: &str, op: &str, node: Node<'t>) -> bool {
         let link = matches!(op, "Path.symlink_to" | "os.symlink");
-        let user_unit = p.starts_with("~/.config/systemd/user");
+        // Per-user units and login items: they run as the user, like a
+        // command typed at login.
+        let user_unit = [
+            "~/.config/systemd/user",
+            "~/.config/autostart/",
+            "~/Library/LaunchAgents/",
+        ]
+        .iter()
+        .any(|d| p.starts_with(d));
         if !self.own_setup_script() {
             return false;
         }

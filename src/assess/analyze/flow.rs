@@ -508,6 +508,14 @@ impl<'t> Analyzer<'t> {
             return;
         }
         if func.kind() == K::Attribute {
+            if self.fixed_table_get(n, func, scope) {
+                // The key only chooses among constants; a default still
+                // carries its own sources.
+                for default in self.args(n).0.iter().skip(1) {
+                    self.tv(*default, scope, depth, acc);
+                }
+                return;
+            }
             self.tv_method(n, func, scope, depth, acc);
         }
         if let Some(args) = n.child(F::Arguments) {

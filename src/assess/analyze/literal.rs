@@ -40,7 +40,7 @@ pub(super) fn string_value(src: &str, n: Node) -> Option<String> {
     Some(unescape(inner))
 }
 
-fn unescape(s: &str) -> String {
+pub(super) fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(ch) = it.next() {

@@ -48,6 +48,7 @@ mod corrupt;
 mod covert;
 mod database;
 mod defs;
+mod dropped;
 mod dropper;
 mod dynamic;
 mod effects;
@@ -82,6 +83,7 @@ mod resource;
 mod spread;
 mod strings;
 mod supply;
+mod tables;
 mod taxonomy;
 mod traffic;
 mod walk;
@@ -200,6 +202,9 @@ fn analyze_text(
     a.check_strings();
     a.check_ransomware();
     a.check_endless_loops();
+    // Last of the families: it costs a nested analysis, and is skipped
+    // when the verdict is BLOCKED already.
+    a.check_dropped_code();
     a.composites();
     Ok((a.findings, syntax_ok))
 }

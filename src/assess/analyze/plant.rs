@@ -97,8 +97,9 @@ impl<'t> Analyzer<'t> {
 }
 
 /// The first BLOCKED finding of a piece of Python, assessed on its own.
-fn blocked_code(code: &str, max_depth: usize) -> Option<String> {
-    if !code.contains('\n') {
+pub(super) fn blocked_code(code: &str, max_depth: usize) -> Option<String> {
+    // One statement alone, unless joined by `;` (a `-c` one-liner).
+    if !code.contains(['\n', ';']) {
         return None;
     }
     let (inner, syntax_ok) = super::analyze_text(code, max_depth, MAX_NESTED_CODE).ok()?;

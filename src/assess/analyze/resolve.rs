@@ -108,6 +108,17 @@ impl<'t> Analyzer<'t> {
     /// The qualified name a call's callee resolves to (with a budget of its
     /// own), computed once per call.
     /// (Shared, not cloned: it is asked for several times per call.)
+    /// A parameter whose default names a function or module
+    /// (`runner=subprocess.run`): what the body calls when the caller
+    /// passes nothing, resolved where the `def` stands.
+    fn resolve_default(&self, param: Node<'t>, func: usize, depth: usize) -> Option<String> {
+        let default = param
+            .child(F::Value)
+            .filter(|v| matches!(v.kind(), K::Identifier | K::Attribute))?;
+        let outer = self.scopes.get(func)?.parent?;
+        self.resolve(default, outer, depth + 1)
+    }
+
     pub(super) fn callee(&self, call: Node<'t>, scope: usize) -> Option<Rc<str>> {
         if let Some(q) = self.callees.borrow().get(&call.id()) {
             return q.clone();
@@ -137,6 +148,7 @@ impl<'t> Analyzer<'t> {
                         Bind::Module(m, None) => Some(module_name(m, "")),
                         Bind::Module(m, Some(attr)) => Some(dotted(module_name(m, attr), attr)),
                         Bind::Expr(v, s) => self.resolve(v, s, depth + 1),
+                        Bind::Param { param, func, .. } => self.resolve_default(param, func, depth),
                         _ => None,
                     }),
                     None => {

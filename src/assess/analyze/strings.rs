@@ -36,9 +36,17 @@ impl<'t> Analyzer<'t> {
             self.signs.defence_named = Some((node, lower.to_string()));
         }
         if found & METADATA != 0 {
-            self.add("MB206", node, format!("{:?}", shorten(v)));
+            let id = if self.metadata_without_credentials() {
+                "MB228"
+            } else {
+                "MB206"
+            };
+            self.add(id, node, format!("{:?}", shorten(v)));
         }
-        if found & CREDENTIAL != 0 && !self.deny_listed(node) {
+        // The sudo policy is no secret: a script that keeps and sends
+        // nothing only reports on it (an audit).
+        let policy_audit = || lower.contains("/etc/sudoers") && self.keeps_to_itself();
+        if found & CREDENTIAL != 0 && !self.deny_listed(node) && !policy_audit() {
             // The user's own login file is MEDIUM (the seeds keep HIGH for
             // privileged access); sending what it holds is still MB916/MB948.
             let id = if super::taxonomy::own_login_file(lower) {
@@ -142,6 +150,37 @@ impl<'t> Analyzer<'t> {
     /// `isdisjoint`, directly or through the one name it is bound to (a
     /// backup's `NEVER = {".ssh", ".gnupg"}`). A deny list names secrets
     /// so as not to touch them.
+    /// Whether the script's text names only what an instance is (its
+    /// region, zone, identity document, id or type) of the metadata
+    /// service, names none of its credentials, tokens of identity or user
+    /// data, and decodes no hidden text (which could name them unseen).
+    fn metadata_without_credentials(&self) -> bool {
+        const DESCRIBES: &[&str] = &[
+            "placement/",
+            "instance-identity/document",
+            "instance-id",
+            "instance-type",
+            "/zone",
+            "/region",
+        ];
+        const CREDENTIALS: &[&str] = &[
+            "credentials",
+            "iam/",
+            "service-accounts",
+            "oauth2",
+            "metadata/identity",
+            "user-data",
+        ];
+        const DECODERS: &[&str] = &["b64decode", "fromhex", "unhexlify", "chr(", "codecs"];
+        // The literals the script uses (docstrings are not among them), and
+        // its code for the decoders.
+        let lowered = self.lowered();
+        let literals = || lowered.texts.iter().map(|(_, t)| t.as_str());
+        literals().any(|t| DESCRIBES.iter().any(|d| t.contains(d)))
+            && !literals().any(|t| CREDENTIALS.iter().any(|c| t.contains(c)))
+            && !DECODERS.iter().any(|d| self.src.contains(d))
+    }
+
     fn deny_listed(&self, lit: Node<'t>) -> bool {
         let Some(coll) = lit
             .parent()

@@ -71,6 +71,15 @@ const STARTUP_FILES: &[(&str, &str)] = &[
     ("/run/systemd/system", "a systemd unit"),
     ("/.local/share/systemd/user", "a systemd unit"),
     ("/.config/systemd/", "a systemd unit"),
+    // launchd reads every property list in these at login or boot.
+    ("/library/launchagents/", "a launchd agent"),
+    ("/library/launchdaemons/", "a launchd daemon"),
+    // Windows runs whatever is put in a Startup folder at sign-in.
+    ("/start menu/programs/startup/", "a Startup folder entry"),
+    (
+        "\\start menu\\programs\\startup\\",
+        "a Startup folder entry",
+    ),
 ];
 
 /// Trees whose recursive deletion destroys the system or a user's data.
@@ -119,9 +128,30 @@ pub(super) fn names_entry(lower: &str, entry: &str) -> bool {
     // `contains` first: it has a fast path for short needles that `find`
     // lacks, and almost every path names no entry.
     lower.contains(entry)
-        && lower
-            .find(entry)
-            .is_some_and(|i| !backup_of_dotfile(entry, &lower[i + entry.len()..]))
+        && lower.find(entry).is_some_and(|i| {
+            !backup_of_dotfile(entry, &lower[i + entry.len()..]) && !below_home(entry, &lower[..i])
+        })
+}
+
+/// Whether a home start-up dotfile (`/.bashrc`) sits in a folder of the
+/// home (`~/.rc-saved/2024/.bashrc`) rather than in the home itself: the
+/// shell reads only the one at the top, so the others are copies.
+fn below_home(entry: &str, before: &str) -> bool {
+    let bare_dotfile = entry.starts_with("/.") && !entry[1..].contains('/');
+    bare_dotfile && before.starts_with("~/")
+}
+
+/// Whether removing or creating `path` as a folder cannot add a start-up
+/// entry: deleting a login item or a unit takes persistence away, a
+/// folder made for one is empty. Account, sudo and key files are not
+/// among them (deleting those locks people out).
+pub(super) fn entry_taken_away(path: &str) -> bool {
+    persistence(path).is_some_and(|what| {
+        !matches!(
+            what,
+            "SSH authorized keys" | "sudoers" | "the account database"
+        )
+    })
 }
 
 /// What writing `path` persists, if anything.
@@ -433,6 +463,14 @@ pub(super) fn secret(path: &str) -> bool {
         "/.bitcoin",
         "/.password-store",
         "/.local/share/keyrings",
+        // macOS's private stores: messages, notes, mail, keychains,
+        // Safari's history and cookies.
+        "/library/messages/",
+        "group.com.apple.notes",
+        "/library/mail/",
+        "/library/keychains/",
+        "/library/safari/",
+        "cookies.binarycookies",
     ];
     let lower = path.to_ascii_lowercase();
     credential_paths().chain(MORE).any(|p| lower.contains(p)) || secret_tree(&lower)

@@ -43,6 +43,14 @@ impl<'t> Analyzer<'t> {
                 let k = key.clone().unwrap_or_default();
                 self.signs.root_store_key.get_or_insert((call.node, k));
             }
+            if writes && elevating_handler(&lower) {
+                let detail = format!(
+                    "`{}` writes the open command of {}: Windows starts it elevated, without the UAC prompt",
+                    shorten(self.text(call.node)),
+                    shorten(key.as_deref().unwrap_or_default())
+                );
+                self.add("MB957", call.node, detail);
+            }
             if let Some(k) = key.filter(|k| autostart_key(k)) {
                 self.signs.autostart_key.get_or_insert((call.node, k));
             }
@@ -72,6 +80,11 @@ impl<'t> Analyzer<'t> {
                 }
                 super::K::Identifier => match self.lookup(self.text(n), scope, n.start_byte()) {
                     Some([super::Bind::Expr(v, s)]) => (n, scope) = (v, s),
+                    // `key=KEY`: the default, where the `def` stands.
+                    Some([super::Bind::Param { param, func, .. }]) => {
+                        let outer = self.scopes.get(func).and_then(|sc| sc.parent)?;
+                        (n, scope) = (param.child(super::F::Value)?, outer);
+                    }
                     _ => return None,
                 },
                 _ => return None,
@@ -99,4 +112,19 @@ impl<'t> Analyzer<'t> {
         );
         self.add("MB954", at, detail);
     }
+}
+
+/// A per-user class key (lower-cased) whose open command an auto-elevating
+/// Windows program (fodhelper and computerdefaults: `ms-settings`;
+/// eventvwr: `mscfile`; sdclt: `folder`; `exefile`'s runas) looks up
+/// before the machine's: whatever is written there runs elevated.
+fn elevating_handler(lower: &str) -> bool {
+    const CLASSES: &[&str] = &[
+        "classes\\ms-settings\\shell\\open\\command",
+        "classes\\mscfile\\shell\\open\\command",
+        "classes\\folder\\shell\\open\\command",
+        "classes\\exefile\\shell\\runas\\command",
+        "classes\\launcher.systemsettings\\shell\\open\\command",
+    ];
+    CLASSES.iter().any(|c| lower.contains(c))
 }
