@@ -278,13 +278,9 @@ impl AuditLog {
     }
 
     /// Stores `code` as the latest version of `script_path` (the code itself
-    /// only up to `max_source_bytes`). Returns its sha256.
-    pub fn remember_source(&self, script_path: &str, code: &str) -> Result<String, AuditError> {
-        let named = self.previous_source(script_path).map(|p| p.sha256);
-        self.remember_as(script_path, code, named.as_deref())
-    }
-
-    fn remember_as(
+    /// only up to `max_source_bytes`); `named` is the version the path named
+    /// before ([`Self::previous_source`]). Returns its sha256.
+    pub fn remember_source(
         &self,
         script_path: &str,
         code: &str,
@@ -316,7 +312,7 @@ impl AuditLog {
                 }
                 info.previous_sha256 = Some(prev.sha256);
             }
-            self.remember_as(p, code, info.previous_sha256.as_deref())?;
+            self.remember_source(p, code, info.previous_sha256.as_deref())?;
         }
         Ok(info)
     }
