@@ -145,11 +145,6 @@ fn kube_workloads(lower: &str) -> bool {
 }
 
 impl<'t> Analyzer<'t> {
-    /// Whether a literal is an element of a collection used only to leave
-    /// things out: tested with `in`/`not in` or taken away with `&`, `-`,
-    /// `isdisjoint`, directly or through the one name it is bound to (a
-    /// backup's `NEVER = {".ssh", ".gnupg"}`). A deny list names secrets
-    /// so as not to touch them.
     /// Whether the script's text names only what an instance is (its
     /// region, zone, identity document, id or type) of the metadata
     /// service, names none of its credentials, tokens of identity or user
@@ -181,6 +176,11 @@ impl<'t> Analyzer<'t> {
             && !DECODERS.iter().any(|d| self.src.contains(d))
     }
 
+    /// Whether a literal is an element of a collection used only to leave
+    /// things out: tested with `in`/`not in` or taken away with `&`, `-`,
+    /// `isdisjoint`, directly or through the one name it is bound to (a
+    /// backup's `NEVER = {".ssh", ".gnupg"}`). A deny list names secrets
+    /// so as not to touch them.
     fn deny_listed(&self, lit: Node<'t>) -> bool {
         let Some(coll) = lit
             .parent()
