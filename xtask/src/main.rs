@@ -4,6 +4,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 mod assess_table;
 mod bandit;
@@ -78,36 +79,80 @@ fn cargo_env(args: &[&str], envs: &[(&str, &Path)]) -> Result<()> {
 /// Docker engine for the Docker lane and a containerd with its CRI plugin for the CRI lane),
 /// then the engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
 fn test() -> Result<()> {
-    cargo(&["fmt", "--all", "--check"])?;
-    cri::ensure_protoc()?;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
+    let mut t = Timings::new();
+    t.step("fmt", || cargo(&["fmt", "--all", "--check"]))?;
+    t.step("protoc", cri::ensure_protoc)?;
+    t.step("clippy", || {
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ])
+    })?;
     // The Docker lane's tests (tests/docker_*.rs) run inside the workspace's tests, against
     // an engine started here and stopped afterwards if this run started it.
-    cargo(&["build", "-p", "maibox"])?;
+    t.step("build", || cargo(&["build", "-p", "maibox"]))?;
     // `--with bandit` is tested against the real Bandit (tests/assess_cli.rs).
-    let bandit = bandit::ensure(&root())?;
+    let bandit = t.step("bandit", || bandit::ensure(&root()))?;
     let envs: Vec<(&str, &Path)> = bandit
         .iter()
         .map(|b| ("MAIBOX_BANDIT", b.as_path()))
         .collect();
-    let engine = docker::up(&root())?;
-    let cri_lane = cri::up(&root())?;
+    let engine = t.step("docker engine", || docker::up(&root()))?;
+    let cri_lane = t.step("cri lane", || cri::up(&root()))?;
     // Every failing test binary is reported, not only the first.
-    let tests = cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs);
+    let tests = t.step("cargo test", || {
+        cargo_env(&["test", "--workspace", "--no-fail-fast"], &envs)
+    });
     // The Python package's tests run whatever the Rust tests said: both are reported.
-    let python = pytests::test(&root());
+    let python = t.step("python", || pytests::test(&root()));
     tests?;
     python?;
     drop(cri_lane);
     drop(engine);
-    vm::test_vm(root())
+    t.step("vm lane", || vm::test_vm(root()))
+}
+
+/// The wall time of each step of `cargo xtask test`, printed when the run ends, failed
+/// or not, so that every CI log says where the suite's time went (it should stay under
+/// 30 minutes on 2 cores).
+struct Timings {
+    start: Instant,
+    steps: Vec<(&'static str, Duration)>,
+}
+
+impl Timings {
+    fn new() -> Self {
+        Timings {
+            start: Instant::now(),
+            steps: Vec::new(),
+        }
+    }
+
+    fn step<T>(&mut self, name: &'static str, f: impl FnOnce() -> T) -> T {
+        let begun = Instant::now();
+        let out = f();
+        self.steps.push((name, begun.elapsed()));
+        out
+    }
+}
+
+impl Drop for Timings {
+    fn drop(&mut self) {
+        let steps: Vec<String> = self
+            .steps
+            .iter()
+            .map(|(name, d)| format!("{name} {}", d.as_secs()))
+            .collect();
+        eprintln!(
+            "==> time (s): {}; total {}",
+            steps.join(", "),
+            self.start.elapsed().as_secs()
+        );
+    }
 }
 
 /// `cargo xtask bandit`: installs the tests' Bandit (target/tools/bandit), so that
