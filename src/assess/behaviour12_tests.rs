@@ -109,3 +109,22 @@ fn a_crontab_replaced_after_asking_is_the_users_own() {
     let unasked = asked.replace("if input('ok? ') == 'y':\n    ", "");
     assert!(rules(&run(&unasked)).contains(&"MB906"));
 }
+
+/// A function an event loop runs in its executor, or hands to a thread
+/// with `asyncio.to_thread`, is called with the arguments after it: the
+/// home tree it deletes is seen (e1a4a82: LOW).
+#[test]
+fn a_function_run_in_an_executor_gets_its_arguments() {
+    let sweep = "import asyncio, os\nfrom pathlib import Path\ndef purge(top):\n    for d, _, names in os.walk(top):\n        for n in names:\n            Path(d, n).unlink()\nasync def go():\n    loop = asyncio.get_running_loop()\n    await loop.run_in_executor(None, purge, str(Path.home()))\nasyncio.run(go())\n";
+    let a = run(sweep);
+    assert!(rules(&a).contains(&"MB907"), "{:?}", a.findings);
+    let threaded = sweep.replace(
+        "loop.run_in_executor(None, purge, ",
+        "asyncio.to_thread(purge, ",
+    );
+    assert!(rules(&run(&threaded)).contains(&"MB907"));
+    // The same helper trimming the script's own cache deletes nothing of
+    // the user's.
+    let own = sweep.replace("str(Path.home())", "'build/.cache'");
+    assert!(!rules(&run(&own)).contains(&"MB907"));
+}
