@@ -43,28 +43,29 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The eleventh (70
-/// scripts of fourteen families: the twelve rule families, and clipboard
-/// hijacking and package index redirection; blind/BATCH11.md), written by
-/// someone who saw neither the rules nor any sample while the eleventh round
-/// was being written, scored with the assessment of ad9f34b, before the
-/// eleventh round: 34 of 42, 30 of 38, 5 of 28; after it (the merge of
-/// round11), whose rules were written on the tenth batch's misses and never on
-/// this one: 35 of 42, 31 of 38, 3 of 28. (The tenth batch was the blind one
-/// until the eleventh round tuned on it: 23 of 42, 19 of 38, 7 of 28 before,
-/// 26 of 42, 22 of 38, 1 of 28 after; it is now part of the held-out corpus,
-/// heldout/BATCH10.md.)
+/// What the blind batch reaches, so that a regression fails. The twelfth (70
+/// scripts of fourteen families: the twelve rule families, and DNS tampering
+/// and the disabling of security tools; blind/BATCH12.md), written by someone
+/// who saw neither the rules nor any sample while the twelfth round was being
+/// written, scored with the assessment of e1a4a82, before the twelfth round:
+/// 26 of 42, 19 of 38, 5 of 28; after it (the merge of round12), whose rules
+/// were written on the eleventh batch's misses and never on this one: the
+/// same, script for script. (The eleventh batch was the blind one until the
+/// twelfth round tuned on it: 34 of 42, 30 of 38, 5 of 28 before the eleventh
+/// round, 35, 31 and 3 after it, 36 of 42, 32 of 38, 0 of 28 after the
+/// twelfth; it is now part of the held-out corpus, heldout/BATCH11.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.83,
-    blocked_recall: 0.81,
-    benign_flagged: 0.11,
+    recall: 0.61,
+    blocked_recall: 0.50,
+    benign_flagged: 0.18,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
 /// target since the tenth batch joined the held-out part: 628 of 671 (0.936)
-/// rated HIGH or BLOCKED, against 0.95; it was 586 of 615 (0.953) before. The
-/// other two measures still meet their targets (560 of 603 deserving BLOCKED,
-/// 0.929; 4 of 424 benign flagged). The floor is what it reaches, so that a
+/// rated HIGH or BLOCKED, against 0.95; it was 586 of 615 (0.953) before. With
+/// the eleventh batch and the twelfth round: 672 of 719 (0.935). The other two
+/// measures still meet their targets (599 of 646 deserving BLOCKED, 0.927; 3
+/// of 458 benign flagged). The floor is what it reaches, so that a
 /// regression fails; the distance to the target is stated in
 /// docs/assessment.md ("Corpus and scores") rather than hidden by keeping the
 /// batch out of the corpus.
@@ -98,7 +99,9 @@ const WHOLE_FLOOR: Floors = Floors {
 /// tuned on its misses; 29 of 42, 25 of 38, 0 of 29 after it): 248 of 274, 222
 /// of 249, 2 of 172. With the tenth batch (heldout/BATCH10.md, blind until the
 /// eleventh round tuned on its misses; 26 of 42, 22 of 38, 1 of 28 after it):
-/// 276 of 316, 246 of 287, 3 of 200. What it
+/// 276 of 316, 246 of 287, 3 of 200. With the eleventh batch
+/// (heldout/BATCH11.md, blind until the twelfth round tuned on its misses; 36
+/// of 42, 32 of 38, 0 of 28 after it): 314 of 358, 280 of 325, 2 of 228. What it
 /// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
 /// developer's files sent away, a pytest plugin and a `requests` shim leaking
 /// secrets, office documents and key stores zipped and uploaded or mailed, and
@@ -110,7 +113,7 @@ const WHOLE_FLOOR: Floors = Floors {
 /// docs/assessment.md) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
     recall: 0.87,
-    blocked_recall: 0.85,
+    blocked_recall: 0.86,
     benign_flagged: 0.02,
 };
 

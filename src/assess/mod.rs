@@ -30,6 +30,8 @@ mod behaviour10_tests;
 #[cfg(test)]
 mod behaviour11_tests;
 #[cfg(test)]
+mod behaviour12_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

@@ -383,6 +383,8 @@ fn classify(words: &[&str]) -> Stage {
         return stage;
     }
     match head {
+        // Listing one's crontab changes nothing.
+        "crontab" if words[1..] == ["-l"] => Stage::Other,
         "sudo" | "su" | "pkexec" | "doas" => Stage::Rule("MB204"),
         "useradd" | "adduser" | "usermod" | "passwd" | "chpasswd" | "visudo" | "iptables"
         | "ip6tables" | "nft" | "ufw" | "setenforce" | "insmod" | "rmmod" | "modprobe"
@@ -427,6 +429,15 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The finding one command's words make.
+    /// Whether some literal is a URL or a command that fetches (`curl`,
+    /// `wget`): what a scheduled job would reach out to.
+    pub(super) fn names_remote_literal(&self) -> bool {
+        self.lowered()
+            .texts
+            .iter()
+            .any(|(_, v)| v.contains("://") || super::exfil::mentions_net_tool(v))
+    }
+
     fn judge_words(&mut self, words: &[&str], seg: &str, node: Node<'t>) {
         let runs = || format!("runs `{}`", shorten(seg.trim()));
         match classify(words) {
@@ -438,6 +449,18 @@ impl<'t> Analyzer<'t> {
                     && self.own_setup_script() =>
             {
                 let detail = format!("{}: enables a unit of the user's own", runs());
+                self.add("MB224", node, detail);
+            }
+            // The user's crontab replaced once the user saw it and said
+            // yes, by a script of the user's own setup whose literals name
+            // nothing remote: the user's own scheduled job.
+            Stage::Rules("MB208", "MB906")
+                if words.first() == Some(&"crontab")
+                    && self.asked_before(node)
+                    && self.own_setup_script()
+                    && !self.names_remote_literal() =>
+            {
+                let detail = format!("{}: the user's own crontab, after asking", runs());
                 self.add("MB224", node, detail);
             }
             // The script re-run through sudo once the user said yes: the

@@ -31,21 +31,34 @@ pub(super) struct Caller<'t> {
     pub in_loop: bool,
 }
 
-/// Callables started with their arguments by a library: the keyword that
-/// names the callable (`None`: the first positional argument), and whether
-/// the arguments follow as a tuple keyword (`args=`) or as the remaining
-/// positional arguments.
-fn runner(q: Option<&str>, method: Option<&str>) -> Option<bool> {
+/// How a library call that runs a callable for the script lays out the
+/// callable and its arguments.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// `Thread(target=f, args=(a,))`: the callable is `target=` (or the
+    /// second positional), the arguments the tuple `args=`.
+    TupleKw,
+    /// `ex.submit(f, a, b)`, `asyncio.to_thread(f, a)`: the callable is the
+    /// positional argument at this index, its arguments those after it
+    /// (`loop.run_in_executor(None, f, a)` puts the executor first).
+    Rest(usize),
+    /// `pool.apply_async(f, (a, b))`: the arguments are one tuple after the
+    /// callable.
+    Tuple,
+}
+
+/// Callables started with their arguments by a library.
+fn runner(q: Option<&str>, method: Option<&str>) -> Option<Runner> {
     match (q, method) {
-        (Some("threading.Thread" | "multiprocessing.Process" | "threading.Timer"), _) => Some(true),
-        (Some("builtins.map"), _) => Some(false),
-        (
-            _,
-            Some(
-                "map" | "imap" | "imap_unordered" | "starmap" | "submit" | "apply_async" | "apply"
-                | "run_in_executor" | "start_new_thread",
-            ),
-        ) => Some(false),
+        (Some("threading.Thread" | "multiprocessing.Process" | "threading.Timer"), _) => {
+            Some(Runner::TupleKw)
+        }
+        (Some("builtins.map" | "asyncio.to_thread"), _) => Some(Runner::Rest(0)),
+        (_, Some("run_in_executor")) => Some(Runner::Rest(1)),
+        (_, Some("apply_async" | "apply" | "start_new_thread")) => Some(Runner::Tuple),
+        (_, Some("map" | "imap" | "imap_unordered" | "starmap" | "submit" | "to_thread")) => {
+            Some(Runner::Rest(0))
+        }
         _ => None,
     }
 }
@@ -114,21 +127,34 @@ impl<'t> Analyzer<'t> {
         let method = (func.kind() == K::Attribute)
             .then(|| func.child(F::Attribute).map(|a| self.text(a)))
             .flatten();
-        let Some(tuple_args) = runner(q.as_deref(), method) else {
+        let Some(shape) = runner(q.as_deref(), method) else {
             return;
         };
         let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
-        let (target, args) = if tuple_args {
-            let args = kwarg("args")
-                .filter(|a| a.kind().is_sequence())
+        // The items of a tuple (or list) of arguments, each a parameter.
+        let unpack = |a: Option<Node<'t>>| {
+            a.filter(|a| a.kind().is_sequence())
                 .map(|a| Cow::Owned(a.children().collect()))
-                .unwrap_or_default();
-            (kwarg("target").or_else(|| pos.get(1).copied()), args)
-        } else {
-            (
+                .unwrap_or_default()
+        };
+        let (target, args) = match shape {
+            Runner::TupleKw => (
+                kwarg("target").or_else(|| pos.get(1).copied()),
+                unpack(kwarg("args")),
+            ),
+            // A tuple held by a name stays whole, as before: its paths
+            // still reach the first parameter.
+            Runner::Tuple if pos.get(1).is_some_and(|a| a.kind().is_sequence()) => {
+                (pos.first().copied(), unpack(pos.get(1).copied()))
+            }
+            Runner::Tuple => (
                 pos.first().copied(),
                 Cow::Borrowed(pos.get(1..).unwrap_or_default()),
-            )
+            ),
+            Runner::Rest(at) => (
+                pos.get(at).copied(),
+                Cow::Borrowed(pos.get(at + 1..).unwrap_or_default()),
+            ),
         };
         let Some(target) = target else { return };
         if let Some((def_scope, offset)) = self.callee_def(target, scope) {

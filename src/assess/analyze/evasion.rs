@@ -58,14 +58,29 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Whether the function making the call at `node` asks the user
-    /// (`input()`) before it: the deletion waits for an answer.
+    /// (`input()`) before it, or every call of that function comes after
+    /// its caller asked (a helper called once the user said yes): the
+    /// deletion or the elevation waits for an answer.
     pub(super) fn asked_before(&self, node: Node<'t>) -> bool {
         let Some(scope) = self.call_scope(node) else {
             return false;
         };
+        if self.asks_in(scope, node.start_byte()) {
+            return true;
+        }
+        self.callers.get(&scope).is_some_and(|cs| {
+            !cs.is_empty()
+                && cs
+                    .iter()
+                    .all(|c| self.asks_in(c.scope, c.node.start_byte()))
+        })
+    }
+
+    /// An `input()` call in `scope` before byte `before`.
+    fn asks_in(&self, scope: usize, before: usize) -> bool {
         self.calls.iter().any(|c| {
             c.scope == scope
-                && c.node.start_byte() < node.start_byte()
+                && c.node.start_byte() < before
                 && self.callee(c.node, c.scope).as_deref() == Some("builtins.input")
         })
     }

@@ -327,7 +327,7 @@ impl<'t> Analyzer<'t> {
 }
 
 /// Does the source text of a command argument name a network tool as a word?
-fn mentions_net_tool(text: &str) -> bool {
+pub(super) fn mentions_net_tool(text: &str) -> bool {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
         .any(|w| NET_TOOLS.contains(&w))
 }

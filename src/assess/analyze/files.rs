@@ -235,6 +235,22 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// MB201 becomes MB959 in a script that re-runs itself as root only
+    /// after the user said yes (MB229): the system path is written by the
+    /// run the user asked to elevate (a font or a driver installed
+    /// system-wide on request). Run after every call is judged, as the
+    /// relaunch and the write are judged at different calls in either order.
+    pub(super) fn consented_system_writes(&mut self) {
+        if !self.findings.iter().any(|f| f.rule == "MB229") {
+            return;
+        }
+        for f in self.findings.iter_mut().filter(|f| f.rule == "MB201") {
+            f.rule = "MB959";
+            f.detail
+                .push_str(": the script re-runs itself as root after asking");
+        }
+    }
+
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
     pub(super) fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {

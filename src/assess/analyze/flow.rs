@@ -150,6 +150,11 @@ impl<'t> Taint<'t> {
         }
     }
 
+    /// Forgets `s` (a source that does not reach the value after all).
+    pub fn without(&mut self, s: Source) {
+        self.at[s as usize] = ABSENT;
+    }
+
     pub fn merge(&mut self, o: &Taint<'t>) {
         let Some(t) = o.tree else {
             return;
@@ -544,7 +549,7 @@ impl<'t> Analyzer<'t> {
         if m == "hex" {
             acc.add(Source::Encoded, n);
         }
-        if matches!(m, "read_bytes" | "read_text") {
+        if matches!(m, "read_bytes" | "read_text") || self.path_opened_to_read(m, n, scope) {
             self.file_read(func.child(F::Object), scope, n, acc);
         }
         if self.http_verb_call(m, n) {
@@ -565,10 +570,36 @@ impl<'t> Analyzer<'t> {
                 let mut from = Taint::default();
                 self.tv(obj, scope, depth, &mut from);
                 acc.add_all_at(&from, n);
+            } else if SCRAMBLERS.contains(&m) {
+                // A cipher's file data is its key, read from a key file:
+                // what it encrypts is its argument, not that file.
+                let mut cipher = Taint::default();
+                self.tv(obj, scope, depth, &mut cipher);
+                cipher.without(Source::FileData);
+                acc.merge(&cipher);
             } else {
                 self.tv(obj, scope, depth, acc);
             }
         }
+    }
+
+    /// `p.open()`, `p.open("rb")`: a path object opened for reading. The
+    /// mode must be one (`webbrowser.open(url)` opens no file).
+    fn path_opened_to_read(&self, method: &str, call: Node<'t>, scope: usize) -> bool {
+        if method != "open" {
+            return false;
+        }
+        let (pos, kw) = self.args(call);
+        let mode = pos
+            .first()
+            .copied()
+            .or_else(|| kw.iter().find(|(k, _)| *k == "mode").map(|(_, v)| *v));
+        let Some(mode) = mode else {
+            return true;
+        };
+        self.fold(mode, scope, 0).is_some_and(|m| {
+            !m.is_empty() && m.len() <= 3 && m.contains('r') && m.chars().all(|c| "rbt".contains(c))
+        })
     }
 
     /// `sess.post(url, json=..)` on a receiver that resolves to nothing (a

@@ -61,6 +61,7 @@ mod flows;
 mod fold;
 mod gadget;
 mod harness;
+mod harvest;
 mod hooks;
 mod host;
 mod io;
@@ -191,6 +192,7 @@ fn analyze_text(
     a.index_callers();
     a.index_writes();
     a.check_calls();
+    a.consented_system_writes();
     a.check_gadgets();
     a.check_recon();
     a.check_patched();
@@ -201,6 +203,7 @@ fn analyze_text(
     a.check_corruption();
     a.check_strings();
     a.check_ransomware();
+    a.check_document_harvest();
     a.check_endless_loops();
     // Last of the families: it costs a nested analysis, and is skipped
     // when the verdict is BLOCKED already.
@@ -310,6 +313,8 @@ struct Signs<'t> {
     scrambled_write: Option<(Node<'t>, bool)>,
     /// Directory trees walked, listed or globbed.
     enumerates: Option<Node<'t>>,
+    /// Every such walk, listing or glob, with its scope (for MB958).
+    walks: Vec<(Node<'t>, usize)>,
     /// Files deleted, renamed or moved.
     deletes: Option<Node<'t>>,
     /// A secret file read, and its path.

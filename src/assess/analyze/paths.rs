@@ -192,9 +192,14 @@ impl<'t> Analyzer<'t> {
             K::Attribute => self.pv_attribute(n, scope, d),
             K::Call => self.pv_call(n, scope, d),
             K::Subscript => self.pv_subscript(n, scope, d),
-            K::List | K::Tuple | K::Set | K::ExpressionList | K::ConditionalExpression => {
-                n.children().flat_map(|k| self.pv(k, scope, d)).collect()
-            }
+            // `os.environ.get("USERPROFILE") or os.path.expanduser("~")`:
+            // either side may be the value.
+            K::List
+            | K::Tuple
+            | K::Set
+            | K::ExpressionList
+            | K::ConditionalExpression
+            | K::BooleanOperator => n.children().flat_map(|k| self.pv(k, scope, d)).collect(),
             K::ListComprehension | K::GeneratorExpression | K::SetComprehension => {
                 self.pv_comprehension(n, scope, d)
             }
@@ -397,7 +402,59 @@ impl<'t> Analyzer<'t> {
                 return p.iter().map(|p| with_suffix(p, "")).collect();
             }
         }
+        if let Some((dict, s)) = self.dict_literal(base, scope) {
+            let keys = n
+                .child(F::Subscript)
+                .map(|k| self.key_choices(k, scope, depth))
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                return self.pv_dict_entry(dict, s, &keys, depth);
+            }
+        }
         self.pv(base, scope, depth)
+    }
+
+    /// The constants a key may be: `"darwin" if mac else "linux"`, itself
+    /// or bound to a name. A key nothing tells (`sys.platform`) gives none.
+    fn key_choices(&self, k: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let (k, scope) = match k.kind() {
+            K::Identifier => match self
+                .lookup(self.text(k), scope, k.start_byte())
+                .and_then(|b| b.last().copied())
+            {
+                Some(Bind::Expr(v, s)) => (v, s),
+                _ => return Vec::new(),
+            },
+            _ => (k, scope),
+        };
+        if k.kind() != K::ConditionalExpression {
+            return Vec::new();
+        }
+        k.children()
+            .filter_map(|c| self.fold(c, scope, depth))
+            .collect()
+    }
+
+    /// `TABLE[key]` of a dict literal: the entries the key may name (one
+    /// constant, or each branch of `a if test else b`), rather than
+    /// nothing, which later joins would widen to `*`.
+    fn pv_dict_entry(
+        &self,
+        dict: Node<'t>,
+        scope: usize,
+        keys: &[String],
+        depth: usize,
+    ) -> Vec<String> {
+        dict.children()
+            .filter(|p| p.kind() == K::Pair)
+            .filter(|p| {
+                p.child(F::Key)
+                    .and_then(|c| self.fold(c, scope, depth))
+                    .is_some_and(|v| keys.contains(&v))
+            })
+            .filter_map(|p| p.child(F::Value))
+            .flat_map(|v| self.pv(v, scope, depth))
+            .collect()
     }
 
     fn pv_call(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {

@@ -35,6 +35,7 @@ impl<'t> Analyzer<'t> {
             || matches!(m, "rglob" | "glob" | "iterdir" | "walk" | "scandir")
         {
             self.signs.enumerates.get_or_insert(call.node);
+            self.signs.walks.push((call.node, call.scope));
         }
         let path_method = call.q.is_none() && matches!(m, "unlink" | "rename" | "replace");
         if REMOVERS.contains(&q) || path_method {
