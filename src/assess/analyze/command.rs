@@ -428,7 +428,6 @@ impl<'t> Analyzer<'t> {
         self.check_redirects(&lower, node);
     }
 
-    /// The finding one command's words make.
     /// Whether some literal is a URL or a command that fetches (`curl`,
     /// `wget`): what a scheduled job would reach out to.
     pub(super) fn names_remote_literal(&self) -> bool {
@@ -438,6 +437,7 @@ impl<'t> Analyzer<'t> {
             .any(|(_, v)| v.contains("://") || super::exfil::mentions_net_tool(v))
     }
 
+    /// The finding one command's words make.
     fn judge_words(&mut self, words: &[&str], seg: &str, node: Node<'t>) {
         let runs = || format!("runs `{}`", shorten(seg.trim()));
         match classify(words) {
