@@ -311,9 +311,8 @@ impl Seen {
 struct Signs<'t> {
     /// File contents written back scrambled, and whether in place.
     scrambled_write: Option<(Node<'t>, bool)>,
-    /// Directory trees walked, listed or globbed.
-    enumerates: Option<Node<'t>>,
-    /// Every such walk, listing or glob, with its scope (for MB958).
+    /// Directory trees walked, listed or globbed, with the scope of each
+    /// call, in the order met.
     walks: Vec<(Node<'t>, usize)>,
     /// Files deleted, renamed or moved.
     deletes: Option<Node<'t>>,
@@ -351,6 +350,13 @@ struct Signs<'t> {
     mass_mail: Option<(Node<'t>, Node<'t>)>,
     /// A string literal naming a defence (a security agent or service).
     defence_named: Option<(Node<'t>, String)>,
+}
+
+impl<'t> Signs<'t> {
+    /// The first directory tree walked, listed or globbed.
+    fn enumerates(&self) -> Option<Node<'t>> {
+        self.walks.first().map(|&(n, _)| n)
+    }
 }
 
 /// One name's bindings in one scope: where each takes effect, in source order.

@@ -34,7 +34,6 @@ impl<'t> Analyzer<'t> {
         if ENUMERATORS.contains(&q)
             || matches!(m, "rglob" | "glob" | "iterdir" | "walk" | "scandir")
         {
-            self.signs.enumerates.get_or_insert(call.node);
             self.signs.walks.push((call.node, call.scope));
         }
         let path_method = call.q.is_none() && matches!(m, "unlink" | "rename" | "replace");
@@ -45,7 +44,7 @@ impl<'t> Analyzer<'t> {
 
     pub(super) fn check_ransomware(&mut self) {
         let s = &self.signs;
-        let (Some((write, in_place)), Some(walk)) = (s.scrambled_write, s.enumerates) else {
+        let (Some((write, in_place)), Some(walk)) = (s.scrambled_write, s.enumerates()) else {
             return;
         };
         let removal: Option<Node<'t>> = s.deletes;

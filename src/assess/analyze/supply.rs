@@ -245,7 +245,7 @@ impl<'t> Analyzer<'t> {
     }
 
     fn check_manifest_poison(&mut self) {
-        let Some(walk) = self.signs.enumerates else {
+        let Some(walk) = self.signs.enumerates() else {
             return;
         };
         // The writes first: without one nothing is poisoned, and no literal
