@@ -244,11 +244,9 @@ impl<'t> Analyzer<'t> {
             // Reversing a list (`'.'.join(ids[::-1])`) hides nothing; reversing
             // a constant string is the disguise.
             K::Subscript
-                if n.child(F::Subscript).is_some_and(|s| {
-                    s.kind() == K::Slice && self.text(s).replace(' ', "") == "::-1"
-                }) && n
-                    .child(F::Value)
-                    .is_some_and(|v| self.fold(v, scope, depth + 1).is_some()) =>
+                if self.reversed_by_slice(n)
+                    && n.child(F::Value)
+                        .is_some_and(|v| self.fold(v, scope, depth + 1).is_some()) =>
             {
                 return Some("string reversal".into());
             }

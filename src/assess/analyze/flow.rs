@@ -12,6 +12,7 @@
 
 use ruff_python_ast::Operator;
 
+use super::calls::kwarg;
 use super::names::is_network_client;
 use super::{taxonomy, Analyzer, Bind, Node, Op, EVAL_DEPTH, F, K};
 
@@ -322,9 +323,7 @@ impl<'t> Analyzer<'t> {
             K::Attribute => self.tv_attribute(n, scope, d, acc),
             K::Subscript => {
                 // `data[::-1]`: the bytes reversed.
-                if n.child(F::Subscript).is_some_and(|s| {
-                    s.kind() == K::Slice && self.text(s).replace(' ', "") == "::-1"
-                }) {
+                if self.reversed_by_slice(n) {
                     acc.add(Source::Scrambled, n);
                 }
                 if let Some(v) = n.child(F::Value) {
@@ -590,10 +589,7 @@ impl<'t> Analyzer<'t> {
             return false;
         }
         let (pos, kw) = self.args(call);
-        let mode = pos
-            .first()
-            .copied()
-            .or_else(|| kw.iter().find(|(k, _)| *k == "mode").map(|(_, v)| *v));
+        let mode = pos.first().copied().or_else(|| kwarg(kw, "mode"));
         let Some(mode) = mode else {
             return true;
         };

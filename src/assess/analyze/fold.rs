@@ -19,6 +19,12 @@ impl<'t> Analyzer<'t> {
             .filter(|v| v.len() <= MAX_FOLD_LEN)
     }
 
+    /// Whether `n` is a subscript that reverses its value (`v[::-1]`).
+    pub(super) fn reversed_by_slice(&self, n: Node<'t>) -> bool {
+        n.child(F::Subscript)
+            .is_some_and(|s| s.kind() == K::Slice && self.text(s).replace(' ', "") == "::-1")
+    }
+
     fn fold_inner(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
         if depth > EVAL_DEPTH || !self.tick() {
             return None;
@@ -49,8 +55,7 @@ impl<'t> Analyzer<'t> {
             }
             K::Subscript => {
                 // "metsys"[::-1]
-                let sub = n.child(F::Subscript)?;
-                if sub.kind() == K::Slice && self.text(sub).replace(' ', "") == "::-1" {
+                if self.reversed_by_slice(n) {
                     let v = self.fold(n.child(F::Value)?, scope, depth + 1)?;
                     return Some(v.chars().rev().collect());
                 }

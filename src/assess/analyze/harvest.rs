@@ -7,6 +7,7 @@
 //! reach the send through queues, threads, pools or an archive, which the
 //! data flow does not cross, so the send is asked only to carry file data.
 
+use super::calls::arg_values;
 use super::flow::Source;
 use super::{Analyzer, Node, F, K};
 
@@ -114,10 +115,7 @@ impl<'t> Analyzer<'t> {
                 return None;
             }
             let (pos, kw) = self.args(s.node);
-            let carries = pos
-                .iter()
-                .chain(kw.iter().map(|(_, v)| v))
-                .any(|a| self.taint(*a, s.scope).has(Source::FileData));
+            let carries = arg_values(pos, kw).any(|a| self.taint(a, s.scope).has(Source::FileData));
             carries.then(|| (s.node, peer.clone()))
         })
     }
@@ -146,9 +144,7 @@ impl<'t> Analyzer<'t> {
                 .parent()
                 .and_then(|c| c.child(F::Function))
                 .is_some_and(|f| f.kind() == K::Identifier && self.text(f) == "reversed"),
-            K::Subscript => parent
-                .child(F::Subscript)
-                .is_some_and(|s| s.kind() == K::Slice && self.text(s).replace(' ', "") == "::-1"),
+            K::Subscript => self.reversed_by_slice(parent),
             _ => false,
         }
     }
