@@ -269,8 +269,11 @@ fn check_filter_names(root: &Path) -> Result<()> {
 }
 
 /// Builds the named integration test targets and returns their executables.
+/// `--workspace`, as `cargo xtask test` builds them: with `-p maibox` cargo resolves
+/// features for that package alone, and the lane built its own copies of the library
+/// and the binaries instead of reusing the ones the host's tests had just built.
 fn test_binaries(root: &PathBuf, names: &[&str]) -> Result<Vec<PathBuf>> {
-    let mut args = vec!["test", "--no-run", "--message-format=json", "-p", "maibox"];
+    let mut args = vec!["test", "--no-run", "--message-format=json", "--workspace"];
     for n in names {
         args.push("--test");
         args.push(n);
