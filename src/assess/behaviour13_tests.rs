@@ -77,3 +77,23 @@ fn an_injected_logger_on_self_is_no_reverse_shell() {
     assert!(!rules(&a).contains(&"MB901"), "{:?}", a.findings);
     assert_ne!(a.verdict, Verdict::Blocked);
 }
+
+/// /etc/resolv.conf written with an outside resolver kept as hex in a
+/// literal, decoded in a comprehension, is traffic hijacked (ca13d28:
+/// HIGH, MB201 only).
+#[test]
+fn a_resolver_kept_encoded_is_an_outside_resolver() {
+    let tune = "R = [bytes.fromhex(h).decode() for h in ('3230332e302e3131332e3533',)]\nwith open('/etc/resolv.conf', 'w') as fh:\n    fh.write(''.join('nameserver %s\\n' % r for r in R))\n";
+    let a = run(tune);
+    assert!(rules(&a).contains(&"MB947"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A well-known public resolver kept encoded is still an administrator's
+/// choice: MB201 for the system file, no hijack.
+#[test]
+fn a_public_resolver_kept_encoded_is_no_hijack() {
+    let quad9 = "import base64\nR = [base64.b64decode(h).decode() for h in ('OS45LjkuOQ==',)]\nwith open('/etc/resolv.conf', 'w') as fh:\n    fh.write(''.join('nameserver %s\\n' % r for r in R))\n";
+    let a = run(quad9);
+    assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
+}
