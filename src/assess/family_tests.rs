@@ -55,8 +55,8 @@ const TARGET: Floors = Floors {
 /// round, 35, 31 and 3 after it, 36 of 42, 32 of 38, 0 of 28 after the
 /// twelfth; it is now part of the held-out corpus, heldout/BATCH11.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.61,
-    blocked_recall: 0.50,
+    recall: 0.69,
+    blocked_recall: 0.60,
     benign_flagged: 0.18,
 };
 
