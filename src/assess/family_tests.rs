@@ -54,9 +54,11 @@ const TARGET: Floors = Floors {
 /// twelfth round tuned on it: 34 of 42, 30 of 38, 5 of 28 before the eleventh
 /// round, 35, 31 and 3 after it, 36 of 42, 32 of 38, 0 of 28 after the
 /// twelfth; it is now part of the held-out corpus, heldout/BATCH11.md.)
+/// The thirteenth round, tuned on it: 29, 23 and 5, then 30 of 42, 24 of 38
+/// and 5 of 28 with extracted downloads and installers' arguments followed.
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.61,
-    blocked_recall: 0.50,
+    recall: 0.71,
+    blocked_recall: 0.63,
     benign_flagged: 0.18,
 };
 

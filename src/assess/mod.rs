@@ -32,6 +32,8 @@ mod behaviour11_tests;
 #[cfg(test)]
 mod behaviour12_tests;
 #[cfg(test)]
+mod behaviour13_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

@@ -18,6 +18,23 @@ const LOADERS: &[&str] = &[
     "pty.spawn",
 ];
 
+/// Programs that run, install or load a file named among their arguments.
+const RUNNERS: &[&str] = &[
+    "msiexec",
+    "msiexec.exe",
+    "rundll32",
+    "rundll32.exe",
+    "regsvr32",
+    "regsvr32.exe",
+    "wscript",
+    "cscript",
+    "mshta",
+    "open",
+    "nohup",
+    "setsid",
+    "installer",
+];
+
 impl<'t> Analyzer<'t> {
     pub(super) fn check_dropper(&mut self, call: &Call<'t>) {
         if self.downloads.is_empty() {
@@ -57,12 +74,16 @@ impl<'t> Analyzer<'t> {
             let hit = self.downloads.iter().find(|d| {
                 values
                     .iter()
-                    .any(|v| v == &d.path || runs_in_command(v, &d.path))
+                    .any(|v| v == &d.path || runs_in_command(v, &d.path) || within(d, v))
             });
             if let Some(d) = hit {
+                let place = if d.folder {
+                    format!("a file under {}", d.path)
+                } else {
+                    d.path.clone()
+                };
                 let detail = format!(
-                    "{} written with {} by `{}` (line {}) is {how} here",
-                    d.path,
+                    "{place} written with {} by `{}` (line {}) is {how} here",
                     d.what,
                     shorten(self.text(d.write)),
                     d.write.start_position().row + 1
@@ -86,11 +107,19 @@ impl<'t> Analyzer<'t> {
         let Some(first) = elems.first() else {
             return Vec::new();
         };
-        let interpreter = self.paths(*first, call.scope).iter().any(|p| {
-            let base = p.rsplit('/').next().unwrap_or(p);
-            base == "<python>" || base.starts_with("python") || matches!(base, "sh" | "bash")
+        let bases: Vec<String> = self
+            .paths(*first, call.scope)
+            .iter()
+            .map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p).to_lowercase())
+            .collect();
+        let interpreter = bases.iter().any(|b| {
+            b == "<python>" || b.starts_with("python") || matches!(b.as_str(), "sh" | "bash")
         });
-        if interpreter {
+        // Installers and launchers take the file they run among their
+        // options (`msiexec /i FILE /qn`, `open -a FILE`), not second.
+        if bases.iter().any(|b| RUNNERS.contains(&b.as_str())) {
+            elems
+        } else if interpreter {
             elems.into_iter().take(2).collect()
         } else {
             vec![*first]
@@ -105,6 +134,14 @@ impl<'t> Analyzer<'t> {
             || q.starts_with("os.exec")
             || q.starts_with("os.spawn")
     }
+}
+
+/// A path inside a folder a downloaded archive was extracted into.
+fn within(d: &super::io::Download<'_>, path: &str) -> bool {
+    d.folder
+        && path
+            .strip_prefix(d.path.as_str())
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Does the command line `cmd` run, or make executable, the exactly known

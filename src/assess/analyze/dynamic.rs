@@ -25,6 +25,11 @@ impl<'t> Analyzer<'t> {
                     // One of a literal list of names (`for m in ("json", "csv")`).
                     None if pos.first().is_some_and(|a| self.literal_choice(*a, scope)) => {}
                     None => self.add("MB411", node, format!("{q} of a computed name")),
+                    // A name kept encoded (base64, hex, rot13) is hidden as
+                    // much as a computed one: only the decoder shows it.
+                    Some(m) if pos.first().is_some_and(|a| decoded_in_place(self.text(*a))) => {
+                        self.add("MB411", node, format!("{q} of a name decoded to {m:?}"))
+                    }
                     Some(m) if q == "builtins.__import__" => {
                         self.add("MB412", node, format!("__import__({m:?})"))
                     }
@@ -305,4 +310,12 @@ impl<'t> Analyzer<'t> {
         kids.into_iter()
             .find_map(|k| self.contains_download(k, scope, depth + 1))
     }
+}
+
+/// Whether an expression's text decodes something where it stands
+/// (`b64decode(..)`, `codecs.decode(.., "rot13")`, `bytes.fromhex(..)`).
+fn decoded_in_place(text: &str) -> bool {
+    ["decode(", "fromhex(", "unhexlify("]
+        .iter()
+        .any(|d| text.contains(d))
 }

@@ -511,6 +511,9 @@ impl<'t> Analyzer<'t> {
             }
             return;
         }
+        if self.run_for_its_value(n, func, scope, depth, acc) {
+            return;
+        }
         if func.kind() == K::Attribute {
             if self.fixed_table_get(n, func, scope) {
                 // The key only chooses among constants; a default still
@@ -525,6 +528,41 @@ impl<'t> Analyzer<'t> {
         if let Some(args) = n.child(F::Arguments) {
             self.tv_children(args, scope, depth, acc);
         }
+    }
+
+    /// `await loop.run_in_executor(None, f, a)` and `asyncio.to_thread(f,
+    /// a)` are worth what `f` returns: an agent that fetches its orders in
+    /// a worker thread gets them back through these. (The arguments reach
+    /// `f`'s parameters through its callers, see `defs`.)
+    fn run_for_its_value(
+        &self,
+        n: Node<'t>,
+        func: Node<'t>,
+        scope: usize,
+        depth: usize,
+        acc: &mut Taint<'t>,
+    ) -> bool {
+        let method = func.child(F::Attribute).map(|a| self.text(a));
+        let at = match (method, self.text(func)) {
+            (Some("run_in_executor"), _) => 1,
+            (Some("to_thread"), _) | (None, "to_thread") => 0,
+            _ => return false,
+        };
+        let Some(target) = self.args(n).0.get(at).copied() else {
+            return false;
+        };
+        let Some((def_scope, _)) = self.callee_def(target, scope) else {
+            return false;
+        };
+        for &v in self
+            .returns
+            .get(&def_scope)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            self.tv(v, def_scope, depth, acc);
+        }
+        true
     }
 
     /// A method call `obj.m(...)`: what the method's name says of its value

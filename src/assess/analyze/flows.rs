@@ -59,10 +59,16 @@ fn sink_of(q: &str, shell_kw: bool) -> Option<Sink> {
 }
 
 /// Programs whose arguments are themselves code or a command.
+/// Windows shells count too (`powershell -Enc`, `cmd /c`): their
+/// arguments are a script, whether spelled plainly or base64-encoded.
 fn runs_its_arguments(program: &str) -> bool {
-    let base = program.rsplit('/').next().unwrap_or(program);
-    matches!(base, "sh" | "bash" | "zsh" | "dash" | "ksh" | "<python>")
-        || base.starts_with("python")
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let lower = base.to_ascii_lowercase();
+    let base = lower.strip_suffix(".exe").unwrap_or(&lower);
+    matches!(
+        base,
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "<python>" | "powershell" | "pwsh" | "cmd"
+    ) || base.starts_with("python")
         || base.starts_with("perl")
         || base.starts_with("ruby")
 }
@@ -148,7 +154,18 @@ impl<'t> Analyzer<'t> {
             return Taint::default();
         };
         let program = self.paths(*first, scope);
-        if program.iter().any(|p| runs_its_arguments(p)) {
+        // A program name spelled in code (`b64decode(..).decode()`) has no
+        // path but folds to its name.
+        let folded = || {
+            let saved = self.budget.get();
+            self.reset_budget();
+            let runs = self
+                .fold(*first, scope, 0)
+                .is_some_and(|p| runs_its_arguments(&p));
+            self.budget.set(saved);
+            runs
+        };
+        if program.iter().any(|p| runs_its_arguments(p)) || folded() {
             let mut t = Taint::default();
             for e in &elems[1..] {
                 t.merge(&self.taint(*e, scope));

@@ -66,12 +66,26 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Whether `m.decode`/`m.encode` is the `codecs` module's function
+    /// (`import codecs as c`, `__import__("codecs")`).
+    fn codecs_function(&self, func: Node<'t>, scope: usize, depth: usize) -> bool {
+        let method = func.child(F::Attribute).map(|a| self.text(a));
+        matches!(method, Some("decode" | "encode"))
+            && self
+                .resolve(func, scope, depth + 1)
+                .is_some_and(|q| q.starts_with("codecs."))
+    }
+
     fn fold_call(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
         let func = n.child(F::Function)?;
         let (pos, kw) = self.args(n);
         if func.kind() == K::Attribute {
-            if let Some(v) = self.fold_str_method(func, pos, scope, depth) {
-                return v;
+            match self.fold_str_method(func, pos, scope, depth) {
+                // `codecs.decode(s, "rot13")` looks like `b.decode()` but
+                // is the module's function: it is folded below.
+                Some(None) if self.codecs_function(func, scope, depth) => {}
+                Some(v) => return v,
+                None => {}
             }
         }
         let q = self.resolve(func, scope, depth + 1)?;

@@ -34,6 +34,10 @@ const TEMP_FILES: &[&str] = &[
 /// scrambled.
 const ENCRYPTED_ARCHIVE: &str = "w encrypted";
 
+/// The mode [`Analyzer::opening_call`] gives an archive opened for reading,
+/// so that only its `extractall` is taken for an extraction.
+const ARCHIVE_READ: &str = "r members";
+
 /// A write of data into a file.
 pub(super) struct FileWrite<'t> {
     pub call: Node<'t>,
@@ -46,6 +50,9 @@ pub(super) struct FileWrite<'t> {
 /// A downloaded file: where it was saved, by which call.
 pub(super) struct Download<'t> {
     pub path: String,
+    /// A folder a downloaded archive was extracted into: every file under
+    /// it came from the download.
+    pub folder: bool,
     pub write: Node<'t>,
     /// What was written: downloaded data or an unpacked payload.
     pub what: &'static str,
@@ -77,6 +84,7 @@ impl<'t> Analyzer<'t> {
                 for p in w.paths.iter().filter(|p| p.as_str() != "*") {
                     self.downloads.push(Download {
                         path: p.clone(),
+                        folder: false,
                         write: w.call,
                         what,
                     });
@@ -88,6 +96,54 @@ impl<'t> Analyzer<'t> {
                     .get_or_insert((w.call, w.in_place));
             }
         }
+        self.index_extractions();
+    }
+
+    /// A downloaded archive extracted into a folder makes that folder's
+    /// files downloads too: droppers ship the program zipped so that the
+    /// file they run is never the file they fetched.
+    fn index_extractions(&mut self) {
+        if self.downloads.is_empty() {
+            return;
+        }
+        let mut found = Vec::new();
+        for c in &self.calls {
+            let Some((archive, dir)) = self.extraction(c.node, c.scope) else {
+                continue;
+            };
+            let fetched = self.downloads.iter().any(|d| archive.contains(&d.path));
+            if fetched {
+                let dirs = self.paths(dir, c.scope);
+                found.extend(dirs.into_iter().filter(|p| p != "*").map(|p| (p, c.node)));
+            }
+        }
+        for (path, write) in found {
+            self.downloads.push(Download {
+                path,
+                folder: true,
+                write,
+                what: "an extracted download",
+            });
+        }
+    }
+
+    /// An archive extraction: the archive's paths and the target folder.
+    fn extraction(&self, call: Node<'t>, scope: usize) -> Option<(Vec<String>, Node<'t>)> {
+        let (pos, kw) = self.args(call);
+        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        if self.callee(call, scope).as_deref() == Some("shutil.unpack_archive") {
+            let dir = pos.get(1).copied().or_else(|| kwarg("extract_dir"))?;
+            return Some((self.paths(*pos.first()?, scope), dir));
+        }
+        let func = call
+            .child(F::Function)
+            .filter(|f| f.kind() == K::Attribute)?;
+        if self.text(func.child(F::Attribute)?) != "extractall" {
+            return None;
+        }
+        let dir = pos.first().copied().or_else(|| kwarg("path"))?;
+        let (paths, mode) = self.opened(func.child(F::Object)?, scope, 0)?;
+        (mode == ARCHIVE_READ).then_some((paths, dir))
     }
 
     /// The write a call makes, if it writes data into a file.
@@ -118,6 +174,14 @@ impl<'t> Analyzer<'t> {
             Some("os.write") => {
                 let (paths, _) = self.opened(*pos.first()?, scope, 0)?;
                 return write(paths, self.taint(*pos.get(1)?, scope), false);
+            }
+            // A stream (often an HTTP response) copied into a file object.
+            Some("shutil.copyfileobj") => {
+                let (paths, mode) = self.opened(*pos.get(1)?, scope, 0)?;
+                if !mode.contains(['w', 'a', 'x', '+']) {
+                    return None;
+                }
+                return write(paths, self.taint(*pos.first()?, scope), false);
             }
             _ => {}
         }
@@ -220,6 +284,15 @@ impl<'t> Analyzer<'t> {
                 Some((self.paths(path, scope), m))
             }
             Some("tempfile.mkstemp") => Some((self.paths(call, scope), "w+b".into())),
+            Some("zipfile.ZipFile" | "tarfile.open" | "tarfile.TarFile") => {
+                let path = pos
+                    .first()
+                    .copied()
+                    .or_else(|| kwarg("file").or(kwarg("name")))?;
+                let m = mode(1, "r");
+                m.starts_with('r')
+                    .then(|| (self.paths(path, scope), ARCHIVE_READ.into()))
+            }
             Some("os.open") => {
                 let flags = pos.get(1).map(|f| self.text(*f)).unwrap_or("");
                 let writes = ["O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"]

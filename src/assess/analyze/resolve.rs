@@ -164,20 +164,48 @@ impl<'t> Analyzer<'t> {
             K::Attribute => {
                 let obj = n.child(F::Object)?;
                 let attr = n.child(F::Attribute)?;
-                let base = self.resolve(obj, scope, depth + 1)?;
-                Some(dotted(base, self.text(attr)))
+                match self.resolve(obj, scope, depth + 1) {
+                    Some(base) => Some(dotted(base, self.text(attr))),
+                    None => self.resolve_self_attr(obj, self.text(attr), depth),
+                }
             }
             K::Call => self.resolve_call(n, scope, depth),
             K::Subscript => self.resolve_subscript(n, scope, depth),
             K::NamedExpression => self.resolve(n.child(F::Value)?, scope, depth + 1),
             // `a if test else b`: the first branch that names something
             // (scripts pick between spellings of one object this way).
-            K::ConditionalExpression => {
+            // `a or b` likewise: `spawner or pty.spawn` is a default kept
+            // beside an injectable one.
+            K::ConditionalExpression | K::BooleanOperator => {
                 n.children().find_map(|c| self.resolve(c, scope, depth + 1))
             }
             _ => None,
         }?;
         Some(normalize(q))
+    }
+
+    /// `self.run` where the class stored a function or module there
+    /// (`self.run = runner or subprocess.run`): what the store names.
+    /// Methods called through attributes set up in `__init__` reach the
+    /// same functions as direct calls.
+    fn resolve_self_attr(&self, obj: Node<'t>, attr: &str, depth: usize) -> Option<String> {
+        if obj.kind() != K::Identifier || self.text(obj) != "self" {
+            return None;
+        }
+        let stores = self.attr_stores.get(attr)?;
+        stores
+            .iter()
+            .filter(|(v, _)| {
+                matches!(
+                    v.kind(),
+                    K::Identifier
+                        | K::Attribute
+                        | K::BooleanOperator
+                        | K::ConditionalExpression
+                        | K::Call
+                )
+            })
+            .find_map(|&(v, s)| self.resolve(v, s, depth + 1))
     }
 
     /// What a call returns, when that is a module or function: `getattr`,

@@ -9,7 +9,7 @@
 use std::cell::OnceCell;
 
 use super::effects::Effects;
-use super::literal::shorten;
+use super::literal::{b64decode, hexdecode, shorten, string_value};
 use super::{line, Analyzer, Node};
 
 /// Where the system and browsers keep the certificates they trust.
@@ -195,7 +195,7 @@ impl<'t> Analyzer<'t> {
                         format!("writes /etc/hosts in a script naming {name}: other programs reach another address for it")
                     })
                 } else if RESOLVERS.iter().any(|r| lower.starts_with(r)) {
-                    outside_ip(fx, true).map(|ip| {
+                    outside_ip(fx, true).or_else(|| self.decoded_outside_ip()).map(|ip| {
                         format!("writes {p} with resolver {ip}: every name is answered by an outside server")
                     })
                 } else if TRUST_STORES.iter().any(|s| lower.contains(s)) {
@@ -215,6 +215,22 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
+    }
+
+    /// An outside address kept encoded, as hex or base64, in a literal
+    /// (`bytes.fromhex("3230..")`, decoded in a loop or a comprehension): a
+    /// resolver hidden from a reader is no administrator's choice either.
+    /// Asked only once a resolver file is written.
+    fn decoded_outside_ip(&self) -> Option<String> {
+        self.strings.iter().find_map(|s| {
+            let t = string_value(self.src, *s)?;
+            let raw = hexdecode(&t).or_else(|| b64decode(&t))?;
+            let v = String::from_utf8(raw).ok()?;
+            let outside = addresses(&v)
+                .find(|(w, ip)| !(local_address(*ip) || KNOWN_RESOLVERS.contains(w)))
+                .map(|(w, _)| w.to_string());
+            outside
+        })
     }
 
     /// NAT rules in the script's literals that send web or DNS traffic
