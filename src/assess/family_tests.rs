@@ -43,36 +43,37 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The twelfth (70
-/// scripts of fourteen families: the twelve rule families, and DNS tampering
-/// and the disabling of security tools; blind/BATCH12.md), written by someone
-/// who saw neither the rules nor any sample while the twelfth round was being
-/// written, scored with the assessment of e1a4a82, before the twelfth round:
-/// 26 of 42, 19 of 38, 5 of 28; after it (the merge of round12), whose rules
-/// were written on the eleventh batch's misses and never on this one: the
-/// same, script for script. (The eleventh batch was the blind one until the
-/// twelfth round tuned on it: 34 of 42, 30 of 38, 5 of 28 before the eleventh
-/// round, 35, 31 and 3 after it, 36 of 42, 32 of 38, 0 of 28 after the
-/// twelfth; it is now part of the held-out corpus, heldout/BATCH11.md.)
-/// The thirteenth round, tuned on it: 29, 23 and 5, then 30 of 42, 24 of 38
-/// and 5 of 28 with extracted downloads and installers' arguments followed.
+/// What the blind batch reaches, so that a regression fails. The thirteenth (70
+/// scripts of fourteen families: the twelve rule families, and git hooks and
+/// process injection; blind/BATCH13.md), written by someone who saw neither the
+/// rules nor any sample while the thirteenth round was being written, scored
+/// with the assessment of ca13d28, before the thirteenth round: 30 of 42, 24 of
+/// 38, 3 of 28; after it (the merge of round13), whose rules were written on
+/// the twelfth batch's misses and never on this one: 30 of 42, 25 of 38, 3 of
+/// 28. (The twelfth batch was the blind one until the thirteenth round tuned on
+/// it: 26 of 42, 19 of 38, 5 of 28 before and after the twelfth round, 30 of
+/// 42, 24 of 38, 5 of 28 after the thirteenth; it is now part of the held-out
+/// corpus, heldout/BATCH12.md.)
 const BLIND_FLOOR: Floors = Floors {
     recall: 0.71,
-    blocked_recall: 0.63,
-    benign_flagged: 0.18,
+    blocked_recall: 0.65,
+    benign_flagged: 0.11,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
 /// target since the tenth batch joined the held-out part: 628 of 671 (0.936)
 /// rated HIGH or BLOCKED, against 0.95; it was 586 of 615 (0.953) before. With
-/// the eleventh batch and the twelfth round: 672 of 719 (0.935). The other two
-/// measures still meet their targets (599 of 646 deserving BLOCKED, 0.927; 3
-/// of 458 benign flagged). The floor is what it reaches, so that a
+/// the eleventh batch and the twelfth round: 672 of 719 (0.935), 599 of 646
+/// deserving BLOCKED (0.927), 3 of 458 benign flagged. With the twelfth batch
+/// and the thirteenth round: 708 of 766 (0.924; the batch brought twelve misses,
+/// the round caught one held-out script and its own five samples), 629 of 689
+/// deserving BLOCKED (0.913), 8 of 490 benign flagged (1.6%): the other two
+/// measures still meet their targets. The floor is what it reaches, so that a
 /// regression fails; the distance to the target is stated in
 /// docs/assessment.md ("Corpus and scores") rather than hidden by keeping the
 /// batch out of the corpus.
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.93,
+    recall: 0.92,
     blocked_recall: 0.90,
     benign_flagged: 0.02,
 };
@@ -103,7 +104,12 @@ const WHOLE_FLOOR: Floors = Floors {
 /// eleventh round tuned on its misses; 26 of 42, 22 of 38, 1 of 28 after it):
 /// 276 of 316, 246 of 287, 3 of 200. With the eleventh batch
 /// (heldout/BATCH11.md, blind until the twelfth round tuned on its misses; 36
-/// of 42, 32 of 38, 0 of 28 after it): 314 of 358, 280 of 325, 2 of 228. What it
+/// of 42, 32 of 38, 0 of 28 after it): 314 of 358, 280 of 325, 2 of 228. With
+/// the twelfth batch (heldout/BATCH12.md, blind until the thirteenth round tuned
+/// on its misses; 30 of 42, 24 of 38, 5 of 28 after it): 345 of 400, 305 of
+/// 363, 7 of 256: the twelfth batch's five flagged look-alikes (a shell-history
+/// privacy tool, dev hosts entries, a backup cron set-up, a vault folder,
+/// pinned wheels installed) put this part above the 2% target. What it
 /// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
 /// developer's files sent away, a pytest plugin and a `requests` shim leaking
 /// secrets, office documents and key stores zipped and uploaded or mailed, and
@@ -114,9 +120,9 @@ const WHOLE_FLOOR: Floors = Floors {
 /// shipped with key files; and the tenth batch's sixteen, listed in
 /// docs/assessment.md) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.87,
-    blocked_recall: 0.86,
-    benign_flagged: 0.02,
+    recall: 0.86,
+    blocked_recall: 0.84,
+    benign_flagged: 0.03,
 };
 
 struct Floors {
