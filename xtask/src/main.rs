@@ -67,30 +67,31 @@ fn cargo(args: &[&str]) -> Result<()> {
 /// sandboxes are charged grows with the host's load: at nice 10, beside a build, a
 /// guest test's sandbox ran out of its 15 s of CPU.
 fn cargo_niced(args: &[&str]) -> Result<()> {
-    eprintln!("==> nice cargo {}", args.join(" "));
-    let st = Command::new("nice")
-        .arg("-n19")
-        .arg(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .current_dir(root())
-        .status()
-        .with_context(|| format!("running nice cargo {}", args.join(" ")))?;
-    if !st.success() {
-        bail!("cargo {} failed ({st})", args.join(" "));
-    }
-    Ok(())
+    run_cargo(args, &[], true)
 }
 
 fn cargo_env(args: &[&str], envs: &[(&str, &Path)]) -> Result<()> {
-    eprintln!("==> cargo {}", args.join(" "));
-    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    run_cargo(args, envs, false)
+}
+
+fn run_cargo(args: &[&str], envs: &[(&str, &Path)], niced: bool) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let (line, mut cmd) = if niced {
+        let mut c = Command::new("nice");
+        c.arg("-n19").arg(&cargo);
+        (format!("nice cargo {}", args.join(" ")), c)
+    } else {
+        (format!("cargo {}", args.join(" ")), Command::new(&cargo))
+    };
+    eprintln!("==> {line}");
+    let st = cmd
         .args(args)
         .envs(envs.iter().copied())
         .current_dir(root())
         .status()
-        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+        .with_context(|| format!("running {line}"))?;
     if !st.success() {
-        bail!("cargo {} failed ({st})", args.join(" "));
+        bail!("{line} failed ({st})");
     }
     Ok(())
 }
