@@ -11,7 +11,7 @@
 //! BLOCKED. Listing, tagging and rotating one's own key change nothing of
 //! this.
 
-use super::calls::arg_values;
+use super::calls::{arg_values, kwarg};
 use super::effects::Effects;
 use super::literal::shorten;
 use super::names::{SHELL_FUNCS, SUBPROCESS};
@@ -177,7 +177,6 @@ impl<'t> Analyzer<'t> {
             return Some((Abuse::Logging, (*what).into()));
         }
         let (pos, kw) = self.args(site.node);
-        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
         let texts = || {
             let mut out = Vec::new();
             for a in arg_values(pos, kw) {
@@ -210,13 +209,14 @@ impl<'t> Analyzer<'t> {
                 (Abuse::Access, "grants administrator access")
             }
             "create_access_key"
-                if kwarg("UserName").is_some_and(|u| self.another_user(u, site.scope)) =>
+                if kwarg(kw, "UserName").is_some_and(|u| self.another_user(u, site.scope)) =>
             {
                 (Abuse::Access, "creates an access key for another user")
             }
             "create_login_profile" => (Abuse::Access, "gives a user a console password"),
             "run_instances" | "request_spot_instances" | "create_fleet"
-                if kwarg("UserData").is_some_and(|u| fetches(&self.texts_in(u, site.scope))) =>
+                if kwarg(kw, "UserData")
+                    .is_some_and(|u| fetches(&self.texts_in(u, site.scope))) =>
             {
                 (
                     Abuse::Compute,
@@ -226,7 +226,7 @@ impl<'t> Analyzer<'t> {
             "copy_object" | "put_object" | "upload_fileobj" | "upload_file"
                 if lists_buckets
                     && (m == "copy_object" || self.reads_objects())
-                    && kwarg("Bucket")
+                    && kwarg(kw, "Bucket")
                         .or_else(|| pos.get(1).copied())
                         .is_some_and(|b| self.fold(b, site.scope, 0).is_some()) =>
             {

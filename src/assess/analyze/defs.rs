@@ -130,7 +130,6 @@ impl<'t> Analyzer<'t> {
         let Some(shape) = runner(q.as_deref(), method) else {
             return;
         };
-        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
         // The items of a tuple (or list) of arguments, each a parameter.
         let unpack = |a: Option<Node<'t>>| {
             a.filter(|a| a.kind().is_sequence())
@@ -139,8 +138,8 @@ impl<'t> Analyzer<'t> {
         };
         let (target, args) = match shape {
             Runner::TupleKw => (
-                kwarg("target").or_else(|| pos.get(1).copied()),
-                unpack(kwarg("args")),
+                kwarg(kw, "target").or_else(|| pos.get(1).copied()),
+                unpack(kwarg(kw, "args")),
             ),
             // A tuple held by a name stays whole, as before: its paths
             // still reach the first parameter.

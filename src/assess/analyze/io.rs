@@ -5,6 +5,7 @@
 //! of a secret makes the copy secret) and remembers downloads for the
 //! dropper check and scrambled writes for the ransomware check.
 
+use super::calls::kwarg;
 use super::flow::{Source, Taint};
 use super::{taxonomy, Analyzer, Bind, Node, Part, F, K};
 
@@ -130,9 +131,8 @@ impl<'t> Analyzer<'t> {
     /// An archive extraction: the archive's paths and the target folder.
     fn extraction(&self, call: Node<'t>, scope: usize) -> Option<(Vec<String>, Node<'t>)> {
         let (pos, kw) = self.args(call);
-        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
         if self.callee(call, scope).as_deref() == Some("shutil.unpack_archive") {
-            let dir = pos.get(1).copied().or_else(|| kwarg("extract_dir"))?;
+            let dir = pos.get(1).copied().or_else(|| kwarg(kw, "extract_dir"))?;
             return Some((self.paths(*pos.first()?, scope), dir));
         }
         let func = call
@@ -141,7 +141,7 @@ impl<'t> Analyzer<'t> {
         if self.text(func.child(F::Attribute)?) != "extractall" {
             return None;
         }
-        let dir = pos.first().copied().or_else(|| kwarg("path"))?;
+        let dir = pos.first().copied().or_else(|| kwarg(kw, "path"))?;
         let (paths, mode) = self.opened(func.child(F::Object)?, scope, 0)?;
         (mode == ARCHIVE_READ).then_some((paths, dir))
     }
@@ -254,27 +254,28 @@ impl<'t> Analyzer<'t> {
     ) -> Option<(Vec<String>, String)> {
         let func = call.child(F::Function)?;
         let (pos, kw) = self.args(call);
-        let kwarg = |k: &str| kw.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
         let q = self.callee(call, scope);
         let mode = |i: usize, default: &str| {
             pos.get(i)
                 .copied()
-                .or_else(|| kwarg("mode"))
+                .or_else(|| kwarg(kw, "mode"))
                 .and_then(|m| self.fold(m, scope, 0))
                 .unwrap_or_else(|| default.to_string())
         };
         match q.as_deref() {
             Some(q) if OPENERS.contains(&q) => {
-                let path = pos.first().copied().or_else(|| kwarg("file"))?;
+                let path = pos.first().copied().or_else(|| kwarg(kw, "file"))?;
                 Some((self.paths(path, scope), mode(1, "r")))
             }
             Some(q) if TEMP_FILES.contains(&q) => Some((self.paths(call, scope), mode(0, "w+b"))),
             // An archive written with encryption (AES zip, 7z with a
             // password): what is put into it is scrambled.
             Some("pyzipper.AESZipFile" | "py7zr.SevenZipFile")
-                if kwarg("encryption").or_else(|| kwarg("password")).is_some() =>
+                if kwarg(kw, "encryption")
+                    .or_else(|| kwarg(kw, "password"))
+                    .is_some() =>
             {
-                let path = pos.first().copied().or_else(|| kwarg("file"))?;
+                let path = pos.first().copied().or_else(|| kwarg(kw, "file"))?;
                 let m = mode(1, "r");
                 let m = if m.contains(['w', 'a', 'x']) {
                     ENCRYPTED_ARCHIVE.into()
@@ -288,7 +289,7 @@ impl<'t> Analyzer<'t> {
                 let path = pos
                     .first()
                     .copied()
-                    .or_else(|| kwarg("file").or(kwarg("name")))?;
+                    .or_else(|| kwarg(kw, "file").or(kwarg(kw, "name")))?;
                 let m = mode(1, "r");
                 m.starts_with('r')
                     .then(|| (self.paths(path, scope), ARCHIVE_READ.into()))
