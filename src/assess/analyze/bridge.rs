@@ -6,7 +6,7 @@
 //! together, or writes what the connection sent into the shell's input.
 
 use super::calls::Call;
-use super::command::SHELLS;
+use super::command::{program_name, SHELLS};
 use super::flow::Source;
 use super::literal::shorten;
 use super::{line, pos, Analyzer, Node, F, K};
@@ -26,11 +26,7 @@ impl<'t> Analyzer<'t> {
                 || t.contains("COMSPEC")
                 || t.split_whitespace()
                     .next()
-                    .and_then(|w| w.rsplit(['/', '\\']).next())
-                    .is_some_and(|w| {
-                        let w = w.to_ascii_lowercase();
-                        SHELLS.contains(&w.strip_suffix(".exe").unwrap_or(&w))
-                    })
+                    .is_some_and(|w| SHELLS.contains(&program_name(w).as_str()))
         };
         // The program and the strings it is made of (`$SHELL` or a default).
         let shell = call.pos.iter().any(|a| {

@@ -354,13 +354,27 @@ fn setuid_mode(m: &str) -> bool {
         || (m.len() == 4 && (m.starts_with('4') || m.starts_with('2') || m.starts_with('6')))
 }
 
+/// A program's name as a command names it: without its folder (POSIX or
+/// Windows), lower-cased, without `.exe`.
+pub(super) fn program_name(path: &str) -> String {
+    let base = path
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(path)
+        .to_ascii_lowercase();
+    match base.strip_suffix(".exe") {
+        Some(b) => b.to_string(),
+        None => base,
+    }
+}
+
 /// Classifies one command (lower-cased words, the first being the program).
 fn classify(words: &[&str]) -> Stage {
     let Some(head) = words.first() else {
         return Stage::Other;
     };
-    let head = head.rsplit(['/', '\\']).next().unwrap_or(head);
-    let head = head.strip_suffix(".exe").unwrap_or(head);
+    let head = program_name(head);
+    let head = head.as_str();
     if let Some(stage) = classify_tamper(head, words).or_else(|| classify_privilege(head, words)) {
         return stage;
     }

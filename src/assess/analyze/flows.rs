@@ -5,6 +5,7 @@
 //! os.system}[op](arg)`, `handlers[i](data)`) are sinks like direct ones.
 
 use super::calls::Call;
+use super::command::program_name;
 use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::names::{DESERIALIZERS, EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
@@ -62,9 +63,8 @@ fn sink_of(q: &str, shell_kw: bool) -> Option<Sink> {
 /// Windows shells count too (`powershell -Enc`, `cmd /c`): their
 /// arguments are a script, whether spelled plainly or base64-encoded.
 fn runs_its_arguments(program: &str) -> bool {
-    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
-    let lower = base.to_ascii_lowercase();
-    let base = lower.strip_suffix(".exe").unwrap_or(&lower);
+    let base = program_name(program);
+    let base = base.as_str();
     matches!(
         base,
         "sh" | "bash" | "zsh" | "dash" | "ksh" | "<python>" | "powershell" | "pwsh" | "cmd"
