@@ -554,3 +554,58 @@ fn limits_follow_the_host_and_a_full_queue_is_busy_at_once() {
     let r = long.join().unwrap().expect("the long run");
     assert_eq!(r["exit_code"], 0, "{r}");
 }
+
+/// The number after `key` in the server's log (e.g. `spawner: pid `).
+fn logged_pid(log: &str, key: &str) -> Option<i32> {
+    let rest = &log[log.rfind(key)? + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A server whose spawner is killed forks a new one (through its nursery) within a
+/// second, says so in its log, and its runs are cloned by the new spawner, which is
+/// the server's child. Before the kill, the same runs leave the log without a
+/// replacement (the control: nothing is replaced while the spawner lives).
+#[test]
+fn a_killed_spawner_is_replaced_and_the_server_keeps_serving() {
+    // No warm pool: each run is cloned when it comes, by the spawner of that moment.
+    let s = Server::start(&[("warm_levels", "[]")]);
+    let t0 = Instant::now();
+    let old = loop {
+        // Logged once the pools are made, after the socket is bound.
+        if let Some(p) = logged_pid(&s.log(), "spawner: pid ") {
+            break p;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "{}", s.log());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(served(&s, "print(1)").stdout, "1\n");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!s.log().contains("a new one"), "{}", s.log());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(old),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let new = loop {
+        if let Some(p) = logged_pid(&s.log(), "a new one (pid ") {
+            break p;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{}", s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        s.log().contains(&format!("the spawner (pid {old}) ended")),
+        "{}",
+        s.log()
+    );
+    assert_ne!(new, old);
+    assert_eq!(parent_of(new), s.pid());
+    let before = status_field(new, "voluntary_ctxt_switches").unwrap();
+    assert_eq!(served(&s, "print(2)").stdout, "2\n");
+    let after = status_field(new, "voluntary_ctxt_switches").unwrap();
+    assert_ne!(before, after, "the new spawner did not clone the run");
+}

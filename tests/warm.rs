@@ -309,6 +309,71 @@ fn a_spawner_clones_warm_sandboxes_that_stay_the_callers_children() {
     assert_eq!(after.stdout, plain.stdout);
 }
 
+/// A spawner that ends is replaced by the nursery: the new one is this process's
+/// child, a different process, and clones the next sandbox (it wakes for it); while
+/// the old one lives nothing is replaced. The control: with the nursery gone too, no
+/// spawner can be made, and runs are cloned by the caller, with the same result.
+#[test]
+fn a_spawner_that_ends_is_replaced_by_another() {
+    let (spawner, _) = asleep_spawner();
+    let old = spawner.pid();
+    assert_eq!(
+        spawner.respawn_if_ended().unwrap(),
+        None,
+        "replaced a live spawner"
+    );
+    nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let t0 = std::time::Instant::now();
+    let (was, new) = loop {
+        if let Some(replaced) = spawner.respawn_if_ended().unwrap() {
+            break replaced;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "never replaced");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!((was, spawner.pid()), (old, new));
+    assert_ne!(new, old);
+    assert_eq!(common::parent_of(new.as_raw()), std::process::id() as i32);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{old}")).exists(),
+        "not reaped"
+    );
+    while !common::status_field(new.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let before = voluntary_switches(new);
+    let code = "print(6 * 7)\n";
+    let s = sandbox().spawner(std::sync::Arc::clone(&spawner));
+    let run = s.run_code(code).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "42\n",
+        "{:?}",
+        run.stderr
+    );
+    assert!(
+        voluntary_switches(new) > before,
+        "the new spawner did not clone it"
+    );
+    // Control: the nursery gone, the next spawner cannot be made.
+    let nursery = spawner.nursery_pid();
+    nix::sys::signal::kill(nursery, nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(new, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = nix::sys::wait::waitpid(nursery, None);
+    std::thread::sleep(Duration::from_millis(100));
+    let e = spawner.respawn_if_ended().unwrap_err();
+    assert!(e.to_string().contains("nursery"), "{e}");
+    let run = s.run_code(code).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "42\n",
+        "{:?}",
+        run.stderr
+    );
+    assert!(spawner.is_gone());
+}
+
 /// A cold run of a sandbox that has a spawner (a server's request that no warm
 /// sandbox fits) is cloned by the spawner as well, with the same result; the
 /// control, the same run without it, leaves the spawner asleep.

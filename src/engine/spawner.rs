@@ -8,8 +8,11 @@
 //! threads). A multithreaded caller must also fork before each clone (see
 //! [`super::clone`]), which copies its page tables every time.
 //!
-//! The spawner is forked once, by the server's main thread, before any other thread
-//! exists. It receives each sandbox's policy, script, arguments and descriptors over
+//! The spawner is forked, through a nursery, by the server's main thread before any
+//! other thread exists. The nursery does nothing but fork spawners (with CLONE_PARENT:
+//! each is the server's child): a spawner that ends (killed, or out of memory) is
+//! replaced by another copy of the same single-threaded image, never by a fork of the
+//! multithreaded server. The spawner receives each sandbox's policy, script, arguments and descriptors over
 //! a socket, makes the run's pipes and payload, clones the sandbox with CLONE_PARENT
 //! (its init is the server's child: the server waits for it, and init's
 //! PR_SET_PDEATHSIG follows the server's main thread), writes its id maps, and sends
@@ -32,16 +35,25 @@ const MAX_EXTRA: usize = 8;
 
 /// The server's handle on its spawner process.
 pub struct Spawner {
-    sock: Mutex<OwnedFd>,
-    pid: Pid,
-    /// The spawner ended (it never does while the server lives, unless killed):
-    /// sandboxes are then cloned in this process, as without a spawner.
+    /// The spawner now: replaced by [`Spawner::respawn_if_ended`].
+    live: Mutex<Live>,
+    /// The nursery, which forks each spawner (see [`nursery`]).
+    nursery: Mutex<Live>,
+    /// The spawner ended (it never does while the server lives, unless killed or
+    /// out of memory): sandboxes are cloned in this process, as without a spawner,
+    /// until a new one is started.
     gone: AtomicBool,
+}
+
+/// A spawner process and the server's end of its socket.
+struct Live {
+    sock: OwnedFd,
+    pid: Pid,
 }
 
 impl std::fmt::Debug for Spawner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Spawner(pid {})", self.pid)
+        write!(f, "Spawner(pid {})", self.pid())
     }
 }
 
@@ -72,36 +84,66 @@ struct Answer {
 }
 
 impl Spawner {
-    /// Forks the spawner. Call it from the thread that outlives every sandbox it will
-    /// make (a server's main thread), best before any other thread starts: a
-    /// sandbox's init dies with the thread that forked the spawner.
+    /// Forks the nursery, and through it the spawner. Call it from the thread that
+    /// outlives every sandbox they will make (a server's main thread), best before any
+    /// other thread starts: a sandbox's init dies with the thread that forked the
+    /// nursery.
     pub fn start() -> Result<Spawner, SetupError> {
-        let (ours, theirs) =
-            sync::seqpacket_pair().step(Step::Clone, "socketpair for the spawner")?;
-        let parent = nix::unistd::getpid();
-        // SAFETY: the child only allocates and makes system calls (the engine's
-        // cloning code); malloc is consistent after fork (glibc's atfork handlers).
-        match unsafe { nix::unistd::fork() }.step(Step::Clone, "fork the spawner")? {
-            ForkResult::Child => {
-                drop(ours);
-                serve(theirs, parent)
-            }
-            ForkResult::Parent { child } => Ok(Spawner {
-                sock: Mutex::new(ours),
-                pid: child,
-                gone: AtomicBool::new(false),
-            }),
-        }
+        let nursery = fork_nursery()?;
+        let live = new_spawner(&nursery)?;
+        Ok(Spawner {
+            live: Mutex::new(live),
+            nursery: Mutex::new(nursery),
+            gone: AtomicBool::new(false),
+        })
     }
 
-    /// The spawner's pid.
+    /// The spawner's pid (the current one's, after a respawn).
     pub fn pid(&self) -> Pid {
-        self.pid
+        self.live.lock().map_or(Pid::from_raw(0), |l| l.pid)
+    }
+
+    /// The nursery's pid (it forks each spawner).
+    pub fn nursery_pid(&self) -> Pid {
+        self.nursery.lock().map_or(Pid::from_raw(0), |l| l.pid)
     }
 
     /// The spawner ended (found at a request): sandboxes are cloned by the caller.
     pub fn is_gone(&self) -> bool {
         self.gone.load(Ordering::Relaxed)
+    }
+
+    /// When the spawner has ended (killed, or found gone at a request), reaps it and
+    /// has the nursery fork a new one; returns the old and the new pid. Any thread
+    /// may call it: the new spawner is the nursery's copy, not the caller's. A request
+    /// that comes while no spawner lives is cloned by its caller, as before.
+    pub fn respawn_if_ended(&self) -> Result<Option<(Pid, Pid)>, SetupError> {
+        use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+        let mut live = self
+            .live
+            .lock()
+            .map_err(|_| SetupError::new(Step::Clone, "the spawner's lock is poisoned"))?;
+        let old = live.pid;
+        match waitpid(old, Some(WaitPidFlag::WNOHANG)) {
+            // Alive and answering: nothing to do.
+            Ok(WaitStatus::StillAlive) if !self.is_gone() => return Ok(None),
+            // Alive but found gone at a request (its socket failed): ended here.
+            Ok(WaitStatus::StillAlive) => {
+                let _ = nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGKILL);
+                let _ = waitpid(old, None);
+            }
+            // Ended, and reaped now.
+            _ => {}
+        }
+        // Marked gone first: until a new one answers, requests are cloned here.
+        self.gone.store(true, Ordering::Relaxed);
+        let nursery = self
+            .nursery
+            .lock()
+            .map_err(|_| SetupError::new(Step::Clone, "the nursery's lock is poisoned"))?;
+        *live = new_spawner(&nursery)?;
+        self.gone.store(false, Ordering::Relaxed);
+        Ok(Some((old, live.pid)))
     }
 
     /// Clones `job`'s sandbox through the spawner (in this process if the spawner is
@@ -130,19 +172,19 @@ impl Spawner {
         let mut buf = serde_json::to_vec(&req).step(Step::Clone, "encode the spawner's request")?;
         buf.push(b'\n');
         buf.extend_from_slice(job.script);
-        let sock = self
-            .sock
+        let live = self
+            .live
             .lock()
-            .map_err(|_| SetupError::new(Step::Clone, "the spawner's socket lock is poisoned"))?;
-        if sync::send_fds(sock.as_fd(), &buf, &job.extra_fds).is_err() {
+            .map_err(|_| SetupError::new(Step::Clone, "the spawner's lock is poisoned"))?;
+        if sync::send_fds(live.sock.as_fd(), &buf, &job.extra_fds).is_err() {
             return Ok(None);
         }
         // An error or an empty message: the spawner is gone.
-        let (reply, fds) = match sync::recv_message::<4>(sock.as_fd()) {
+        let (reply, fds) = match sync::recv_message::<4>(live.sock.as_fd()) {
             Ok(got) if !got.0.is_empty() => got,
             _ => return Ok(None),
         };
-        drop(sock);
+        drop(live);
         let answer: Answer =
             serde_json::from_slice(&reply).step(Step::Clone, "decode the spawner's answer")?;
         for pid in answer.orphans {
@@ -178,21 +220,111 @@ fn spawning(pid: i32, fds: Vec<OwnedFd>) -> Result<Spawning, SetupError> {
 impl Drop for Spawner {
     fn drop(&mut self) {
         // A clone it was making dies with it: that sandbox's init sees its channel
-        // hang up (the spawner held the other end) and ends itself.
-        let _ = nix::sys::signal::kill(self.pid, nix::sys::signal::Signal::SIGKILL);
-        let _ = nix::sys::wait::waitpid(self.pid, None);
+        // hang up (the spawner held the other end) and ends itself. Both are this
+        // process's children (the nursery forks spawners with CLONE_PARENT).
+        for live in [self.live.get_mut(), self.nursery.get_mut()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = nix::sys::signal::kill(live.pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(live.pid, None);
+        }
+    }
+}
+
+/// Forks the nursery: a process that does nothing but fork spawners, each a copy of
+/// this process as it was when the nursery was forked (single-threaded, in a server),
+/// whatever has happened in this process since. A spawner forked later by the server
+/// itself would copy a multithreaded process and its locks.
+fn fork_nursery() -> Result<Live, SetupError> {
+    let (ours, theirs) = sync::seqpacket_pair().step(Step::Clone, "socketpair for the nursery")?;
+    let parent = nix::unistd::getpid();
+    // SAFETY: the child only allocates and makes system calls; malloc is consistent
+    // after fork (glibc's atfork handlers).
+    match unsafe { nix::unistd::fork() }.step(Step::Clone, "fork the nursery")? {
+        ForkResult::Child => {
+            drop(ours);
+            nursery(theirs, parent)
+        }
+        ForkResult::Parent { child } => Ok(Live {
+            sock: ours,
+            pid: child,
+        }),
+    }
+}
+
+/// The nursery's loop: for each request, a spawner, forked with CLONE_PARENT (the
+/// server's child, like the sandboxes it clones), and the server's end of its socket.
+fn nursery(sock: OwnedFd, parent: Pid) -> ! {
+    die_with(parent);
+    loop {
+        match sync::recv_message::<1>(sock.as_fd()) {
+            Ok(got) if !got.0.is_empty() => {}
+            _ => exit(),
+        }
+        let Ok((ours, theirs)) = sync::seqpacket_pair() else {
+            exit()
+        };
+        // SAFETY: a fork (no CLONE_VM, no new stack: the child runs on its copy of
+        // this stack) of this single-threaded process; the child never returns.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone,
+                (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            )
+        };
+        if pid == 0 {
+            drop(ours);
+            drop(sock);
+            serve(theirs, parent)
+        }
+        let reply = i32::try_from(pid).unwrap_or(-1).to_ne_bytes();
+        let attached = [ours.as_fd()];
+        let fds: &[BorrowedFd] = if pid > 0 { &attached } else { &[] };
+        if sync::send_fds(sock.as_fd(), &reply, fds).is_err() {
+            exit()
+        }
+    }
+}
+
+/// A new spawner from the nursery.
+fn new_spawner(nursery: &Live) -> Result<Live, SetupError> {
+    let asked = sync::send_fds(nursery.sock.as_fd(), b"spawner", &[]);
+    asked.step(Step::Clone, "ask the nursery for a spawner")?;
+    let (reply, mut fds) =
+        sync::recv_message::<1>(nursery.sock.as_fd()).step(Step::Clone, "the nursery's answer")?;
+    let pid = <[u8; 4]>::try_from(reply.as_slice()).map(i32::from_ne_bytes);
+    match (pid, fds.pop()) {
+        (Ok(pid), Some(sock)) if pid > 0 => Ok(Live {
+            sock,
+            pid: Pid::from_raw(pid),
+        }),
+        _ => Err(SetupError::new(
+            Step::Clone,
+            "the nursery could not fork a spawner (it ended, or clone failed)",
+        )),
+    }
+}
+
+/// SIGKILL when the thread that forked this process ends; it may have ended already.
+fn die_with(parent: Pid) {
+    if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
+        || nix::unistd::getppid() != parent
+    {
+        exit()
     }
 }
 
 /// The spawner's loop: one request, one clone, one answer, until the server's end of
 /// the socket closes.
 fn serve(sock: OwnedFd, parent: Pid) -> ! {
-    // SIGKILL when the thread that forked it ends; it may have ended already.
-    if nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
-        || nix::unistd::getppid() != parent
-    {
-        exit()
-    }
+    // Its parent is the server (CLONE_PARENT): the server's thread that forked the
+    // nursery is the one whose end it watches.
+    die_with(parent);
     super::clone::for_parent();
     loop {
         // An error or an empty message: the server is gone.

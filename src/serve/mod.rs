@@ -120,7 +120,7 @@ pub fn serve(
     };
     let server = server.with_pools(log);
     log(&format!(
-        "serving on {} (pid {}; warm levels: {}; warm mode: {})",
+        "serving on {} (pid {}; warm levels: {}; warm mode: {}; spawner: {})",
         socket.display(),
         std::process::id(),
         server
@@ -129,7 +129,11 @@ pub fn serve(
             .map(|p| p.level.to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        server.cfg.warm_mode
+        server.cfg.warm_mode,
+        server
+            .spawner
+            .as_ref()
+            .map_or("none".to_string(), |s| format!("pid {}", s.pid()))
     ));
     let result = std::thread::scope(|scope| accept_loop(&server, &listener, &signals, scope, log));
     // Every connection thread has ended (the scope joined them): nothing uses the pools.
@@ -203,21 +207,32 @@ fn accept_loop<'s>(
 }
 
 /// What went wrong since the last round: warm sandboxes that could not be prepared,
-/// and, once, a spawner that ended.
+/// and a spawner that ended, which is replaced here, within a second (until then its
+/// requests are cloned by their own threads: engine::spawner).
 fn log_troubles(server: &Server, spawner_gone: &mut bool, log: &(dyn Fn(&str) + Sync)) {
     for p in &server.pools {
         if let Some(why) = p.take_failure() {
             log(&format!("cannot prepare a warm {} sandbox: {why}", p.level));
         }
     }
-    if let Some(s) = server.spawner.as_ref().filter(|s| s.is_gone()) {
-        if !std::mem::replace(spawner_gone, true) {
+    let Some(s) = server.spawner.as_ref() else {
+        return;
+    };
+    match s.respawn_if_ended() {
+        Ok(None) => {}
+        Ok(Some((old, new))) => {
+            *spawner_gone = false;
             log(&format!(
-                "the spawner (pid {}) ended: sandboxes are cloned by the server's own \
-                 threads from now on (more CPU per run); restart the server to have one again",
-                s.pid()
+                "the spawner (pid {old}) ended; a new one (pid {new}) clones the sandboxes"
             ));
         }
+        // Logged once until a later round starts one again.
+        Err(e) if !std::mem::replace(spawner_gone, true) => log(&format!(
+            "the spawner (pid {}) ended and a new one could not be started ({e}): \
+             sandboxes are cloned by the server's own threads until one is (more CPU per run)",
+            s.pid()
+        )),
+        Err(_) => {}
     }
 }
 
