@@ -61,15 +61,6 @@ fn cargo(args: &[&str]) -> Result<()> {
     cargo_env(args, &[])
 }
 
-/// Cargo at the lowest CPU priority (nice 19: about 1.5% of a core against a normal
-/// process), for work that shares the machine with the VM lane's guest. Under software
-/// emulation the guest's clock runs on while qemu waits for a core, so the time its
-/// sandboxes are charged grows with the host's load: at nice 10, beside a build, a
-/// guest test's sandbox ran out of its 15 s of CPU.
-fn cargo_niced(args: &[&str]) -> Result<()> {
-    run_cargo(args, &[], true)
-}
-
 fn cargo_env(args: &[&str], envs: &[(&str, &Path)]) -> Result<()> {
     run_cargo(args, envs, false)
 }
@@ -100,28 +91,49 @@ fn run_cargo(args: &[&str], envs: &[(&str, &Path)], niced: bool) -> Result<()> {
 /// Docker engine for the Docker lane and a containerd with its CRI plugin for the CRI lane),
 /// and the engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
 ///
-/// The VM lane runs beside clippy and the lanes' set-up: its guest, under software
-/// emulation, kept less than one of CI's two cores busy (qemu: 204 s of CPU in 284 s),
-/// so clippy, at the lowest priority, takes what the guest leaves. The
-/// host's own tests wait for the guest: some of them time their sandboxes.
+/// Clippy runs from the start, at the lowest priority and in a target directory of
+/// its own (cargo serialises builds in one directory, and clippy shares nothing with
+/// the test build but a few build scripts): it takes what the build's serial phases
+/// (one big crate, the links) and the VM lane's guest leave. The VM lane runs beside
+/// the lanes' set-up: its guest, under software emulation, kept less than one of CI's
+/// two cores busy (qemu: 204 s of CPU in 284 s). The host's own tests wait for both:
+/// some of them time their sandboxes.
 fn test() -> Result<()> {
     let mut t = Timings::new();
     t.step("fmt", || cargo(&["fmt", "--all", "--check"]))?;
-    t.step("protoc", cri::ensure_protoc)?;
-    // Every test target, as the test step and the VM lane run them: `build -p maibox`
-    // resolved features for that package alone, and the test step then compiled the
-    // library, the binary and six dependencies a second time (measured: 2m42s here).
-    t.step("build", || cargo(&["test", "--workspace", "--no-run"]))?;
     let begun = Instant::now();
-    let vm_lane = std::thread::spawn(|| vm::test_vm(root()));
-    let beside = beside_the_vm_lane(&mut t);
-    let lane = t.step("waiting for the vm lane", || vm_lane.join());
-    t.record("vm lane (beside the steps before)", begun.elapsed());
-    let lane = lane.map_err(|_| anyhow::anyhow!("the VM lane's thread panicked"))?;
-    if let (Err(_), Err(e)) = (&beside, &lane) {
-        eprintln!("error: {e:#}");
+    let clippy = std::thread::spawn(clippy);
+    let built = build(&mut t);
+    let lane_begun = Instant::now();
+    let vm_lane = built
+        .is_ok()
+        .then(|| std::thread::spawn(|| vm::test_vm(root())));
+    let beside = built.and_then(|()| beside_the_vm_lane(&mut t));
+    let lane = t.step("waiting for the vm lane", || vm_lane.map(|l| l.join()));
+    t.record("vm lane (beside the steps before)", lane_begun.elapsed());
+    let clippy = t.step("waiting for clippy", || clippy.join());
+    t.record("clippy (beside the steps before)", begun.elapsed());
+    let clippy = clippy.map_err(|_| anyhow::anyhow!("clippy's thread panicked"))?;
+    let lane = match lane {
+        Some(l) => l.map_err(|_| anyhow::anyhow!("the VM lane's thread panicked"))?,
+        None => Ok(()),
+    };
+    // The first failure is returned below; the others are printed here.
+    let others: Vec<String> = [
+        beside.as_ref().err(),
+        clippy.as_ref().err(),
+        lane.as_ref().err(),
+    ]
+    .into_iter()
+    .flatten()
+    .skip(1)
+    .map(|e| format!("{e:#}"))
+    .collect();
+    for e in others {
+        eprintln!("error: {e}");
     }
     let (bandit, lanes) = beside?;
+    clippy?;
     lane?;
     let envs: Vec<(&str, &Path)> = bandit
         .iter()
@@ -139,22 +151,39 @@ fn test() -> Result<()> {
     Ok(())
 }
 
+/// protoc (the CRI lane's crate needs it to build), then every test target, as the
+/// test step and the VM lane run them: `build -p maibox` resolved features for that
+/// package alone, and the test step then compiled the library, the binary and six
+/// dependencies a second time (measured: 2m42s here).
+fn build(t: &mut Timings) -> Result<()> {
+    t.step("protoc", cri::ensure_protoc)?;
+    t.step("build", || cargo(&["test", "--workspace", "--no-run"]))
+}
+
+/// `cargo clippy` on every target, in target/clippy, at the lowest CPU priority (nice
+/// 19: about 1.5% of a core against a normal process), since it shares the machine with
+/// the VM lane's guest. Under software emulation the guest's clock runs on while qemu
+/// waits for a core, so the time its sandboxes are charged grows with the host's load:
+/// at nice 10, beside a build, a guest test's sandbox ran out of its 15 s of CPU.
+fn clippy() -> Result<()> {
+    let dir = root().join("target/clippy");
+    let args = [
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ];
+    run_cargo(&args, &[("CARGO_TARGET_DIR", dir.as_path())], true)
+}
+
 /// The Docker engine and the CRI lane's containerd, when this run started them.
 type Lanes = (Option<service::Service>, Option<service::Service>);
 
-/// The steps that run while the VM lane does: clippy, and what the host's tests need
-/// (Bandit, a Docker engine, a containerd for the CRI lane, stopped when dropped).
+/// The steps that run while the VM lane does: what the host's tests need (Bandit, a
+/// Docker engine, a containerd for the CRI lane, stopped when dropped).
 fn beside_the_vm_lane(t: &mut Timings) -> Result<(Option<PathBuf>, Lanes)> {
-    t.step("clippy", || {
-        cargo_niced(&[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ])
-    })?;
     // `--with bandit` is tested against the real Bandit (tests/assess_cli.rs).
     let bandit = t.step("bandit", || bandit::ensure(&root()))?;
     // The Docker lane's tests (tests/docker_*.rs) run inside the workspace's tests, against
