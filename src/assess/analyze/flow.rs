@@ -395,6 +395,31 @@ impl<'t> Analyzer<'t> {
                 self.tv(v, s, depth, acc);
             }
         }
+        // What was packed into an archive written into the value.
+        for &(s, call) in self
+            .archive_members
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let current = span.contains(&call.start_byte());
+            if current && (self.encloses(s, scope) || self.encloses(scope, s)) {
+                self.tv_member(call, s, depth, acc);
+            }
+        }
+    }
+
+    /// An archive member: `writestr(name, data)` carries its data, `write`
+    /// and `add` the contents of the file they are given.
+    fn tv_member(&self, call: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        let pos = self.args(call).0;
+        if self.method_name(call) == Some("writestr") {
+            if let Some(data) = pos.get(1) {
+                self.tv(*data, scope, depth, acc);
+            }
+        } else {
+            self.file_read(pos.first().copied(), scope, call, acc);
+        }
     }
 
     /// [`Self::resolve`] for names and attribute chains that start at a

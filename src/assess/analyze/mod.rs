@@ -35,6 +35,7 @@ use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod abuse;
 mod agents;
+mod archive;
 mod args;
 mod bridge;
 mod browser;
@@ -62,6 +63,7 @@ mod fold;
 mod gadget;
 mod harness;
 mod harvest;
+mod hidden;
 mod hooks;
 mod host;
 mod io;
@@ -190,6 +192,7 @@ fn analyze_text(
         }
     }
     a.index_callers();
+    a.index_archives();
     a.index_writes();
     a.check_calls();
     a.consented_system_writes();
@@ -198,6 +201,7 @@ fn analyze_text(
     a.check_patched();
     a.check_supply_chain();
     a.check_sends();
+    a.check_hidden_destination();
     a.check_configs();
     a.check_planted_code();
     a.check_corruption();
@@ -395,6 +399,9 @@ struct Analyzer<'t> {
     /// Values put into a name without rebinding it (`x += v`, `x[k] = v`,
     /// `x.append(v)`): the scope of the statement and the value or call.
     mutations: NameMap<'t, Vec<(usize, Node<'t>)>>,
+    /// Members put into archives written into a named buffer (see
+    /// [`archive`]): the buffer's name, the member call and its scope.
+    archive_members: NameMap<'t, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: NameMap<'t, Vec<(Node<'t>, usize)>>,
     /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
@@ -456,6 +463,7 @@ impl<'t> Analyzer<'t> {
             nesting,
             last_pos: 0,
             mutations: NameMap::default(),
+            archive_members: NameMap::default(),
             attr_stores: NameMap::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),

