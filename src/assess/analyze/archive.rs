@@ -19,13 +19,20 @@ const ARCHIVE_WRITERS: &[&str] = &[
     "py7zr.SevenZipFile",
 ];
 
+/// Where an archive is written: a name, or an attribute of `self`.
+#[derive(Clone, Copy)]
+enum Buffer<'t> {
+    Name(&'t str),
+    Attribute(&'t str),
+}
+
 /// Levels of names followed from an archive object to the call making it.
 const ARCHIVE_DEPTH: usize = 4;
 
 impl<'t> Analyzer<'t> {
     /// Indexes the members put into archives written into a named buffer.
     pub(super) fn index_archives(&mut self) {
-        let mut found: Vec<(&'t str, usize, Node<'t>)> = Vec::new();
+        let mut found: Vec<(Buffer<'t>, usize, Node<'t>)> = Vec::new();
         for c in &self.calls {
             let Some(m) = self.method_name(c.node) else {
                 continue;
@@ -39,16 +46,18 @@ impl<'t> Analyzer<'t> {
             }
         }
         for (buf, scope, call) in found {
-            self.archive_members
-                .entry(buf)
-                .or_default()
-                .push((scope, call));
+            let map = match buf {
+                Buffer::Name(_) => &mut self.archive_members,
+                Buffer::Attribute(_) => &mut self.archive_attr_members,
+            };
+            let (Buffer::Name(key) | Buffer::Attribute(key)) = buf;
+            map.entry(key).or_default().push((scope, call));
         }
     }
 
     /// The name of the buffer the archive `obj` is written into, when it
     /// was opened for writing over a named file object.
-    fn archive_buffer(&self, obj: Node<'t>, scope: usize, depth: usize) -> Option<&'t str> {
+    fn archive_buffer(&self, obj: Node<'t>, scope: usize, depth: usize) -> Option<Buffer<'t>> {
         if depth > ARCHIVE_DEPTH {
             return None;
         }
@@ -65,6 +74,14 @@ impl<'t> Analyzer<'t> {
                     _ => None,
                 })
             }
+            // `self._zip`, made in `__init__`.
+            K::Attribute => {
+                let attr = self.self_attribute(obj)?;
+                self.attr_stores
+                    .get(attr)?
+                    .iter()
+                    .find_map(|&(v, s)| self.archive_buffer(v, s, depth + 1))
+            }
             K::Call => {
                 let q = self.callee(obj, scope)?;
                 if !ARCHIVE_WRITERS.contains(&&*q) {
@@ -78,9 +95,24 @@ impl<'t> Analyzer<'t> {
                 let file = kwarg(kw, "fileobj")
                     .or_else(|| kwarg(kw, "file"))
                     .or_else(|| pos.first().copied())?;
-                (writes && file.kind() == K::Identifier).then(|| self.text(file))
+                if !writes {
+                    return None;
+                }
+                match file.kind() {
+                    K::Identifier => Some(Buffer::Name(self.text(file))),
+                    K::Attribute => self.self_attribute(file).map(Buffer::Attribute),
+                    _ => None,
+                }
             }
             _ => None,
         }
+    }
+
+    /// `attr` of `self.attr`.
+    fn self_attribute(&self, n: Node<'t>) -> Option<&'t str> {
+        let obj = n.child(F::Object)?;
+        (obj.kind() == K::Identifier && self.text(obj) == "self")
+            .then(|| n.child(F::Attribute).map(|a| self.text(a)))
+            .flatten()
     }
 }

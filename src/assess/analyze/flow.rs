@@ -419,6 +419,20 @@ impl<'t> Analyzer<'t> {
             }
         } else {
             self.file_read(pos.first().copied(), scope, call, acc);
+            // `add(folder)` packs what the script copied into the folder.
+            if let Some(dir) = pos.first().filter(|_| !self.file_store.is_empty()) {
+                let dirs = self.path_values(*dir, scope);
+                for (stored, t) in &self.file_store {
+                    let inside = |d: &String| {
+                        stored.len() > d.len()
+                            && stored.starts_with(d.as_str())
+                            && stored.as_bytes()[d.len()] == b'/'
+                    };
+                    if dirs.iter().any(inside) {
+                        acc.merge(t);
+                    }
+                }
+            }
         }
     }
 
@@ -499,6 +513,15 @@ impl<'t> Analyzer<'t> {
                 .unwrap_or_default()
             {
                 self.tv(v, s, depth, acc);
+            }
+            // What was packed into an archive written into the attribute.
+            for &(s, call) in self
+                .archive_attr_members
+                .get(attr)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv_member(call, s, depth, acc);
             }
             return;
         }

@@ -402,6 +402,8 @@ struct Analyzer<'t> {
     /// Members put into archives written into a named buffer (see
     /// [`archive`]): the buffer's name, the member call and its scope.
     archive_members: NameMap<'t, Vec<(usize, Node<'t>)>>,
+    /// The same for buffers kept on `self`, by attribute name.
+    archive_attr_members: NameMap<'t, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: NameMap<'t, Vec<(Node<'t>, usize)>>,
     /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
@@ -464,6 +466,7 @@ impl<'t> Analyzer<'t> {
             last_pos: 0,
             mutations: NameMap::default(),
             archive_members: NameMap::default(),
+            archive_attr_members: NameMap::default(),
             attr_stores: NameMap::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),

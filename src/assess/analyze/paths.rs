@@ -333,9 +333,34 @@ impl<'t> Analyzer<'t> {
             (Some("builtins.enumerate" | "builtins.zip"), _) => Vec::new(),
             // The characters of a string are no paths of their own.
             (_, Part::Each(_)) if of.kind() == K::String => vec!["*".into()],
+            (None, Part::Each(Some(1))) if self.method_name(of) == Some("items") => {
+                self.dict_value_paths(of, scope, depth)
+            }
             (_, Part::Each(_)) => self.pv(of, scope, depth),
             _ => Vec::new(),
         }
+    }
+
+    /// The values of the literal dict whose `items()` a loop unpacks
+    /// (`for tag, src in SOURCES.items()`).
+    fn dict_value_paths(&self, items: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let Some(obj) = items.child(F::Function).and_then(|f| f.child(F::Object)) else {
+            return Vec::new();
+        };
+        let (dict, s) = match obj.kind() {
+            K::Identifier => match self.lookup(self.text(obj), scope, obj.start_byte()) {
+                Some([Bind::Expr(v, s)]) => (v, s),
+                _ => return Vec::new(),
+            },
+            _ => (obj, scope),
+        };
+        if dict.kind() != K::Dictionary {
+            return Vec::new();
+        }
+        dict.children()
+            .filter_map(|pair| pair.child(F::Value))
+            .flat_map(|v| self.pv(v, s, depth))
+            .collect()
     }
 
     fn first_arg_paths(
