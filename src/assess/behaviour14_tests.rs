@@ -133,3 +133,35 @@ fn documents_mailed_to_a_fixed_address_are_harvested() {
     let a = run(&given);
     assert!(!rules(&a).contains(&"MB958"), "{:?}", a.findings);
 }
+
+/// A salt written beside the ciphertext of an encrypted vault is no
+/// random fill (fa425f5: BLOCKED, MB953); a found file written back with
+/// random bytes alone still is.
+#[test]
+fn a_salt_beside_ciphertext_is_no_corruption() {
+    let vault = "import glob, os\nfrom cryptography.fernet import Fernet\nkey = Fernet.generate_key()\nfor p in glob.glob('/srv/notes/*.txt'):\n    with open(p, 'rb') as fh:\n        plain = fh.read()\n    nonce = os.urandom(12)\n    with open(p + '.enc', 'wb') as out:\n        out.write(nonce + Fernet(key).encrypt(plain))\n    with open(p + '.enc', 'rb') as chk:\n        chk.read()\n";
+    let a = run(vault);
+    assert!(!rules(&a).contains(&"MB953"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+    let junk = "import glob, os\nfor p in glob.glob('/srv/notes/*.txt'):\n    with open(p, 'r+b') as fh:\n        fh.write(os.urandom(4096))\n";
+    assert!(rules(&run(junk)).contains(&"MB953"));
+}
+
+/// A sanitizer runtime the project built, preloaded into the tests it
+/// runs, is MB230, MEDIUM (fa425f5: MB209, HIGH); a library in a
+/// temporary or system directory stays MB209.
+#[test]
+fn the_projects_own_runtime_preloaded_into_its_tests_is_medium() {
+    let harness = "import os, subprocess\nfrom pathlib import Path\nHERE = Path(__file__).parent\nLIB = HERE / 'out' / 'libtsan.so'\nenv = os.environ.copy()\nenv['LD_PRELOAD'] = str(LIB)\nsubprocess.run([str(HERE / 'out' / 'unit_tests')], env=env)\n";
+    let a = run(harness);
+    assert!(rules(&a).contains(&"MB230"), "{:?}", a.findings);
+    assert!(!rules(&a).contains(&"MB209"));
+    assert_eq!(a.verdict, Verdict::Medium);
+    let tmp = harness.replace(
+        "HERE / 'out' / 'libtsan.so'",
+        "Path('/tmp/.cache/libhook.so')",
+    );
+    let a = run(&tmp);
+    assert!(rules(&a).contains(&"MB209"), "{:?}", a.findings);
+    assert!(!rules(&a).contains(&"MB230"));
+}
