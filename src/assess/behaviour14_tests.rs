@@ -165,3 +165,22 @@ fn the_projects_own_runtime_preloaded_into_its_tests_is_medium() {
     assert!(rules(&a).contains(&"MB209"), "{:?}", a.findings);
     assert!(!rules(&a).contains(&"MB230"));
 }
+
+/// A group change shown, confirmed and run through sudo by a setup script
+/// that names nothing remote is MB231, MEDIUM (fa425f5: MB204 and MB208,
+/// HIGH); the same command run without asking stays HIGH.
+#[test]
+fn an_administration_command_run_through_sudo_after_asking_is_medium() {
+    let setup = "import getpass, subprocess\ndef grant(user):\n    cmd = ['usermod', '-aG', 'video', user]\n    print('about to run: sudo ' + ' '.join(cmd))\n    if input('continue? [y/N] ') != 'y':\n        return\n    subprocess.check_call(['sudo'] + cmd)\ngrant(getpass.getuser())\n";
+    let a = run(setup);
+    assert!(rules(&a).contains(&"MB231"), "{:?}", a.findings);
+    assert!(!rules(&a).contains(&"MB204"));
+    assert_eq!(a.verdict, Verdict::Medium);
+    let unasked = setup.replace(
+        "    if input('continue? [y/N] ') != 'y':\n        return\n",
+        "",
+    );
+    let a = run(&unasked);
+    assert!(rules(&a).contains(&"MB204"), "{:?}", a.findings);
+    assert!(a.verdict >= Verdict::High);
+}

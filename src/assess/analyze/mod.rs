@@ -196,6 +196,7 @@ fn analyze_text(
     a.index_writes();
     a.check_calls();
     a.consented_system_writes();
+    a.confirmed_sudo_commands();
     a.check_gadgets();
     a.check_recon();
     a.check_patched();
