@@ -640,6 +640,14 @@ impl<'t> Analyzer<'t> {
     /// positional arguments, joined as path components (one value per call).
     fn splat_parts(&self, a: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
         let name = a.nth_child(0).filter(|_| a.kind() == K::ListSplat)?;
+        // `*rel.split("/")`: the parts joined back are `rel` itself.
+        if name.kind() == K::Call && self.method_name(name) == Some("split") {
+            let sep = self.args(name).0.first().copied()?;
+            let slash = self.fold(sep, scope, depth + 1).is_some_and(|s| s == "/")
+                || self.resolve(sep, scope, depth + 1).as_deref() == Some("os.sep");
+            let obj = name.child(F::Function).and_then(|f| f.child(F::Object))?;
+            return slash.then(|| self.pv(obj, scope, depth + 1));
+        }
         let binds = self.lookup(self.text(name), scope, name.start_byte())?;
         let [Bind::Param { param, func, index }] = binds else {
             return None;
