@@ -34,6 +34,8 @@ mod behaviour12_tests;
 #[cfg(test)]
 mod behaviour13_tests;
 #[cfg(test)]
+mod behaviour14_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

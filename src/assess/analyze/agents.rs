@@ -169,7 +169,7 @@ pub(super) fn remote_code(t: &str) -> bool {
 }
 
 /// The host of the first http(s) URL in `t`.
-fn url_host(t: &str) -> Option<&str> {
+pub(super) fn url_host(t: &str) -> Option<&str> {
     let at = t
         .find("http://")
         .map(|i| i + 7)

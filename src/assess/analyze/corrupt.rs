@@ -132,7 +132,10 @@ impl<'t> Analyzer<'t> {
     /// What makes written data junk: random bytes or values, one byte
     /// repeated, or random values stored into the rows its function writes.
     fn junk(&self, data: Node<'t>, scope: usize) -> Option<String> {
-        if let Some(at) = self.taint(data, scope).get(Source::Random) {
+        let t = self.taint(data, scope);
+        // Random bytes beside ciphertext are a salt or a nonce: encryption
+        // output, which the ransomware check judges, not a random fill.
+        if let Some(at) = t.get(Source::Random).filter(|_| !t.has(Source::Scrambled)) {
             return Some(format!("random data (`{}`)", shorten(self.text(at))));
         }
         let fill = self.bound_value(data, scope, |v| {

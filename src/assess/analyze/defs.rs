@@ -74,6 +74,7 @@ impl<'t> Analyzer<'t> {
                     && v.children().any(|p| p.child(F::Value).is_some_and(|x| x.kind() == K::Identifier)))
             })
         });
+        self.has_tables = tables;
         let sites: Vec<(Node<'t>, usize, bool)> = self
             .calls
             .iter()
@@ -212,7 +213,7 @@ impl<'t> Analyzer<'t> {
     /// `TABLE[k](..)`, `TABLE.get(k)(..)`, or a name bound to either, where
     /// `TABLE` is a dict literal of the script's functions (a bot's or an
     /// agent's command table: the argument reaches each handler).
-    fn dispatched(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+    pub(super) fn dispatched(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
         let (mut pick, mut s) = (func, scope);
         if func.kind() == K::Identifier {
             let Some(Bind::Expr(v, vs)) = self

@@ -29,6 +29,10 @@ const SEND_METHODS: &[&str] = &[
     "urlopen",
     "storbinary",
     "storlines",
+    // Object storage clients (boto3, and the S3-compatible ones that
+    // copy its API): the object's body leaves.
+    "upload_fileobj",
+    "put_object",
 ];
 
 /// Calls that resolve a host name.

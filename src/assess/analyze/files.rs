@@ -251,6 +251,38 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// A command run through sudo (MB204, with the MB208 its command
+    /// earns) from a function that first asks the user, in a script of the
+    /// user's own setup whose literals name nothing remote: the change is
+    /// shown and confirmed, and sudo asks for the password again (MB231).
+    /// Persistence, privilege gains and the like at the same call are
+    /// judged on their own and stay.
+    pub(super) fn confirmed_sudo_commands(&mut self) {
+        if !self.findings.iter().any(|f| f.rule == "MB204")
+            || !self.own_setup_script()
+            || self.names_remote_literal()
+        {
+            return;
+        }
+        let mut asked = Vec::new();
+        for f in self.findings.iter().filter(|f| f.rule == "MB204") {
+            let call = self
+                .calls
+                .iter()
+                .find(|c| super::pos(c.node) == (f.row, f.col))
+                .map(|c| c.node);
+            if call.is_some_and(|c| self.asked_before(c)) {
+                asked.push((f.row, f.col));
+            }
+        }
+        for f in self.findings.iter_mut() {
+            if matches!(f.rule, "MB204" | "MB208") && asked.contains(&(f.row, f.col)) {
+                f.rule = "MB231";
+                f.detail.push_str(": after asking the user");
+            }
+        }
+    }
+
     /// Destruction, persistence, disks, then the system paths; true when
     /// a finding was made.
     pub(super) fn judge_path(&mut self, p: &str, op: &str, node: Node<'t>) -> bool {

@@ -395,6 +395,45 @@ impl<'t> Analyzer<'t> {
                 self.tv(v, s, depth, acc);
             }
         }
+        // What was packed into an archive written into the value.
+        for &(s, call) in self
+            .archive_members
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let current = span.contains(&call.start_byte());
+            if current && (self.encloses(s, scope) || self.encloses(scope, s)) {
+                self.tv_member(call, s, depth, acc);
+            }
+        }
+    }
+
+    /// An archive member: `writestr(name, data)` carries its data, `write`
+    /// and `add` the contents of the file they are given.
+    fn tv_member(&self, call: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        let pos = self.args(call).0;
+        if self.method_name(call) == Some("writestr") {
+            if let Some(data) = pos.get(1) {
+                self.tv(*data, scope, depth, acc);
+            }
+        } else {
+            self.file_read(pos.first().copied(), scope, call, acc);
+            // `add(folder)` packs what the script copied into the folder.
+            if let Some(dir) = pos.first().filter(|_| !self.file_store.is_empty()) {
+                let dirs = self.path_values(*dir, scope);
+                for (stored, t) in &self.file_store {
+                    let inside = |d: &String| {
+                        stored.len() > d.len()
+                            && stored.starts_with(d.as_str())
+                            && stored.as_bytes()[d.len()] == b'/'
+                    };
+                    if dirs.iter().any(inside) {
+                        acc.merge(t);
+                    }
+                }
+            }
+        }
     }
 
     /// [`Self::resolve`] for names and attribute chains that start at a
@@ -475,6 +514,15 @@ impl<'t> Analyzer<'t> {
             {
                 self.tv(v, s, depth, acc);
             }
+            // What was packed into an archive written into the attribute.
+            for &(s, call) in self
+                .archive_attr_members
+                .get(attr)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv_member(call, s, depth, acc);
+            }
             return;
         }
         self.tv(obj, scope, depth, acc);
@@ -513,6 +561,24 @@ impl<'t> Analyzer<'t> {
         }
         if self.run_for_its_value(n, func, scope, depth, acc) {
             return;
+        }
+        // A function picked from a table of the script's own (`ask =
+        // ASKERS.get(os_name); ask()`) returns what any of them returns.
+        if self.has_tables && func.kind() == K::Identifier {
+            let picked = self.dispatched(func, scope);
+            for def_scope in &picked {
+                for &v in self
+                    .returns
+                    .get(def_scope)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                {
+                    self.tv(v, *def_scope, depth, acc);
+                }
+            }
+            if !picked.is_empty() {
+                return;
+            }
         }
         if func.kind() == K::Attribute {
             if self.fixed_table_get(n, func, scope) {
@@ -675,7 +741,7 @@ impl<'t> Analyzer<'t> {
             }
             "subprocess" | "os" | "asyncio" | "commands" | "popen2"
                 if (SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q))
-                    && self.runs_secret_dump(n, scope) =>
+                    && (self.runs_secret_dump(n, scope) || self.runs_password_dialog(n, scope)) =>
             {
                 acc.add(Source::Secret, n);
             }
@@ -712,6 +778,38 @@ impl<'t> Analyzer<'t> {
         };
         self.budget.set(self.budget.get().min(saved));
         text.is_some_and(|t| super::command::prints_secrets(&t.to_ascii_lowercase()))
+    }
+
+    /// Does the process call `n` show a password dialog (`zenity
+    /// --password`, `kdialog --password`, an AppleScript dialog with a
+    /// hidden answer)? What it prints is the password typed: secret data.
+    fn runs_password_dialog(&self, n: Node<'t>, scope: usize) -> bool {
+        let Some(cmd) = self.args(n).0.first().copied() else {
+            return false;
+        };
+        let named = |w: &str| memchr::memmem::find(self.text(n).as_bytes(), w.as_bytes()).is_some();
+        if !named("osascript") && !named("zenity") && !named("kdialog") {
+            return false;
+        }
+        let saved = self.budget.get();
+        // A word that does not fold is read as written, or as the value
+        // its name is bound to (a dialog script formatted with `%`).
+        let as_written = |w: Node<'t>| match self.lookup(self.text(w), scope, w.start_byte()) {
+            Some([Bind::Expr(v, _)]) if w.kind() == K::Identifier => self.text(v).to_string(),
+            _ => self.text(w).to_string(),
+        };
+        let words: Vec<String> = if cmd.kind().is_sequence() {
+            cmd.children()
+                .map(|w| self.fold(w, scope, 0).unwrap_or_else(|| as_written(w)))
+                .collect()
+        } else {
+            self.fold(cmd, scope, 0).into_iter().collect()
+        };
+        self.budget.set(self.budget.get().min(saved));
+        let line = words.join(" ").to_ascii_lowercase();
+        (line.contains("osascript") && line.contains("hidden answer"))
+            || ((line.contains("zenity") || line.contains("kdialog"))
+                && line.contains("--password"))
     }
 
     /// Does the decoder call `n` decode a long literal of the script's own,

@@ -120,7 +120,7 @@ impl<'t> Analyzer<'t> {
         })
     }
 
-    /// The first literal that is a URL or an IPv4 address, read backwards
+    /// The first literal that is a URL, an IPv4 or a mail address, read backwards
     /// when the script reverses it (`reversed(..)`, `[::-1]`).
     fn named_peer(&self) -> Option<String> {
         let lowered = self.lowered();
@@ -159,8 +159,12 @@ fn is_personal(path: &str) -> bool {
     first.is_empty() || PERSONAL_DIRS.contains(&first.to_ascii_lowercase().as_str())
 }
 
-/// A URL of a transfer scheme, or a dotted IPv4 address.
+/// A URL of a transfer scheme, a dotted IPv4 address, or a mail address
+/// (documents mailed to a fixed recipient leave just the same).
 fn is_peer(v: &str) -> bool {
+    if is_mail_address(v) {
+        return true;
+    }
     const SCHEMES: &[&str] = &["http://", "https://", "ftp://", "ftps://", "sftp://"];
     let lower = v.to_ascii_lowercase();
     if SCHEMES
@@ -176,6 +180,19 @@ fn is_peer(v: &str) -> bool {
             .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// `local@domain.tld`: one `@`, a dotted domain, no spaces.
+pub(super) fn is_mail_address(v: &str) -> bool {
+    let Some((local, domain)) = v.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !v.contains(char::is_whitespace)
+        && !domain.contains(['@', '/', ':'])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +203,9 @@ mod tests {
         assert!(is_peer("https://x.example/u"));
         assert!(!is_peer("1.2.3"));
         assert!(!is_peer("https://"));
+        assert!(is_peer("drop@mail.example"));
+        assert!(!is_peer("@decorator"));
+        assert!(!is_peer("user@host"));
         assert!(is_personal("~"));
         assert!(is_personal("~/Documents/**"));
         assert!(!is_personal("~/.cache/pip"));

@@ -35,6 +35,7 @@ use super::syntax::{self, Field as F, Kind as K, Node, Op};
 
 mod abuse;
 mod agents;
+mod archive;
 mod args;
 mod bridge;
 mod browser;
@@ -62,6 +63,7 @@ mod fold;
 mod gadget;
 mod harness;
 mod harvest;
+mod hidden;
 mod hooks;
 mod host;
 mod io;
@@ -190,14 +192,17 @@ fn analyze_text(
         }
     }
     a.index_callers();
+    a.index_archives();
     a.index_writes();
     a.check_calls();
     a.consented_system_writes();
+    a.confirmed_sudo_commands();
     a.check_gadgets();
     a.check_recon();
     a.check_patched();
     a.check_supply_chain();
     a.check_sends();
+    a.check_hidden_destination();
     a.check_configs();
     a.check_planted_code();
     a.check_corruption();
@@ -395,6 +400,11 @@ struct Analyzer<'t> {
     /// Values put into a name without rebinding it (`x += v`, `x[k] = v`,
     /// `x.append(v)`): the scope of the statement and the value or call.
     mutations: NameMap<'t, Vec<(usize, Node<'t>)>>,
+    /// Members put into archives written into a named buffer (see
+    /// [`archive`]): the buffer's name, the member call and its scope.
+    archive_members: NameMap<'t, Vec<(usize, Node<'t>)>>,
+    /// The same for buffers kept on `self`, by attribute name.
+    archive_attr_members: NameMap<'t, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: NameMap<'t, Vec<(Node<'t>, usize)>>,
     /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
@@ -422,6 +432,8 @@ struct Analyzer<'t> {
     route_decorator: bool,
     /// Loops that never end by their condition, with their scopes.
     endless_loops: Vec<(Node<'t>, usize)>,
+    /// A dict literal holds names (a dispatch table may be called).
+    has_tables: bool,
 }
 
 impl<'t> Analyzer<'t> {
@@ -456,6 +468,8 @@ impl<'t> Analyzer<'t> {
             nesting,
             last_pos: 0,
             mutations: NameMap::default(),
+            archive_members: NameMap::default(),
+            archive_attr_members: NameMap::default(),
             attr_stores: NameMap::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),
@@ -467,6 +481,7 @@ impl<'t> Analyzer<'t> {
             taint_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),
+            has_tables: false,
             route_decorator: false,
         }
     }

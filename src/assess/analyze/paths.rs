@@ -333,9 +333,34 @@ impl<'t> Analyzer<'t> {
             (Some("builtins.enumerate" | "builtins.zip"), _) => Vec::new(),
             // The characters of a string are no paths of their own.
             (_, Part::Each(_)) if of.kind() == K::String => vec!["*".into()],
+            (None, Part::Each(Some(1))) if self.method_name(of) == Some("items") => {
+                self.dict_value_paths(of, scope, depth)
+            }
             (_, Part::Each(_)) => self.pv(of, scope, depth),
             _ => Vec::new(),
         }
+    }
+
+    /// The values of the literal dict whose `items()` a loop unpacks
+    /// (`for tag, src in SOURCES.items()`).
+    fn dict_value_paths(&self, items: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+        let Some(obj) = items.child(F::Function).and_then(|f| f.child(F::Object)) else {
+            return Vec::new();
+        };
+        let (dict, s) = match obj.kind() {
+            K::Identifier => match self.lookup(self.text(obj), scope, obj.start_byte()) {
+                Some([Bind::Expr(v, s)]) => (v, s),
+                _ => return Vec::new(),
+            },
+            _ => (obj, scope),
+        };
+        if dict.kind() != K::Dictionary {
+            return Vec::new();
+        }
+        dict.children()
+            .filter_map(|pair| pair.child(F::Value))
+            .flat_map(|v| self.pv(v, s, depth))
+            .collect()
     }
 
     fn first_arg_paths(
@@ -615,6 +640,14 @@ impl<'t> Analyzer<'t> {
     /// positional arguments, joined as path components (one value per call).
     fn splat_parts(&self, a: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
         let name = a.nth_child(0).filter(|_| a.kind() == K::ListSplat)?;
+        // `*rel.split("/")`: the parts joined back are `rel` itself.
+        if name.kind() == K::Call && self.method_name(name) == Some("split") {
+            let sep = self.args(name).0.first().copied()?;
+            let slash = self.fold(sep, scope, depth + 1).is_some_and(|s| s == "/")
+                || self.resolve(sep, scope, depth + 1).as_deref() == Some("os.sep");
+            let obj = name.child(F::Function).and_then(|f| f.child(F::Object))?;
+            return slash.then(|| self.pv(obj, scope, depth + 1));
+        }
         let binds = self.lookup(self.text(name), scope, name.start_byte())?;
         let [Bind::Param { param, func, index }] = binds else {
             return None;

@@ -65,7 +65,17 @@ impl<'t> Analyzer<'t> {
             self.add("MB905", node, format!("{:?}", shorten(v)));
         }
         if found & PRELOAD != 0 {
-            self.add("MB209", node, format!("{:?}", shorten(v)));
+            match self.own_build_preloaded(node) {
+                Some(lib) => self.add(
+                    "MB230",
+                    node,
+                    format!(
+                        "{:?} set to {lib}, a library of the project beside the script",
+                        shorten(v)
+                    ),
+                ),
+                None => self.add("MB209", node, format!("{:?}", shorten(v))),
+            }
         }
         if v.starts_with("#!") {
             // A script kept in a string is written somewhere to be run:
@@ -88,6 +98,26 @@ impl<'t> Analyzer<'t> {
         {
             self.facts.shell_spawn.get_or_insert(pos(node));
         }
+    }
+
+    /// `env["LD_PRELOAD"] = lib` where every path `lib` can be is relative
+    /// to the script's own project (a sanitizer runtime it built for the
+    /// children it starts): the library, else `None`. A system path, a
+    /// home, a temporary directory or `/etc/ld.so.preload` stay MB209.
+    fn own_build_preloaded(&self, key: Node<'t>) -> Option<String> {
+        let target = key.parent().filter(|p| p.kind() == K::Subscript)?;
+        let &(_, value, scope) = self.assigned.iter().find(|(t, _, _)| *t == target)?;
+        self.reset_budget();
+        let paths = self.paths(value, scope);
+        let relative = |p: &String| {
+            (p.starts_with("./") || !p.starts_with(['/', '~', '<', '*', '$', '.']))
+                && !p.is_empty()
+                && !p.contains("..")
+        };
+        // A library the script downloaded or unpacked is a payload.
+        let fetched = |p: &String| self.downloads.iter().any(|d| &d.path == p);
+        let inside = !paths.is_empty() && paths.iter().all(|p| relative(p) && !fetched(p));
+        inside.then(|| paths[0].clone())
     }
 
     /// The Docker socket named, and the parts of a container spec that give

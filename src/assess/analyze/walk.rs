@@ -472,6 +472,7 @@ impl<'t> Analyzer<'t> {
                 | "websocket"
                 | "websockets"
                 | "paramiko"
+                | "boto3"
         ) {
             self.facts.net_import = true;
         }

@@ -1,0 +1,180 @@
+//! File contents sent to a destination the script hides (MB960): a send
+//! carries the contents of files (read directly, or packed into an archive
+//! first: see [`super::archive`]) to a URL whose host appears in none of
+//! the script's literals as written: it is only there once decoded
+//! (base64, hex, rot13), reversed or built from character codes. Uploaders
+//! name where they upload; a script that hides where the user's files go
+//! does not want the reader to know.
+
+use super::calls::{arg_values, kwarg};
+use super::exfil::SendKind;
+use super::flow::Source;
+use super::literal::shorten;
+use super::{Analyzer, Bind, Node, F, K};
+
+/// Levels of names, parameters and requests followed to a send's URL.
+const DESTINATION_DEPTH: usize = 4;
+
+impl<'t> Analyzer<'t> {
+    /// MB960 over the sends (run after `check_sends`, which keeps them).
+    pub(super) fn check_hidden_destination(&mut self) {
+        let mut found = Vec::new();
+        for s in &self.sends {
+            if s.kind == SendKind::Command {
+                continue;
+            }
+            let hidden = self
+                .hidden_host(s.node, s.scope)
+                .or_else(|| self.hidden_recipient(s.node, s.scope));
+            let Some(host) = hidden else {
+                continue;
+            };
+            let (pos, kw) = self.args(s.node);
+            let carried = arg_values(pos, kw).find_map(|a| {
+                let t = self.taint(a, s.scope);
+                t.get(Source::FileData)
+            });
+            if let Some(read) = carried {
+                // One finding says it; the request and the call opening
+                // it are both sends.
+                found.push((s.node, host, read));
+                break;
+            }
+        }
+        for (send, host, read) in found {
+            let detail = format!(
+                "file contents read by `{}` (line {}) are sent by `{}` to {host}, \
+                 which the script spells out only once decoded",
+                shorten(self.text(read)),
+                read.start_position().row + 1,
+                shorten(self.text(send)),
+            );
+            self.add("MB960", send, detail);
+        }
+    }
+
+    /// The host a send goes to, when no literal of the script names it.
+    fn hidden_host(&self, send: Node<'t>, scope: usize) -> Option<String> {
+        let (pos, kw) = self.args(send);
+        let arg = pos.first().copied().or_else(|| kwarg(kw, "url"))?;
+        let mut urls = Vec::new();
+        self.destinations(arg, scope, 0, &mut urls);
+        let lowered = self.lowered();
+        urls.into_iter().find_map(|(url, s)| {
+            self.reset_budget();
+            let url = self.fold(url, s, 0)?.to_ascii_lowercase();
+            let host = super::agents::url_host(&url)?.to_string();
+            let written = lowered.texts.iter().any(|(_, v)| v.contains(host.as_str()));
+            (!written).then_some(host)
+        })
+    }
+
+    /// The recipient of mail sent (`sendmail`'s addresses, the values put
+    /// into the message `send_message` sends), when its domain appears in
+    /// no literal of the script.
+    fn hidden_recipient(&self, send: Node<'t>, scope: usize) -> Option<String> {
+        let (pos, kw) = self.args(send);
+        let mut values = Vec::new();
+        match self.method_name(send)? {
+            "sendmail" => values.extend(pos.get(1).map(|a| (*a, scope))),
+            "send_message" => {
+                values.extend(kwarg(kw, "to_addrs").map(|a| (a, scope)));
+                if let Some(msg) = pos.first() {
+                    self.message_values(*msg, scope, 0, &mut values);
+                }
+            }
+            _ => return None,
+        }
+        let lowered = self.lowered();
+        values.into_iter().find_map(|(v, s)| {
+            self.reset_budget();
+            let address = self.fold(v, s, 0)?.to_ascii_lowercase();
+            if !super::harvest::is_mail_address(&address) {
+                return None;
+            }
+            let domain = address.split_once('@')?.1;
+            let written = lowered.texts.iter().any(|(_, t)| t.contains(domain));
+            (!written).then_some(address)
+        })
+    }
+
+    /// The values put into a message (`msg["To"] = ..`), through the
+    /// parameters it is passed in.
+    fn message_values(
+        &self,
+        msg: Node<'t>,
+        scope: usize,
+        depth: usize,
+        out: &mut Vec<(Node<'t>, usize)>,
+    ) {
+        if depth > DESTINATION_DEPTH || msg.kind() != K::Identifier {
+            return;
+        }
+        let name = self.text(msg);
+        for &(s, v) in self
+            .mutations
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            if self.encloses(s, scope) || self.encloses(scope, s) {
+                out.push((v, s));
+            }
+        }
+        if let Some([Bind::Param { func, index, .. }]) = self.lookup(name, scope, msg.start_byte())
+        {
+            for (a, s) in self.passed(func, index, name) {
+                self.message_values(a, s, depth + 1, out);
+            }
+        }
+    }
+
+    /// What a send's URL argument may be: through names, the defaults of
+    /// parameters and what callers pass, and a `urllib.request.Request`
+    /// to that request's URL.
+    fn destinations(
+        &self,
+        arg: Node<'t>,
+        scope: usize,
+        depth: usize,
+        out: &mut Vec<(Node<'t>, usize)>,
+    ) {
+        if depth > DESTINATION_DEPTH {
+            return;
+        }
+        let d = depth + 1;
+        match arg.kind() {
+            K::Identifier => match self.lookup(self.text(arg), scope, arg.start_byte()) {
+                Some([Bind::Expr(v, s)]) => self.destinations(v, s, d, out),
+                Some([Bind::Param { param, func, index }]) => {
+                    if let Some(default) = param.child(F::Value) {
+                        self.destinations(default, func, d, out);
+                    }
+                    for (a, s) in self.passed(func, index, self.text(arg)) {
+                        self.destinations(a, s, d, out);
+                    }
+                }
+                _ => out.push((arg, scope)),
+            },
+            K::Call if self.callee(arg, scope).as_deref() == Some("urllib.request.Request") => {
+                let (pos, kw) = self.args(arg);
+                if let Some(url) = pos.first().copied().or_else(|| kwarg(kw, "url")) {
+                    self.destinations(url, scope, d, out);
+                }
+            }
+            _ => out.push((arg, scope)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(
+            super::super::agents::url_host("https://a.example/x"),
+            Some("a.example")
+        );
+        assert_eq!(super::super::agents::url_host("ftp://a"), None);
+    }
+}
