@@ -43,20 +43,21 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The thirteenth (70
-/// scripts of fourteen families: the twelve rule families, and git hooks and
-/// process injection; blind/BATCH13.md), written by someone who saw neither the
-/// rules nor any sample while the thirteenth round was being written, scored
-/// with the assessment of ca13d28, before the thirteenth round: 30 of 42, 24 of
-/// 38, 3 of 28; after it (the merge of round13), whose rules were written on
-/// the twelfth batch's misses and never on this one: 30 of 42, 25 of 38, 3 of
-/// 28. (The twelfth batch was the blind one until the thirteenth round tuned on
-/// it: 26 of 42, 19 of 38, 5 of 28 before and after the twelfth round, 30 of
-/// 42, 24 of 38, 5 of 28 after the thirteenth; it is now part of the held-out
-/// corpus, heldout/BATCH12.md.)
+/// What the blind batch reaches, so that a regression fails. The fourteenth (70
+/// scripts of fourteen families: the twelve rule families, and two no batch had
+/// before, hidden local accounts and sideloaded browser extensions;
+/// blind/BATCH14.md), written by someone who saw neither the rules nor any sample
+/// while the fourteenth round was being written, scored with the assessment of
+/// fa425f5, before the fourteenth round: 35 of 42, 31 of 37, 3 of 28; after it
+/// (the merge of round14), whose rules were written on the thirteenth batch's
+/// misses and never on this one: the same. (The thirteenth batch was the blind one
+/// until the fourteenth round tuned on it: 30 of 42, 24 of 38, 3 of 28 before the
+/// thirteenth round, 30 of 42, 25 of 38, 3 of 28 after it, 32 of 42, 28 of 38, 0
+/// of 28 after the fourteenth; it is now part of the held-out corpus,
+/// heldout/BATCH13.md.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.71,
-    blocked_recall: 0.65,
+    recall: 0.83,
+    blocked_recall: 0.83,
     benign_flagged: 0.11,
 };
 
@@ -67,14 +68,17 @@ const BLIND_FLOOR: Floors = Floors {
 /// deserving BLOCKED (0.927), 3 of 458 benign flagged. With the twelfth batch
 /// and the thirteenth round: 708 of 766 (0.924; the batch brought twelve misses,
 /// the round caught one held-out script and its own five samples), 629 of 689
-/// deserving BLOCKED (0.913), 8 of 490 benign flagged (1.6%): the other two
-/// measures still meet their targets. The floor is what it reaches, so that a
+/// deserving BLOCKED (0.913), 8 of 490 benign flagged (1.6%). With the
+/// thirteenth batch and the fourteenth round: 747 of 808 (0.925; the round caught
+/// seven held-out scripts and two of the batch's, the batch brought ten misses),
+/// 668 of 727 deserving BLOCKED (0.919), 8 of 518 benign flagged (1.5%): the
+/// other two measures still meet their targets. The floor is what it reaches, so that a
 /// regression fails; the distance to the target is stated in
 /// docs/assessment.md ("Corpus and scores") rather than hidden by keeping the
 /// batch out of the corpus.
 const WHOLE_FLOOR: Floors = Floors {
     recall: 0.92,
-    blocked_recall: 0.90,
+    blocked_recall: 0.91,
     benign_flagged: 0.02,
 };
 
@@ -107,7 +111,10 @@ const WHOLE_FLOOR: Floors = Floors {
 /// of 42, 32 of 38, 0 of 28 after it): 314 of 358, 280 of 325, 2 of 228. With
 /// the twelfth batch (heldout/BATCH12.md, blind until the thirteenth round tuned
 /// on its misses; 30 of 42, 24 of 38, 5 of 28 after it): 345 of 400, 305 of
-/// 363, 7 of 256: the twelfth batch's five flagged look-alikes (a shell-history
+/// 363, 7 of 256 (352 of 400, 316 of 363, 7 of 256 after the fourteenth round).
+/// With the thirteenth batch (heldout/BATCH13.md, blind until the fourteenth
+/// round tuned on its misses; 32 of 42, 28 of 38, 0 of 28 after it): 384 of 442,
+/// 344 of 401, 7 of 284: the twelfth batch's five flagged look-alikes (a shell-history
 /// privacy tool, dev hosts entries, a backup cron set-up, a vault folder,
 /// pinned wheels installed) put this part above the 2% target. What it
 /// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
@@ -121,7 +128,7 @@ const WHOLE_FLOOR: Floors = Floors {
 /// docs/assessment.md) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
     recall: 0.86,
-    blocked_recall: 0.84,
+    blocked_recall: 0.85,
     benign_flagged: 0.03,
 };
 
