@@ -562,23 +562,8 @@ impl<'t> Analyzer<'t> {
         if self.run_for_its_value(n, func, scope, depth, acc) {
             return;
         }
-        // A function picked from a table of the script's own (`ask =
-        // ASKERS.get(os_name); ask()`) returns what any of them returns.
-        if self.has_tables && func.kind() == K::Identifier {
-            let picked = self.dispatched(func, scope);
-            for def_scope in &picked {
-                for &v in self
-                    .returns
-                    .get(def_scope)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default()
-                {
-                    self.tv(v, *def_scope, depth, acc);
-                }
-            }
-            if !picked.is_empty() {
-                return;
-            }
+        if self.tv_dispatched(func, scope, depth, acc) {
+            return;
         }
         if func.kind() == K::Attribute {
             if self.fixed_table_get(n, func, scope) {
@@ -594,6 +579,33 @@ impl<'t> Analyzer<'t> {
         if let Some(args) = n.child(F::Arguments) {
             self.tv_children(args, scope, depth, acc);
         }
+    }
+
+    /// A function picked from a table of the script's own (`ask =
+    /// ASKERS.get(os_name); ask()`) returns what any of them returns; false
+    /// when `func` is no such pick.
+    fn tv_dispatched(
+        &self,
+        func: Node<'t>,
+        scope: usize,
+        depth: usize,
+        acc: &mut Taint<'t>,
+    ) -> bool {
+        if !self.has_tables || func.kind() != K::Identifier {
+            return false;
+        }
+        let picked = self.dispatched(func, scope);
+        for def_scope in &picked {
+            for &v in self
+                .returns
+                .get(def_scope)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv(v, *def_scope, depth, acc);
+            }
+        }
+        !picked.is_empty()
     }
 
     /// `await loop.run_in_executor(None, f, a)` and `asyncio.to_thread(f,

@@ -65,17 +65,7 @@ impl<'t> Analyzer<'t> {
             self.add("MB905", node, format!("{:?}", shorten(v)));
         }
         if found & PRELOAD != 0 {
-            match self.own_build_preloaded(node) {
-                Some(lib) => self.add(
-                    "MB230",
-                    node,
-                    format!(
-                        "{:?} set to {lib}, a library of the project beside the script",
-                        shorten(v)
-                    ),
-                ),
-                None => self.add("MB209", node, format!("{:?}", shorten(v))),
-            }
+            self.check_preload(v, node);
         }
         if v.starts_with("#!") {
             // A script kept in a string is written somewhere to be run:
@@ -97,6 +87,21 @@ impl<'t> Analyzer<'t> {
             && matches!(base, "sh" | "bash" | "zsh" | "dash" | "ksh")
         {
             self.facts.shell_spawn.get_or_insert(pos(node));
+        }
+    }
+
+    /// A preload variable named: MB230 for the project's own library, else MB209.
+    fn check_preload(&mut self, v: &str, node: Node<'t>) {
+        match self.own_build_preloaded(node) {
+            Some(lib) => self.add(
+                "MB230",
+                node,
+                format!(
+                    "{:?} set to {lib}, a library of the project beside the script",
+                    shorten(v)
+                ),
+            ),
+            None => self.add("MB209", node, format!("{:?}", shorten(v))),
         }
     }
 
