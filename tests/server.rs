@@ -555,13 +555,28 @@ fn limits_follow_the_host_and_a_full_queue_is_busy_at_once() {
     assert_eq!(r["exit_code"], 0, "{r}");
 }
 
-/// The number after `key` in the server's log (e.g. `spawner: pid `).
-fn logged_pid(log: &str, key: &str) -> Option<i32> {
-    let rest = &log[log.rfind(key)? + key.len()..];
-    rest.split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+/// The number after `key` in the server's log (e.g. `spawner: pid `), once it
+/// is there (within `secs`).
+fn logged_pid(s: &Server, key: &str, secs: u64) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        let log = s.log();
+        let found = log.rfind(key).and_then(|at| {
+            let rest = &log[at + key.len()..];
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        });
+        if let Some(p) = found {
+            return p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "no {key:?}: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A server whose spawner is killed forks a new one (through its nursery) within a
@@ -572,15 +587,8 @@ fn logged_pid(log: &str, key: &str) -> Option<i32> {
 fn a_killed_spawner_is_replaced_and_the_server_keeps_serving() {
     // No warm pool: each run is cloned when it comes, by the spawner of that moment.
     let s = Server::start(&[("warm_levels", "[]")]);
-    let t0 = Instant::now();
-    let old = loop {
-        // Logged once the pools are made, after the socket is bound.
-        if let Some(p) = logged_pid(&s.log(), "spawner: pid ") {
-            break p;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "{}", s.log());
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    // Logged once the pools are made, after the socket is bound.
+    let old = logged_pid(&s, "spawner: pid ", 30);
     assert_eq!(served(&s, "print(1)").stdout, "1\n");
     std::thread::sleep(Duration::from_millis(1500));
     assert!(!s.log().contains("a new one"), "{}", s.log());
@@ -589,14 +597,7 @@ fn a_killed_spawner_is_replaced_and_the_server_keeps_serving() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let t0 = Instant::now();
-    let new = loop {
-        if let Some(p) = logged_pid(&s.log(), "a new one (pid ") {
-            break p;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "{}", s.log());
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let new = logged_pid(&s, "a new one (pid ", 10);
     assert!(
         s.log().contains(&format!("the spawner (pid {old}) ended")),
         "{}",

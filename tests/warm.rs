@@ -258,13 +258,17 @@ fn voluntary_switches(pid: nix::unistd::Pid) -> u64 {
 /// (it has just been forked): each sandbox it clones wakes it.
 fn asleep_spawner() -> (std::sync::Arc<maibox::warm::Spawner>, u64) {
     let spawner = std::sync::Arc::new(maibox::warm::Spawner::start().unwrap());
-    let sp = spawner.pid();
+    let before = switches_once_asleep(spawner.pid());
+    (spawner, before)
+}
+
+/// A spawner's count of voluntary switches once it sleeps on its socket.
+fn switches_once_asleep(sp: nix::unistd::Pid) -> u64 {
     while !common::status_field(sp.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(50));
-    let before = voluntary_switches(sp);
-    (spawner, before)
+    voluntary_switches(sp)
 }
 
 /// A server's spawner process clones its warm sandboxes: it does the work (it wakes
@@ -338,11 +342,7 @@ fn a_spawner_that_ends_is_replaced_by_another() {
         !std::path::Path::new(&format!("/proc/{old}")).exists(),
         "not reaped"
     );
-    while !common::status_field(new.as_raw(), "State").is_some_and(|s| s.starts_with('S')) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    let before = voluntary_switches(new);
+    let before = switches_once_asleep(new);
     let code = "print(6 * 7)\n";
     let s = sandbox().spawner(std::sync::Arc::clone(&spawner));
     let run = s.run_code(code).unwrap();

@@ -384,14 +384,8 @@ impl<'t> Analyzer<'t> {
             }
         }
         // What was put into the value while this binding held it.
-        for &(s, v) in self
-            .mutations
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            let current = span.contains(&v.start_byte());
-            if current && (self.encloses(s, scope) || self.encloses(scope, s)) {
+        for (s, v) in self.mutations_near(name, scope) {
+            if span.contains(&v.start_byte()) {
                 self.tv(v, s, depth, acc);
             }
         }
@@ -475,6 +469,23 @@ impl<'t> Analyzer<'t> {
         self.tv(v, scope, depth, &mut t);
         self.taint_memo.borrow_mut().insert(v.id(), t);
         acc.merge(&t);
+    }
+
+    /// What `name` had put into it without being rebound (`found.append(p)`,
+    /// `found += [...]`, `d[k] = v`), in a scope that `scope` is in or that
+    /// is in `scope`: (the mutation's scope, the value put).
+    pub(super) fn mutations_near(
+        &self,
+        name: &str,
+        scope: usize,
+    ) -> impl Iterator<Item = (usize, Node<'t>)> + '_ {
+        self.mutations
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(move |&(s, _)| self.encloses(s, scope) || self.encloses(scope, s))
     }
 
     /// Is `inner` the scope `outer` or nested in it?

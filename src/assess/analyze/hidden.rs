@@ -111,16 +111,7 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let name = self.text(msg);
-        for &(s, v) in self
-            .mutations
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            if self.encloses(s, scope) || self.encloses(scope, s) {
-                out.push((v, s));
-            }
-        }
+        out.extend(self.mutations_near(name, scope).map(|(s, v)| (v, s)));
         if let Some([Bind::Param { func, index, .. }]) = self.lookup(name, scope, msg.start_byte())
         {
             for (a, s) in self.passed(func, index, name) {

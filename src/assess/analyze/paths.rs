@@ -273,21 +273,14 @@ impl<'t> Analyzer<'t> {
         }
         // Paths put into a list without rebinding it (`found.append(p)`,
         // `found += [...]`) are its values too.
-        let stored = self
-            .mutations
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        for &(s, v) in stored {
-            if self.encloses(s, scope) || self.encloses(scope, s) {
-                out.extend(
-                    v.children()
-                        .filter(|_| v.kind() == K::ArgumentList)
-                        .flat_map(|a| self.pv(a, s, depth)),
-                );
-                if v.kind() != K::ArgumentList {
-                    out.extend(self.pv(v, s, depth));
-                }
+        for (s, v) in self.mutations_near(name, scope) {
+            out.extend(
+                v.children()
+                    .filter(|_| v.kind() == K::ArgumentList)
+                    .flat_map(|a| self.pv(a, s, depth)),
+            );
+            if v.kind() != K::ArgumentList {
+                out.extend(self.pv(v, s, depth));
             }
         }
         out

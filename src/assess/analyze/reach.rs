@@ -68,15 +68,8 @@ impl<'t> Analyzer<'t> {
                         self.collect_texts(v, s, depth + 1, seen, out);
                     }
                 }
-                for &(s, v) in self
-                    .mutations
-                    .get(name)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default()
-                {
-                    if self.encloses(s, scope) || self.encloses(scope, s) {
-                        self.collect_texts(v, s, depth + 1, seen, out);
-                    }
+                for (s, v) in self.mutations_near(name, scope) {
+                    self.collect_texts(v, s, depth + 1, seen, out);
                 }
                 return;
             }
