@@ -776,63 +776,65 @@ impl<'t> Analyzer<'t> {
     /// (see [`super::command::prints_secrets`])? Its output is then secret
     /// data. Folded inside this query's budget.
     fn runs_secret_dump(&self, n: Node<'t>, scope: usize) -> bool {
-        let Some(cmd) = self.args(n).0.first().copied() else {
-            return false;
-        };
-        // Most commands name neither program: look before folding.
-        let named = |w: &str| memchr::memmem::find(self.text(n).as_bytes(), w.as_bytes()).is_some();
-        if !named("security") && !named("secret-tool") {
-            return false;
-        }
-        let saved = self.budget.get();
-        // An argument list word by word: a word that does not fold is kept
-        // as written (`f"{app} Safe Storage"` still names the store).
-        let text = if cmd.kind().is_sequence() {
-            let words: Vec<String> = cmd
-                .children()
-                .map(|w| {
-                    self.fold(w, scope, 0)
-                        .unwrap_or_else(|| self.text(w).to_string())
-                })
-                .collect();
-            Some(words.join(" "))
-        } else {
-            self.fold(cmd, scope, 0)
-        };
-        self.budget.set(self.budget.get().min(saved));
-        text.is_some_and(|t| super::command::prints_secrets(&t.to_ascii_lowercase()))
+        // A word that does not fold is kept as written (`f"{app} Safe
+        // Storage"` still names the store).
+        let line = self.command_line(n, scope, &["security", "secret-tool"], |w| {
+            self.text(w).to_string()
+        });
+        line.is_some_and(|t| super::command::prints_secrets(&t))
     }
 
     /// Does the process call `n` show a password dialog (`zenity
     /// --password`, `kdialog --password`, an AppleScript dialog with a
     /// hidden answer)? What it prints is the password typed: secret data.
     fn runs_password_dialog(&self, n: Node<'t>, scope: usize) -> bool {
-        let Some(cmd) = self.args(n).0.first().copied() else {
-            return false;
-        };
-        let named = |w: &str| memchr::memmem::find(self.text(n).as_bytes(), w.as_bytes()).is_some();
-        if !named("osascript") && !named("zenity") && !named("kdialog") {
-            return false;
-        }
-        let saved = self.budget.get();
         // A word that does not fold is read as written, or as the value
         // its name is bound to (a dialog script formatted with `%`).
         let as_written = |w: Node<'t>| match self.lookup(self.text(w), scope, w.start_byte()) {
             Some([Bind::Expr(v, _)]) if w.kind() == K::Identifier => self.text(v).to_string(),
             _ => self.text(w).to_string(),
         };
-        let words: Vec<String> = if cmd.kind().is_sequence() {
-            cmd.children()
-                .map(|w| self.fold(w, scope, 0).unwrap_or_else(|| as_written(w)))
-                .collect()
-        } else {
-            self.fold(cmd, scope, 0).into_iter().collect()
+        let programs = ["osascript", "zenity", "kdialog"];
+        let Some(line) = self.command_line(n, scope, &programs, as_written) else {
+            return false;
         };
-        self.budget.set(self.budget.get().min(saved));
-        let line = words.join(" ").to_ascii_lowercase();
         (line.contains("osascript") && line.contains("hidden answer"))
             || ((line.contains("zenity") || line.contains("kdialog"))
                 && line.contains("--password"))
+    }
+
+    /// The command the process call `n` runs, lower-cased, when the call's
+    /// text names one of `programs` (most commands name none: looked for
+    /// before folding). An argument list is folded word by word, a word
+    /// that does not fold read by `unfolded`; folded inside this query's
+    /// budget.
+    fn command_line(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        programs: &[&str],
+        unfolded: impl Fn(Node<'t>) -> String,
+    ) -> Option<String> {
+        let cmd = self.args(n).0.first().copied()?;
+        let text = self.text(n).as_bytes();
+        if !programs
+            .iter()
+            .any(|p| memchr::memmem::find(text, p.as_bytes()).is_some())
+        {
+            return None;
+        }
+        let saved = self.budget.get();
+        let line = if cmd.kind().is_sequence() {
+            let words: Vec<String> = cmd
+                .children()
+                .map(|w| self.fold(w, scope, 0).unwrap_or_else(|| unfolded(w)))
+                .collect();
+            Some(words.join(" "))
+        } else {
+            self.fold(cmd, scope, 0)
+        };
+        self.budget.set(self.budget.get().min(saved));
+        line.map(|l| l.to_ascii_lowercase())
     }
 
     /// Does the decoder call `n` decode a long literal of the script's own,
