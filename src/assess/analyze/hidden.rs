@@ -18,39 +18,31 @@ const DESTINATION_DEPTH: usize = 4;
 impl<'t> Analyzer<'t> {
     /// MB960 over the sends (run after `check_sends`, which keeps them).
     pub(super) fn check_hidden_destination(&mut self) {
-        let mut found = Vec::new();
-        for s in &self.sends {
+        // One finding says it: the request and the call opening it are
+        // both sends.
+        let found = self.sends.iter().find_map(|s| {
             if s.kind == SendKind::Command {
-                continue;
+                return None;
             }
-            let hidden = self
+            let host = self
                 .hidden_host(s.node, s.scope)
-                .or_else(|| self.hidden_recipient(s.node, s.scope));
-            let Some(host) = hidden else {
-                continue;
-            };
+                .or_else(|| self.hidden_recipient(s.node, s.scope))?;
             let (pos, kw) = self.args(s.node);
-            let carried = arg_values(pos, kw).find_map(|a| {
-                let t = self.taint(a, s.scope);
-                t.get(Source::FileData)
-            });
-            if let Some(read) = carried {
-                // One finding says it; the request and the call opening
-                // it are both sends.
-                found.push((s.node, host, read));
-                break;
-            }
-        }
-        for (send, host, read) in found {
-            let detail = format!(
-                "file contents read by `{}` (line {}) are sent by `{}` to {host}, \
-                 which the script spells out only once decoded",
-                shorten(self.text(read)),
-                read.start_position().row + 1,
-                shorten(self.text(send)),
-            );
-            self.add("MB960", send, detail);
-        }
+            let read =
+                arg_values(pos, kw).find_map(|a| self.taint(a, s.scope).get(Source::FileData))?;
+            Some((s.node, host, read))
+        });
+        let Some((send, host, read)) = found else {
+            return;
+        };
+        let detail = format!(
+            "file contents read by `{}` (line {}) are sent by `{}` to {host}, \
+             which the script spells out only once decoded",
+            shorten(self.text(read)),
+            read.start_position().row + 1,
+            shorten(self.text(send)),
+        );
+        self.add("MB960", send, detail);
     }
 
     /// The host a send goes to, when no literal of the script names it.
