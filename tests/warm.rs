@@ -364,6 +364,8 @@ fn a_spawner_that_ends_is_replaced_by_another() {
     std::thread::sleep(Duration::from_millis(100));
     let e = spawner.respawn_if_ended().unwrap_err();
     assert!(e.to_string().contains("nursery"), "{e}");
+    // Asked again (the server asks every second), the reaped pid is left alone.
+    assert!(spawner.respawn_if_ended().is_err());
     let run = s.run_code(code).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&run.stdout),

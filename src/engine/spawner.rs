@@ -49,6 +49,9 @@ pub struct Spawner {
 struct Live {
     sock: OwnedFd,
     pid: Pid,
+    /// The process was reaped: its pid may be another process's now (one of
+    /// this server's sandboxes, even), never to be waited for or signalled.
+    reaped: bool,
 }
 
 impl std::fmt::Debug for Spawner {
@@ -124,16 +127,20 @@ impl Spawner {
             .lock()
             .map_err(|_| SetupError::new(Step::Clone, "the spawner's lock is poisoned"))?;
         let old = live.pid;
-        match waitpid(old, Some(WaitPidFlag::WNOHANG)) {
-            // Alive and answering: nothing to do.
-            Ok(WaitStatus::StillAlive) if !self.is_gone() => return Ok(None),
-            // Alive but found gone at a request (its socket failed): ended here.
-            Ok(WaitStatus::StillAlive) => {
-                let _ = nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGKILL);
-                let _ = waitpid(old, None);
+        // Reaped already when a replacement could not be made last time.
+        if !live.reaped {
+            match waitpid(old, Some(WaitPidFlag::WNOHANG)) {
+                // Alive and answering: nothing to do.
+                Ok(WaitStatus::StillAlive) if !self.is_gone() => return Ok(None),
+                // Alive but found gone at a request (its socket failed): ended here.
+                Ok(WaitStatus::StillAlive) => {
+                    let _ = nix::sys::signal::kill(old, nix::sys::signal::Signal::SIGKILL);
+                    let _ = waitpid(old, None);
+                }
+                // Ended, and reaped now.
+                _ => {}
             }
-            // Ended, and reaped now.
-            _ => {}
+            live.reaped = true;
         }
         // Marked gone first: until a new one answers, requests are cloned here.
         self.gone.store(true, Ordering::Relaxed);
@@ -225,6 +232,7 @@ impl Drop for Spawner {
         for live in [self.live.get_mut(), self.nursery.get_mut()]
             .into_iter()
             .flatten()
+            .filter(|l| !l.reaped)
         {
             let _ = nix::sys::signal::kill(live.pid, nix::sys::signal::Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(live.pid, None);
@@ -249,6 +257,7 @@ fn fork_nursery() -> Result<Live, SetupError> {
         ForkResult::Parent { child } => Ok(Live {
             sock: ours,
             pid: child,
+            reaped: false,
         }),
     }
 }
@@ -302,6 +311,7 @@ fn new_spawner(nursery: &Live) -> Result<Live, SetupError> {
         (Ok(pid), Some(sock)) if pid > 0 => Ok(Live {
             sock,
             pid: Pid::from_raw(pid),
+            reaped: false,
         }),
         _ => Err(SetupError::new(
             Step::Clone,
