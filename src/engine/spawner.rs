@@ -12,8 +12,9 @@
 //! other thread exists. The nursery does nothing but fork spawners (with CLONE_PARENT:
 //! each is the server's child): a spawner that ends (killed, or out of memory) is
 //! replaced by another copy of the same single-threaded image, never by a fork of the
-//! multithreaded server. The spawner receives each sandbox's policy, script, arguments and descriptors over
-//! a socket, makes the run's pipes and payload, clones the sandbox with CLONE_PARENT
+//! multithreaded server. The spawner receives each sandbox's policy, script,
+//! arguments and descriptors over a socket, makes the run's pipes and payload,
+//! clones the sandbox with CLONE_PARENT
 //! (its init is the server's child: the server waits for it, and init's
 //! PR_SET_PDEATHSIG follows the server's main thread), writes its id maps, and sends
 //! back its pid and the supervisor's descriptors. The server then goes on as after a
