@@ -62,20 +62,9 @@ fn cargo(args: &[&str]) -> Result<()> {
 }
 
 fn cargo_env(args: &[&str], envs: &[(&str, &Path)]) -> Result<()> {
-    run_cargo(args, envs, false)
-}
-
-fn run_cargo(args: &[&str], envs: &[(&str, &Path)], niced: bool) -> Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let (line, mut cmd) = if niced {
-        let mut c = Command::new("nice");
-        c.arg("-n19").arg(&cargo);
-        (format!("nice cargo {}", args.join(" ")), c)
-    } else {
-        (format!("cargo {}", args.join(" ")), Command::new(&cargo))
-    };
+    let line = format!("cargo {}", args.join(" "));
     eprintln!("==> {line}");
-    let st = cmd
+    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
         .envs(envs.iter().copied())
         .current_dir(root())
@@ -91,18 +80,15 @@ fn run_cargo(args: &[&str], envs: &[(&str, &Path)], niced: bool) -> Result<()> {
 /// Docker engine for the Docker lane and a containerd with its CRI plugin for the CRI lane),
 /// and the engine tests again in a cgroup-v2 guest on another kernel (the VM lane).
 ///
-/// Clippy runs from the start, at the lowest priority and in a target directory of
-/// its own (cargo serialises builds in one directory, and clippy shares nothing with
-/// the test build but a few build scripts), to take what the build's serial phases
-/// and the VM lane's guest leave. Measured at 525c70e, that is little: qemu used
-/// 1.3 of the 2 cores, and clippy still had 337 s of work when the lane ended. The
-/// VM lane runs beside the lanes' set-up. The host's own tests wait for both: some of
-/// them time their sandboxes.
+/// Clippy lints the workspace while the build compiles it (see `lint_while_building`),
+/// instead of checking everything a second time in a target directory of its own: that
+/// check competed with the build and the guest for the 2 cores, and still had 337 s of
+/// work when the VM lane ended (measured at 525c70e). The VM lane runs beside the lanes'
+/// set-up. The host's own tests wait for it: some of them time their sandboxes.
 fn test() -> Result<()> {
     let mut t = Timings::new();
     t.step("fmt", || cargo(&["fmt", "--all", "--check"]))?;
-    let begun = Instant::now();
-    let clippy = std::thread::spawn(clippy);
+    t.step("clippy canary", lint_while_building)?;
     let built = build(&mut t);
     let lane_begun = Instant::now();
     let vm_lane = built
@@ -111,30 +97,16 @@ fn test() -> Result<()> {
     let beside = built.and_then(|()| beside_the_vm_lane(&mut t));
     let lane = t.step("waiting for the vm lane", || vm_lane.map(|l| l.join()));
     t.record("vm lane (beside the steps before)", lane_begun.elapsed());
-    let clippy = t.step("waiting for clippy", || clippy.join());
-    t.record("clippy (beside the steps before)", begun.elapsed());
-    let clippy = clippy.map_err(|_| anyhow::anyhow!("clippy's thread panicked"))?;
     let lane = match lane {
         Some(l) => l.map_err(|_| anyhow::anyhow!("the VM lane's thread panicked"))?,
         None => Ok(()),
     };
-    // The first failure is returned below; the others are printed here.
-    let others: Vec<String> = [
-        beside.as_ref().err(),
-        clippy.as_ref().err(),
-        lane.as_ref().err(),
-    ]
-    .into_iter()
-    .flatten()
-    .skip(1)
-    .map(|e| format!("{e:#}"))
-    .collect();
-    for e in others {
-        eprintln!("error: {e}");
+    if let (Err(b), Err(_)) = (&beside, &lane) {
+        // The lane's failure is returned below; this one is printed here.
+        eprintln!("error: {b:#}");
     }
-    let (bandit, lanes) = beside?;
-    clippy?;
     lane?;
+    let (bandit, lanes) = beside?;
     let envs: Vec<(&str, &Path)> = bandit
         .iter()
         .map(|b| ("MAIBOX_BANDIT", b.as_path()))
@@ -151,31 +123,82 @@ fn test() -> Result<()> {
     Ok(())
 }
 
-/// protoc (the CRI lane's crate needs it to build), then every test target, as the
-/// test step and the VM lane run them: `build -p maibox` resolved features for that
-/// package alone, and the test step then compiled the library, the binary and six
-/// dependencies a second time (measured: 2m42s here).
+/// protoc (the CRI lane's crate needs it to build), then every target of the workspace,
+/// linted as it compiles: the test binaries the test step and the VM lane run, the
+/// binaries, the examples. `build -p maibox` resolved features for that package alone,
+/// and the test step then compiled the library, the binary and six dependencies a second
+/// time (measured: 2m42s here).
 fn build(t: &mut Timings) -> Result<()> {
     t.step("protoc", cri::ensure_protoc)?;
-    t.step("build", || cargo(&["test", "--workspace", "--no-run"]))
+    t.step("build and clippy", || {
+        cargo(&["build", "--workspace", "--all-targets"])
+    })
 }
 
-/// `cargo clippy` on every target, in target/clippy, at the lowest CPU priority (nice
-/// 19: about 1.5% of a core against a normal process), since it shares the machine with
-/// the VM lane's guest. Under software emulation the guest's clock runs on while qemu
-/// waits for a core, so the time its sandboxes are charged grows with the host's load:
-/// at nice 10, beside a build, a guest test's sandbox ran out of its 15 s of CPU.
-fn clippy() -> Result<()> {
-    let dir = root().join("target/clippy");
-    let args = [
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ];
-    run_cargo(&args, &[("CARGO_TARGET_DIR", dir.as_path())], true)
+/// What `cargo clippy -- -D warnings` gives clippy-driver: cargo-clippy joins the
+/// arguments after `--` with this separator in CLIPPY_ARGS.
+const CLIPPY_ARGS: &str = "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__";
+
+/// Makes every cargo this run starts compile the workspace's own crates with
+/// clippy-driver, as `cargo clippy` does (cargo's RUSTC_WORKSPACE_WRAPPER exists for
+/// it), but with code generation: `cargo build --all-targets` then lints exactly what
+/// `cargo clippy --workspace --all-targets -- -D warnings` would, and a lint fails the
+/// build. Dependencies are compiled by rustc, as before. Set for the whole process, before
+/// any thread starts, because each cargo (the build, the VM lane's list of binaries, the
+/// test step) must see the same wrapper: its path is part of the artifacts' hash, and a
+/// cargo without it would compile the workspace again.
+///
+/// CLIPPY_ARGS's separator is clippy's own, not a documented interface, so a canary
+/// crate checks on every run that the wrapper still fails a build on a clippy-only lint,
+/// and (control) that the same crate builds without it.
+fn lint_while_building() -> Result<()> {
+    let driver = which("clippy-driver")
+        .context("clippy-driver is not on PATH: rustup component add clippy")?;
+    clippy_canary(&driver)?;
+    std::env::set_var("RUSTC_WORKSPACE_WRAPPER", &driver);
+    std::env::set_var("CLIPPY_ARGS", CLIPPY_ARGS);
+    Ok(())
+}
+
+/// Builds a crate whose only fault is clippy's `len_zero`: it must build with rustc and
+/// fail with `driver` as the workspace wrapper.
+fn clippy_canary(driver: &str) -> Result<()> {
+    let canary = root().join("target/clippy-canary");
+    std::fs::create_dir_all(canary.join("src")).context("creating target/clippy-canary")?;
+    // Its own [workspace]: it lies inside this one's directory but is not a member.
+    std::fs::write(
+        canary.join("Cargo.toml"),
+        "[package]\nname = \"clippy-canary\"\nversion = \"0.0.0\"\nedition = \"2021\"\n[workspace]\n",
+    )?;
+    std::fs::write(
+        canary.join("src/main.rs"),
+        "fn main() {\n    let a: Vec<String> = std::env::args().collect();\n    if a.len() == 0 {\n        println!(\"none\");\n    }\n}\n",
+    )?;
+    let build = |wrapper: Option<&str>| -> Result<std::process::Output> {
+        let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        c.args(["build", "--quiet", "--manifest-path"])
+            .arg(canary.join("Cargo.toml"))
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CLIPPY_ARGS");
+        if let Some(w) = wrapper {
+            c.env("RUSTC_WORKSPACE_WRAPPER", w)
+                .env("CLIPPY_ARGS", CLIPPY_ARGS);
+        }
+        c.output().context("building the clippy canary")
+    };
+    let control = build(None)?;
+    if !control.status.success() {
+        bail!(
+            "the clippy canary (target/clippy-canary) does not build even without clippy: {}",
+            String::from_utf8_lossy(&control.stderr)
+        );
+    }
+    let linted = build(Some(driver))?;
+    let stderr = String::from_utf8_lossy(&linted.stderr);
+    if linted.status.success() || !stderr.contains("len_zero") {
+        bail!("{driver} as RUSTC_WORKSPACE_WRAPPER with CLIPPY_ARGS={CLIPPY_ARGS} did not fail the clippy canary's build (target/clippy-canary) on clippy::len_zero, so the build would not lint; has cargo-clippy's interface changed? {stderr}");
+    }
+    Ok(())
 }
 
 /// The Docker engine and the CRI lane's containerd, when this run started them.
