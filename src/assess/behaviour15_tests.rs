@@ -1,0 +1,115 @@
+//! Behaviour tests for the fifteenth round (what held-out batches showed:
+//! trace-erasing commands kept in tables a helper runs, login keys planted
+//! on other machines, commands run on hosts a script found itself),
+//! spelled unlike the batches, each with a control. Every malicious case is
+//! misjudged by the release at 74bcfa0.
+
+use super::behaviour_tests::{rules, run};
+use super::Verdict;
+
+/// Commands kept in a dict of lambdas and run through a helper that takes
+/// the argument list: the journal deleted and the audit policy cleared are
+/// judged from their words (74bcfa0: LOW).
+#[test]
+fn trace_erasing_commands_kept_in_a_table_are_erased_traces() {
+    let plan = "import subprocess\ndef go(argv):\n    return subprocess.call(argv)\nSTEPS = {\n    'journal': lambda d: ['fsutil', 'usn', 'deletejournal', '/D', d],\n    'audit': lambda d: ['auditpol', '/clear', '/y'],\n}\nfor k in STEPS:\n    go(STEPS[k]('C:'))\n";
+    let a = run(plan);
+    assert!(rules(&a).contains(&"MB923"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A command line handed as text to a runner that is a parameter's
+/// default: the event log service switched off (74bcfa0: MEDIUM).
+#[test]
+fn event_logging_stopped_through_a_runner_parameter_is_erased_traces() {
+    let quiet = "import subprocess\ndef sh(c):\n    return subprocess.run(c, shell=True)\ndef calm(runner=sh):\n    runner('net stop eventlog')\n    runner('sc config EventLog start= disabled')\ncalm()\n";
+    let a = run(quiet);
+    assert!(rules(&a).contains(&"MB923"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// Tables of commands that only read (a log queried, a channel listed),
+/// and a trace-erasing line only printed, erase nothing.
+#[test]
+fn reading_commands_in_a_table_and_printed_advice_are_no_erasure() {
+    let read = "import subprocess\ndef go(argv):\n    return subprocess.run(argv, capture_output=True)\nSTEPS = [['wevtutil', 'qe', 'System', '/c:5'], ['fsutil', 'usn', 'queryjournal', 'C:']]\nfor s in STEPS:\n    print(go(s).stdout)\nprint('to start over, run: auditpol /clear /y')\n";
+    let a = run(read);
+    assert!(!rules(&a).contains(&"MB923"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+/// A remote command that appends a key to root's authorized_keys on each
+/// host of an inventory, through a helper wrapping ssh (74bcfa0: LOW).
+#[test]
+fn a_key_appended_to_authorized_keys_over_ssh_is_a_planted_login_key() {
+    let push = "import subprocess, sys\nPUB = open(sys.argv[2]).read().strip()\ndef remote(host, line):\n    return subprocess.run(['ssh', '-o', 'BatchMode=yes', 'root@' + host, line])\nfor h in open(sys.argv[1]).read().split():\n    remote(h, \"echo '%s' >> ~/.ssh/authorized_keys\" % PUB)\n";
+    let a = run(push);
+    assert!(rules(&a).contains(&"MB961"), "{:?}", a.findings);
+    assert!(a.verdict >= Verdict::High);
+    let copy_id = "import subprocess, sys\nfor h in sys.argv[2:]:\n    subprocess.run(['ssh-copy-id', '-i', sys.argv[1], 'admin@' + h])\n";
+    assert!(rules(&run(copy_id)).contains(&"MB961"));
+}
+
+/// Commands run over ssh on hosts the user lists, that touch no keys,
+/// and a key appended locally without any ssh, plant nothing remote.
+#[test]
+fn ssh_commands_without_keys_and_local_key_files_are_no_planted_key() {
+    let uptime = "import subprocess, sys\nfor h in open(sys.argv[1]).read().split():\n    subprocess.run(['ssh', '-o', 'BatchMode=yes', h, 'uptime'])\n";
+    let a = run(uptime);
+    assert!(!rules(&a).contains(&"MB961"), "{:?}", a.findings);
+    assert!(!rules(&a).contains(&"MB962"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+    let local = "import os, sys\nak = os.path.expanduser('~/.ssh/authorized_keys')\nprint(open(ak).read() if os.path.exists(ak) else 'no keys')\n";
+    assert!(!rules(&run(local)).contains(&"MB961"));
+}
+
+/// Hosts read from the user's known_hosts and run a command on over ssh
+/// that accepts any host key: a worm's way to move (74bcfa0: LOW).
+#[test]
+fn commands_run_on_hosts_found_in_known_hosts_are_spreading() {
+    let hop = "import os, subprocess\ndef peers():\n    with open(os.path.expanduser('~/.ssh/known_hosts')) as f:\n        return {l.split()[0] for l in f if l.strip()}\ndef on(host, cmd):\n    opts = ['-o', 'StrictHostKeyChecking=no', '-o', 'BatchMode=yes']\n    return subprocess.run(['ssh', *opts, host, cmd])\nfor p in peers():\n    on(p, 'python3 -c \"print(1)\"')\n";
+    let a = run(hop);
+    assert!(rules(&a).contains(&"MB962"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let wmi = "import ipaddress, subprocess\nfor ip in ipaddress.ip_network('10.0.0.0/28').hosts():\n    subprocess.run(['wmic', f'/node:{ip}', 'os', 'get', 'caption'])\n";
+    assert!(rules(&run(wmi)).contains(&"MB962"));
+}
+
+/// known_hosts tidied with ssh-keygen, and hosts the user names reached
+/// with host keys checked, are not spreading.
+#[test]
+fn known_hosts_tidied_or_given_hosts_reached_are_no_spreading() {
+    let tidy = "import os, subprocess, sys\nkh = os.path.expanduser('~/.ssh/known_hosts')\nfor h in sys.argv[1:]:\n    subprocess.run(['ssh-keygen', '-f', kh, '-R', h])\n";
+    let a = run(tidy);
+    assert!(!rules(&a).contains(&"MB962"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+    let given = "import os, subprocess, sys\nprint(open(os.path.expanduser('~/.bash_history')).read()[-200:])\nfor h in sys.argv[1:]:\n    subprocess.run(['ssh', h, 'df', '-h'])\n";
+    let b = run(given);
+    assert!(!rules(&b).contains(&"MB962"), "{:?}", b.findings);
+}
+
+/// Every bucket the account lists deleted, and every snapshot a listing
+/// returns deleted, through boto3 (74bcfa0: LOW).
+#[test]
+fn every_bucket_and_snapshot_deleted_through_the_sdk_is_a_cloud_wipe() {
+    let wipe = "import boto3\ns3 = boto3.client('s3')\nfor b in s3.list_buckets()['Buckets']:\n    boto3.resource('s3').Bucket(b['Name']).objects.all().delete()\n    s3.delete_bucket(Bucket=b['Name'])\nec2 = boto3.client('ec2')\nfor s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots']:\n    ec2.delete_snapshot(SnapshotId=s['SnapshotId'])\n";
+    let a = run(wipe);
+    assert!(rules(&a).contains(&"MB963"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let images = "import boto3\nec2 = boto3.client('ec2')\nfor i in ec2.describe_images(Owners=['self'])['Images']:\n    ec2.deregister_image(ImageId=i['ImageId'])\n";
+    assert!(rules(&run(images)).contains(&"MB963"));
+}
+
+/// Snapshots deleted once older than a cut-off, and one bucket the user
+/// names emptied, are retention, not a wipe.
+#[test]
+fn snapshots_pruned_by_age_and_a_named_bucket_emptied_are_no_cloud_wipe() {
+    let retention = "import boto3, datetime\nec2 = boto3.client('ec2')\ncut = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=30)\nfor s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots']:\n    if s['StartTime'] < cut:\n        ec2.delete_snapshot(SnapshotId=s['SnapshotId'])\n";
+    let a = run(retention);
+    assert!(!rules(&a).contains(&"MB963"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+    let one =
+        "import boto3, sys\nboto3.resource('s3').Bucket(sys.argv[1]).objects.all().delete()\n";
+    let b = run(one);
+    assert!(!rules(&b).contains(&"MB963"), "{:?}", b.findings);
+}
