@@ -208,3 +208,25 @@ fn a_retry_shim_or_a_decoded_url_alone_intercepts_nothing() {
     let decoded = "import base64, requests\nAPI = base64.b64decode('aHR0cHM6Ly9hcGkuZXhhbXBsZS5uZXQv').decode()\nprint(requests.get(API + 'status').status_code)\n";
     assert!(!rules(&run(decoded)).contains(&"MB964"));
 }
+
+/// A loopback hosts entry written after the change is shown and the user
+/// says yes, by a script naming nothing remote (74bcfa0: HIGH).
+#[test]
+fn a_loopback_hosts_entry_written_after_asking_is_the_users_own_setting() {
+    let dev = "import sys\nline = '127.0.0.1 ' + sys.argv[1] + '\\n'\nprint('will add:', line)\nif input('Apply? [y/N] ') == 'y':\n    with open('/etc/hosts', 'a') as f:\n        f.write(line)\n";
+    let a = run(dev);
+    assert!(rules(&a).contains(&"MB959"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+/// The same prompt before sending a name to another address, or no
+/// prompt at all, stays a system path written.
+#[test]
+fn a_hosts_entry_to_another_address_or_unasked_stays_high() {
+    let other = "import sys\nline = '203.0.113.9 ' + sys.argv[1] + '\\n'\nif input('Apply? [y/N] ') == 'y':\n    with open('/etc/hosts', 'a') as f:\n        f.write(line)\n";
+    let a = run(other);
+    assert!(!rules(&a).contains(&"MB959"), "{:?}", a.findings);
+    assert!(a.verdict >= Verdict::High);
+    let unasked = "import sys\nwith open('/etc/hosts', 'a') as f:\n    f.write('127.0.0.1 ' + sys.argv[1] + '\\n')\n";
+    assert!(run(unasked).verdict >= Verdict::High);
+}
