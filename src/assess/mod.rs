@@ -36,6 +36,8 @@ mod behaviour13_tests;
 #[cfg(test)]
 mod behaviour14_tests;
 #[cfg(test)]
+mod behaviour15_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

@@ -6,7 +6,7 @@
 
 use super::calls::Call;
 use super::literal::shorten;
-use super::{Analyzer, Node};
+use super::{Analyzer, Node, F, K};
 
 /// What a capture collects.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,7 @@ impl<'t> Analyzer<'t> {
             self.judge_capture(call, c, true);
         } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
             self.judge_capture(call, Captured::Screen, false);
-        } else if self.keyboard_hook(call) {
+        } else if self.keyboard_hook(call) || self.polls_every_key(call) {
             self.judge_capture(call, Captured::Keystrokes, false);
         } else if call.method == Some("GetClipboardData") {
             // The Win32 clipboard read, through ctypes (`user32`) or pywin32.
@@ -113,10 +113,10 @@ impl<'t> Analyzer<'t> {
     fn keyboard_hook(&self, call: &Call<'t>) -> bool {
         const WH_KEYBOARD: i64 = 2;
         const WH_KEYBOARD_LL: i64 = 13;
-        let name = call
-            .method
-            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()));
-        if !name.is_some_and(|n| n.starts_with("SetWindowsHookEx")) {
+        if !self
+            .win32_name(call)
+            .is_some_and(|n| n.starts_with("SetWindowsHookEx"))
+        {
             return false;
         }
         let Some(kind) = call.pos.first() else {
@@ -127,6 +127,58 @@ impl<'t> Analyzer<'t> {
         self.fold_int(*kind, call.scope, 0)
             .is_some_and(|k| k == WH_KEYBOARD || k == WH_KEYBOARD_LL)
             || text.contains("WH_KEYBOARD")
+    }
+
+    /// `GetAsyncKeyState(vk)` asked for every key code a `for` loop over a
+    /// `range` yields: which keys went down since the last call, in any
+    /// program. A game asks for the few keys it uses, by name.
+    fn polls_every_key(&self, call: &Call<'t>) -> bool {
+        if self.win32_name(call).as_deref() != Some("GetAsyncKeyState") {
+            return false;
+        }
+        let (Some(arg), Some((l, _))) = (call.pos.first(), call.loop_node) else {
+            return false;
+        };
+        let over_range = l
+            .child(F::Right)
+            .filter(|r| r.kind() == K::Call)
+            .and_then(|r| r.child(F::Function))
+            .is_some_and(|f| self.text(f) == "range");
+        over_range
+            && l.child(F::Left)
+                .is_some_and(|t| self.text(t) == self.text(*arg))
+    }
+
+    /// The name of the Win32 function a call reaches: the method called,
+    /// the name a callee resolves to, or the name it was fetched by, with
+    /// `getattr(user32, "Name")(...)` or kept on an attribute first
+    /// (`self.f = getattr(user32, "Name")`, any fetcher given the name).
+    fn win32_name(&self, call: &Call<'t>) -> Option<String> {
+        self.fetched_name(call).or_else(|| {
+            call.method
+                .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()))
+                .map(str::to_string)
+        })
+    }
+
+    /// The name a callee was fetched by: `getattr(lib, "Name")(...)`, or
+    /// `self.f(...)` after `self.f = fetch(lib, "Name")`.
+    fn fetched_name(&self, call: &Call<'t>) -> Option<String> {
+        let fetcher = match call.func.kind() {
+            K::Call => Some(call.func),
+            K::Attribute => {
+                let attr = call.func.child(F::Attribute).map(|a| self.text(a))?;
+                let stores = self.attr_stores.get(attr)?;
+                stores
+                    .first()
+                    .map(|(v, _)| *v)
+                    .filter(|v| v.kind() == K::Call)
+            }
+            _ => None,
+        }?;
+        let name = *self.args(fetcher).0.get(1)?;
+        self.reset_budget();
+        self.fold(name, call.scope, 0)
     }
 
     /// Capture libraries: screenshots (mss, Pillow's `ImageGrab`,

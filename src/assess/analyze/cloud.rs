@@ -164,7 +164,7 @@ impl<'t> Analyzer<'t> {
         })
     }
 
-    fn calls_method(&self, name: &str) -> bool {
+    pub(super) fn calls_method(&self, name: &str) -> bool {
         self.calls
             .iter()
             .any(|c| self.method_name(c.node) == Some(name))

@@ -194,6 +194,15 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
             (has("advfirewall") && has("state") && has("off"))
                 || (has("firewall") && (has("disable") || has("mode=disable")))
         }
+        // macOS: Gatekeeper switched off, or a file's quarantine mark (what
+        // makes Gatekeeper check a download before it first runs) removed.
+        "spctl" => has("--master-disable") || has("--global-disable"),
+        "xattr" => {
+            words
+                .iter()
+                .any(|w| w.starts_with("-d") || w.starts_with("-c"))
+                && has_word("com.apple.quarantine")
+        }
         "reg" => has("add") && has_word("enablelua") && words.windows(2).any(|w| w == ["/d", "0"]),
         _ => windows_defender_off(words),
     };
@@ -204,6 +213,17 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
         // Windows: event logs cleared, the NTFS change journal deleted.
         "wevtutil" => has("cl") || has("clear-log"),
         "fsutil" => has("deletejournal"),
+        // Windows: the audit policy wiped or switched off, the event log
+        // service disabled or stopped: nothing is recorded from then on.
+        "auditpol" => {
+            has("/clear") || has("/remove") || words.iter().any(|w| w.ends_with(":disable"))
+        }
+        "sc" | "net" => {
+            words
+                .iter()
+                .any(|w| w.trim_matches(['"', '\'']) == "eventlog")
+                && (has("stop") || has("disabled"))
+        }
         _ if has("clear-eventlog") || has("remove-eventlog") => true,
         "history" => has("-c"),
         "unset" => words.iter().any(|w| w.starts_with("hist")),
@@ -420,6 +440,16 @@ fn classify(words: &[&str]) -> Stage {
         }
         "socat" if rest.contains("exec:") => Stage::Rule("MB901"),
         _ => Stage::Other,
+    }
+}
+
+/// The rule a command (lower-cased words) breaks when it erases traces,
+/// disables a defence or takes recovery away (MB923, MB924, MB907): the
+/// stages that need no further context to be judged.
+pub(super) fn covering_tracks(words: &[&str]) -> Option<&'static str> {
+    match classify(words) {
+        Stage::Rule(r @ ("MB923" | "MB924" | "MB907")) => Some(r),
+        _ => None,
     }
 }
 

@@ -6,7 +6,7 @@ use super::calls::{arg_values, Call};
 use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::names::credential_paths;
-use super::{taxonomy, Analyzer, Bind, Node, Seen, EVAL_DEPTH, F, K};
+use super::{taxonomy, Analyzer, Bind, Node, Part, Seen, EVAL_DEPTH, F, K};
 
 /// Distinct environment variables sent in one call before it looks like
 /// harvesting rather than configuration (an API token, a region, a user).
@@ -246,11 +246,19 @@ impl<'t> Analyzer<'t> {
                         return;
                     };
                     for b in binds {
-                        if let Bind::Expr(v, s) = b {
-                            if !acc.seen.first(v, depth) {
-                                continue;
+                        match b {
+                            Bind::Expr(v, s) if acc.seen.first(v, depth) => {
+                                self.env_flow(v, s, depth + 1, acc);
                             }
-                            self.env_flow(v, s, depth + 1, acc);
+                            // A parameter carries what its callers pass.
+                            Bind::Param { func, index, .. } => {
+                                for (a, s) in self.passed(func, index, self.text(n)) {
+                                    if acc.seen.first(a, depth) {
+                                        self.env_flow(a, s, depth + 1, acc);
+                                    }
+                                }
+                            }
+                            _ => {}
                         }
                     }
                     return;
@@ -265,7 +273,7 @@ impl<'t> Analyzer<'t> {
                 let q = value.and_then(|v| self.resolve(v, scope, depth + 1));
                 if q.as_deref().is_some_and(is_environ) {
                     let key = n.child(F::Subscript);
-                    acc.keys.push(self.key_name(key, scope, depth));
+                    acc.keys.extend(self.key_names(key, scope, depth));
                     return;
                 }
                 self.env_flow_children(n, scope, depth, acc);
@@ -277,12 +285,26 @@ impl<'t> Analyzer<'t> {
                 if q.as_deref().is_some_and(is_env_getter) {
                     let (pos, _) = self.args(n);
                     acc.keys
-                        .push(self.key_name(pos.first().copied(), scope, depth));
+                        .extend(self.key_names(pos.first().copied(), scope, depth));
                     // A default may itself come from the environment.
                     for a in pos.iter().skip(1) {
                         self.env_flow(*a, scope, depth + 1, acc);
                     }
                     return;
+                }
+                // A function of the script's own returns what it returns.
+                let def = n.child(F::Function).and_then(|f| self.callee_def(f, scope));
+                if let Some((def_scope, _)) = def {
+                    for &v in self
+                        .returns
+                        .get(&def_scope)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default()
+                    {
+                        if acc.seen.first(v, depth) {
+                            self.env_flow(v, def_scope, depth + 1, acc);
+                        }
+                    }
                 }
                 self.env_flow_children(n, scope, depth, acc);
             }
@@ -314,6 +336,24 @@ impl<'t> Analyzer<'t> {
         for k in kids {
             self.env_flow(k, scope, depth + 1, acc);
         }
+    }
+
+    /// The variable names a key reads: its value, or every name of the
+    /// table a loop takes it from (`{k: os.environ[k] for k in NAMES}`
+    /// reads each of NAMES, not one variable).
+    fn key_names(&self, key: Option<Node<'t>>, scope: usize, depth: usize) -> Vec<String> {
+        let table = key
+            .filter(|k| k.kind() == K::Identifier)
+            .and_then(|k| self.lookup(self.text(k), scope, k.start_byte()))
+            .and_then(|binds| match binds[..] {
+                [Bind::Part {
+                    of,
+                    scope: s,
+                    how: Part::Each(_),
+                }] => self.fold_list(of, s, depth + 1),
+                _ => None,
+            });
+        table.unwrap_or_else(|| vec![self.key_name(key, scope, depth)])
     }
 
     fn key_name(&self, key: Option<Node<'t>>, scope: usize, depth: usize) -> String {

@@ -242,6 +242,7 @@ impl<'t> Analyzer<'t> {
     /// relaunch and the write are judged at different calls in either order.
     pub(super) fn consented_system_writes(&mut self) {
         if !self.findings.iter().any(|f| f.rule == "MB229") {
+            self.confirmed_local_system_writes();
             return;
         }
         for f in self.findings.iter_mut().filter(|f| f.rule == "MB201") {
@@ -249,6 +250,50 @@ impl<'t> Analyzer<'t> {
             f.detail
                 .push_str(": the script re-runs itself as root after asking");
         }
+    }
+
+    /// MB201 becomes MB959 where the write's function first asks the user,
+    /// in a script of the user's own setup whose literals name nothing
+    /// remote and no address but the loopback: a hosts entry or a setting
+    /// for this machine, shown and confirmed before it is written.
+    fn confirmed_local_system_writes(&mut self) {
+        if !self.findings.iter().any(|f| f.rule == "MB201")
+            || !self.own_setup_script()
+            || self.names_remote_literal()
+            || self.names_foreign_address()
+        {
+            return;
+        }
+        let flagged: Vec<(usize, usize)> = self
+            .findings
+            .iter()
+            .filter(|f| f.rule == "MB201")
+            .map(|f| (f.row, f.col))
+            .collect();
+        // Only the calls MB201 was made at are asked about.
+        let asked: Vec<(usize, usize)> = self
+            .calls
+            .iter()
+            .map(|c| c.node)
+            .filter(|&c| flagged.contains(&super::pos(c)) && self.asked_before(c))
+            .map(super::pos)
+            .collect();
+        for f in self.findings.iter_mut().filter(|f| f.rule == "MB201") {
+            if asked.contains(&(f.row, f.col)) {
+                f.rule = "MB959";
+                f.detail.push_str(": after the user confirmed the change");
+            }
+        }
+    }
+
+    /// Does some literal hold an IPv4 address that is not the loopback
+    /// (where a hosts entry would send a name elsewhere)?
+    fn names_foreign_address(&self) -> bool {
+        self.lowered().texts.iter().any(|(_, v)| {
+            v.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .filter_map(|w| w.parse::<std::net::Ipv4Addr>().ok())
+                .any(|ip| !ip.is_loopback() && !ip.is_unspecified())
+        })
     }
 
     /// A command run through sudo (MB204, with the MB208 its command

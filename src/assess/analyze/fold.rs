@@ -5,7 +5,9 @@
 use ruff_python_ast::Operator;
 
 use super::calls::kwarg;
-use super::literal::{b64decode, hexdecode, int_value, join_path, rot13, stat_const, string_value};
+use super::literal::{
+    b32decode, b64decode, hexdecode, int_value, join_path, rot13, stat_const, string_value,
+};
 use super::names::*;
 use super::{Analyzer, Bind, Node, Op, F, K};
 use super::{EVAL_DEPTH, MAX_FOLD_LEN};
@@ -112,6 +114,7 @@ impl<'t> Analyzer<'t> {
                 let raw = b64decode(&arg0()?)?;
                 String::from_utf8(raw).ok()
             }
+            "base64.b32decode" => String::from_utf8(b32decode(&arg0()?)?).ok(),
             "bytes.fromhex" | "binascii.unhexlify" | "binascii.a2b_hex" | "base64.b16decode" => {
                 String::from_utf8(hexdecode(&arg0()?)?).ok()
             }

@@ -175,6 +175,30 @@ pub(super) fn b64decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Base32 (RFC 4648 alphabet, padding optional): what `base64.b32decode`
+/// reads.
+pub(super) fn b32decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 5 / 8);
+    let mut acc: u64 = 0;
+    let mut bits = 0u32;
+    for b in s.bytes() {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'2'..=b'7' => b - b'2' + 26,
+            b'=' => break,
+            b if b.is_ascii_whitespace() => continue,
+            _ => return None,
+        };
+        acc = (acc << 5) | u64::from(v);
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
 pub(super) fn is_blob(s: &str) -> bool {
     s.len() >= BLOB_LEN
         && s.bytes().all(|b| {
