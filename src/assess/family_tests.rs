@@ -43,21 +43,22 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The fourteenth (70
+/// What the blind batch reaches, so that a regression fails. The fifteenth (70
 /// scripts of fourteen families: the twelve rule families, and two no batch had
-/// before, hidden local accounts and sideloaded browser extensions;
-/// blind/BATCH14.md), written by someone who saw neither the rules nor any sample
-/// while the fourteenth round was being written, scored with the assessment of
-/// fa425f5, before the fourteenth round: 35 of 42, 31 of 37, 3 of 28; after it
-/// (the merge of round14), whose rules were written on the thirteenth batch's
-/// misses and never on this one: the same. (The thirteenth batch was the blind one
-/// until the fourteenth round tuned on it: 30 of 42, 24 of 38, 3 of 28 before the
-/// thirteenth round, 30 of 42, 25 of 38, 3 of 28 after it, 32 of 42, 28 of 38, 0
-/// of 28 after the fourteenth; it is now part of the held-out corpus,
-/// heldout/BATCH13.md.)
+/// before, kernel modules loaded, forced or hidden, and brute force against
+/// logins and hashes; blind/BATCH15.md), written by someone who saw neither the
+/// rules nor any sample while the fifteenth round was being written, scored with
+/// the assessment of 865ef32, before the fifteenth round: 32 of 42, 23 of 37, 3
+/// of 28; after it (the merge of round15), whose rules were written on held-out
+/// misses and never on this batch: 35 of 42, 24 of 37, 3 of 28. (The fourteenth
+/// batch was the blind one until then: 35 of 42, 31 of 37, 3 of 28 before the
+/// fourteenth round, after it and after the fifteenth; it is now part of the
+/// held-out corpus, heldout/BATCH14.md. The thirteenth: 30 of 42, 24 of 38, 3
+/// of 28 before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
+/// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
     recall: 0.83,
-    blocked_recall: 0.83,
+    blocked_recall: 0.64,
     benign_flagged: 0.11,
 };
 
@@ -71,14 +72,17 @@ const BLIND_FLOOR: Floors = Floors {
 /// deserving BLOCKED (0.913), 8 of 490 benign flagged (1.6%). With the
 /// thirteenth batch and the fourteenth round: 747 of 808 (0.925; the round caught
 /// seven held-out scripts and two of the batch's, the batch brought ten misses),
-/// 668 of 727 deserving BLOCKED (0.919), 8 of 518 benign flagged (1.5%): the
-/// other two measures still meet their targets. The floor is what it reaches, so that a
+/// 668 of 727 deserving BLOCKED (0.919), 8 of 518 benign flagged (1.5%). With
+/// the fifteenth round (769 of 808, 0.952, before the batch joined: the target
+/// met) and the fourteenth batch: 804 of 850 (0.946), 717 of 764 deserving
+/// BLOCKED (0.938), 10 of 546 benign flagged (1.8%): the other two measures
+/// still meet their targets. The floor is what it reaches, so that a
 /// regression fails; the distance to the target is stated in
 /// docs/assessment.md ("Corpus and scores") rather than hidden by keeping the
 /// batch out of the corpus.
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.92,
-    blocked_recall: 0.91,
+    recall: 0.94,
+    blocked_recall: 0.93,
     benign_flagged: 0.02,
 };
 
@@ -114,12 +118,16 @@ const WHOLE_FLOOR: Floors = Floors {
 /// 363, 7 of 256 (352 of 400, 316 of 363, 7 of 256 after the fourteenth round).
 /// With the thirteenth batch (heldout/BATCH13.md, blind until the fourteenth
 /// round tuned on its misses; 32 of 42, 28 of 38, 0 of 28 after it): 384 of 442,
-/// 344 of 401, 7 of 284: the twelfth batch's five flagged look-alikes (a shell-history
-/// privacy tool, dev hosts entries, a backup cron set-up, a vault folder,
-/// pinned wheels installed) put this part above the 2% target. What it
-/// still misses (rated below HIGH: objects re-encrypted in S3, an archive of a
-/// developer's files sent away, a pytest plugin and a `requests` shim leaking
-/// secrets, office documents and key stores zipped and uploaded or mailed, and
+/// 344 of 401, 7 of 284 (406 of 442, 362 of 401, 6 of 284 after the fifteenth
+/// round). With the fourteenth batch (heldout/BATCH14.md, blind until the
+/// fifteenth round, which was written on held-out misses and not on it; 35 of
+/// 42, 31 of 37, 3 of 28 after it): 441 of 484, 393 of 438, 9 of 312: the twelfth
+/// and fourteenth batches' flagged look-alikes (a shell-history privacy tool, a
+/// backup cron set-up, a vault folder, pinned wheels installed; a privilege
+/// report, a service restarted through sudo, developer accounts onboarded) put
+/// this part above the 2% target. What it still misses (rated below HIGH:
+/// objects re-encrypted in S3, an archive of a developer's files sent away,
+/// office documents and key stores zipped and uploaded or mailed, and
 /// the ninth batch's thirteen: event logs cleared by hidden names, cloud
 /// versions and backups deleted, staged droppers, a LaunchAgent piping curl to
 /// a shell, a UAC bypass key, services made over SMB, a low-level keyboard
@@ -127,8 +135,8 @@ const WHOLE_FLOOR: Floors = Floors {
 /// shipped with key files; and the tenth batch's sixteen, listed in
 /// docs/assessment.md) brings the floors below the tuned part's targets.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.86,
-    blocked_recall: 0.85,
+    recall: 0.91,
+    blocked_recall: 0.89,
     benign_flagged: 0.03,
 };
 
