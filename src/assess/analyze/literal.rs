@@ -150,47 +150,47 @@ pub(super) fn hexdecode(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Base64, both alphabets (`b64decode`, `urlsafe_b64decode`), whitespace
+/// skipped and padding optional.
 pub(super) fn b64decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0u32;
-    for b in s.bytes() {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            b if b.is_ascii_whitespace() => continue,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
+    decode_bits(s, 6, |b| match b {
+        b'A'..=b'Z' => Some(b - b'A'),
+        b'a'..=b'z' => Some(b - b'a' + 26),
+        b'0'..=b'9' => Some(b - b'0' + 52),
+        b'+' | b'-' => Some(62),
+        b'/' | b'_' => Some(63),
+        _ => None,
+    })
 }
 
 /// Base32 (RFC 4648 alphabet, padding optional): what `base64.b32decode`
 /// reads.
 pub(super) fn b32decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 5 / 8);
+    decode_bits(s, 5, |b| match b {
+        b'A'..=b'Z' => Some(b - b'A'),
+        b'2'..=b'7' => Some(b - b'2' + 26),
+        _ => None,
+    })
+}
+
+/// The bytes of `s` read as symbols of `width` bits each (`value` of a
+/// symbol; `=` ends the data, whitespace is skipped, anything else fails).
+/// Written here rather than with the `base64` crate: a script's literal is
+/// decoded as Python's lenient decoders read it (either alphabet, embedded
+/// newlines, missing padding), which the crate's engines reject, and one
+/// loop serves both widths.
+fn decode_bits(s: &str, width: u32, value: impl Fn(u8) -> Option<u8>) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * width as usize / 8);
     let mut acc: u64 = 0;
     let mut bits = 0u32;
     for b in s.bytes() {
         let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'2'..=b'7' => b - b'2' + 26,
             b'=' => break,
             b if b.is_ascii_whitespace() => continue,
-            _ => return None,
+            b => value(b)?,
         };
-        acc = (acc << 5) | u64::from(v);
-        bits += 5;
+        acc = (acc << width) | u64::from(v);
+        bits += width;
         if bits >= 8 {
             bits -= 8;
             out.push(((acc >> bits) & 0xff) as u8);
