@@ -14,7 +14,7 @@
 use super::calls::{arg_values, kwarg};
 use super::effects::Effects;
 use super::literal::shorten;
-use super::names::{SHELL_FUNCS, SUBPROCESS};
+use super::names::runs_command;
 use super::needles::{CREDENTIAL, METADATA};
 use super::{line, Analyzer, CallSite, Node};
 
@@ -157,17 +157,24 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    fn runs_commands(&self) -> bool {
+    /// Does the script start a process at all?
+    pub(super) fn runs_commands(&self) -> bool {
         self.calls.iter().any(|c| {
             self.callee(c.node, c.scope)
-                .is_some_and(|q| SUBPROCESS.contains(&&*q) || SHELL_FUNCS.contains(&&*q))
+                .is_some_and(|q| runs_command(&q))
         })
     }
 
     pub(super) fn calls_method(&self, name: &str) -> bool {
+        self.call_named(name).is_some()
+    }
+
+    /// The first call of a method by this name.
+    pub(super) fn call_named(&self, method: &str) -> Option<Node<'t>> {
         self.calls
             .iter()
-            .any(|c| self.method_name(c.node) == Some(name))
+            .map(|c| c.node)
+            .find(|&c| self.method_name(c) == Some(method))
     }
 
     /// The change an SDK call makes, if it is one of these.

@@ -5,7 +5,7 @@
 //! rarely take both the data and its backups: both at once, or either
 //! with no age looked at, is a wiper for the cloud account.
 
-use super::{Analyzer, Node, K};
+use super::{line, Analyzer, Node, K};
 
 /// SDK methods that delete stored objects or whole buckets.
 const DATA_DELETES: &[&str] = &["delete_bucket", "delete_objects", "delete_blobs"];
@@ -62,12 +62,10 @@ impl<'t> Analyzer<'t> {
         let data = data.filter(|_| self.calls_method("list_buckets"));
         let backup = backup.filter(|_| BACKUP_LISTINGS.iter().any(|l| self.calls_method(l)));
         let by_age = || {
-            let lowered = self.lowered();
-            let found = lowered
+            self.lowered()
                 .texts
                 .iter()
-                .any(|(_, v)| AGE_FIELDS.iter().any(|f| v.contains(f)));
-            found
+                .any(|(_, v)| AGE_FIELDS.iter().any(|f| v.contains(f)))
         };
         let at = match (data, backup) {
             (Some(d), Some(_)) => d,
@@ -90,7 +88,6 @@ impl<'t> Analyzer<'t> {
     }
 
     fn wipe_detail(&self, data: Option<Node<'t>>, backup: Option<Node<'t>>) -> String {
-        let line = |n: Node<'t>| n.start_position().row + 1;
         match (data, backup) {
             (Some(d), Some(b)) => format!(
                 "deletes every bucket listed (line {}) and the backups (line {})",

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::names::{SHELL_FUNCS, SUBPROCESS};
+use super::names::runs_command;
 use super::needles::Lowered;
 use super::{Analyzer, Node, F, K};
 
@@ -81,9 +81,7 @@ impl<'t> Analyzer<'t> {
             if let Some(paths) = self.written_by(call, scope, q.as_deref()) {
                 fx.writes.push(Written { call, paths });
             }
-            let runs = q
-                .as_deref()
-                .is_some_and(|q| SHELL_FUNCS.contains(&q) || SUBPROCESS.contains(&q));
+            let runs = q.as_deref().is_some_and(runs_command);
             if runs {
                 let (pos, _) = self.args(call);
                 if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {

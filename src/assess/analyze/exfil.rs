@@ -111,11 +111,7 @@ pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKin
         // A name looked up is sent to the resolver, and on to the name's
         // authoritative server: a way out past most egress filters.
         (Some(q), _) if DNS_LOOKUPS.contains(&q) => Some(SendKind::Client),
-        (Some(q), _)
-            if super::names::SHELL_FUNCS.contains(&q) || super::names::SUBPROCESS.contains(&q) =>
-        {
-            Some(SendKind::Command)
-        }
+        (Some(q), _) if super::names::runs_command(q) => Some(SendKind::Command),
         (_, Some(m)) if SEND_METHODS.contains(&m) => Some(SendKind::Method),
         _ => None,
     }

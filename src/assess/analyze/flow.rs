@@ -754,7 +754,7 @@ impl<'t> Analyzer<'t> {
     /// printed by a command. Gated by module first: this runs at every call
     /// a flow query meets, and most are of neither kind.
     fn unpacked_or_dumped(&self, q: &str, n: Node<'t>, scope: usize, acc: &mut Taint<'t>) {
-        use super::names::{DECODERS, SHELL_FUNCS, SUBPROCESS};
+        use super::names::{runs_command, DECODERS};
         let module = q.split_once('.').map_or(q, |(m, _)| m);
         match module {
             "base64" | "binascii" | "bytes" | "codecs" | "zlib" | "gzip" | "bz2" | "lzma"
@@ -763,7 +763,7 @@ impl<'t> Analyzer<'t> {
                 acc.add(Source::Embedded, n);
             }
             "subprocess" | "os" | "asyncio" | "commands" | "popen2"
-                if (SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q))
+                if runs_command(q)
                     && (self.runs_secret_dump(n, scope) || self.runs_password_dialog(n, scope)) =>
             {
                 acc.add(Source::Secret, n);

@@ -82,6 +82,12 @@ pub(super) const SUBPROCESS: &[&str] = &[
     "asyncio.create_subprocess_exec",
 ];
 
+/// Does the callee `q` (qualified) run a command: a shell function of
+/// [`SHELL_FUNCS`] or a process call of [`SUBPROCESS`]?
+pub(super) fn runs_command(q: &str) -> bool {
+    SHELL_FUNCS.contains(&q) || SUBPROCESS.contains(&q)
+}
+
 pub(super) const EXEC_FUNCS: &[&str] = &[
     "os.posix_spawn",
     "os.posix_spawnp",

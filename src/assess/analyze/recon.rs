@@ -8,7 +8,7 @@
 
 use super::calls::arg_values;
 use super::literal::shorten;
-use super::names::{METADATA_HOSTS, SHELL_FUNCS, SUBPROCESS};
+use super::names::{runs_command, METADATA_HOSTS};
 use super::needles::METADATA;
 use super::{exfil::SendKind, Analyzer, Bind, Node, F, K};
 
@@ -182,9 +182,7 @@ impl<'t> Analyzer<'t> {
                 .filter(|f| f.kind() == K::Attribute)
                 .and_then(|f| f.child(F::Attribute))
                 .map(|a| self.text(a));
-            let runs = q
-                .as_deref()
-                .is_some_and(|q| SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q));
+            let runs = q.as_deref().is_some_and(runs_command);
             // Only a call that runs a program has a command line to read.
             let argv = if runs {
                 self.args(c.node)

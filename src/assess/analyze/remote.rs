@@ -14,8 +14,7 @@
 //! The literals are read once (the shared lower-cased list); the helpers a
 //! script wraps `ssh` in hide the data flow, but not the words.
 
-use super::names::{SHELL_FUNCS, SUBPROCESS};
-use super::{Analyzer, Node};
+use super::{line, Analyzer, Node};
 
 /// Where hosts a user reached before are written down.
 const HOST_RECORDS: &[&str] = &["known_hosts", "bash_history", "zsh_history"];
@@ -39,7 +38,6 @@ impl<'t> Analyzer<'t> {
     pub(super) fn check_remote_reach(&mut self) {
         let r = self.reach();
         let Some(remote) = r.remote else { return };
-        let line = |n: Node<'t>| n.start_position().row + 1;
         if let Some(found) = r.found_hosts.filter(|_| r.windows || r.blind_ssh) {
             let detail = format!(
                 "runs commands on other machines (line {}) found in the user's records or the network (line {})",
@@ -59,7 +57,7 @@ impl<'t> Analyzer<'t> {
 
     fn reach(&self) -> Reach<'t> {
         let mut r = Reach::default();
-        if !self.runs_processes() && self.call_named("exec_command").is_none() {
+        if !self.runs_commands() && self.call_named("exec_command").is_none() {
             return r;
         }
         let lowered = self.lowered();
@@ -89,21 +87,5 @@ impl<'t> Analyzer<'t> {
             }
         }
         r
-    }
-
-    /// The first call of a method by this name.
-    fn call_named(&self, method: &str) -> Option<Node<'t>> {
-        self.calls
-            .iter()
-            .map(|c| c.node)
-            .find(|&c| self.method_name(c) == Some(method))
-    }
-
-    /// Does the script start a process at all?
-    fn runs_processes(&self) -> bool {
-        self.calls.iter().any(|c| {
-            self.callee(c.node, c.scope)
-                .is_some_and(|q| SUBPROCESS.contains(&&*q) || SHELL_FUNCS.contains(&&*q))
-        })
     }
 }

@@ -9,7 +9,7 @@
 
 use super::command::covering_tracks;
 use super::literal::shorten;
-use super::names::{SHELL_FUNCS, SUBPROCESS};
+use super::names::runs_command;
 use super::{Analyzer, Node, K};
 
 /// Calls whose first argument is text shown or logged, not run.
@@ -68,7 +68,7 @@ impl<'t> Analyzer<'t> {
         self.calls.iter().any(|c| {
             let runs = self
                 .callee(c.node, c.scope)
-                .is_some_and(|q| SUBPROCESS.contains(&&*q) || SHELL_FUNCS.contains(&&*q));
+                .is_some_and(|q| runs_command(&q));
             runs && self.args(c.node).0.first().is_some_and(|a| {
                 !matches!(
                     a.kind(),
