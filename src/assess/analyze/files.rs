@@ -257,27 +257,10 @@ impl<'t> Analyzer<'t> {
     /// remote and no address but the loopback: a hosts entry or a setting
     /// for this machine, shown and confirmed before it is written.
     fn confirmed_local_system_writes(&mut self) {
-        if !self.findings.iter().any(|f| f.rule == "MB201")
-            || !self.own_setup_script()
-            || self.names_remote_literal()
-            || self.names_foreign_address()
-        {
+        let asked = self.asked_in_own_setup("MB201");
+        if asked.is_empty() || self.names_foreign_address() {
             return;
         }
-        let flagged: Vec<(usize, usize)> = self
-            .findings
-            .iter()
-            .filter(|f| f.rule == "MB201")
-            .map(|f| (f.row, f.col))
-            .collect();
-        // Only the calls MB201 was made at are asked about.
-        let asked: Vec<(usize, usize)> = self
-            .calls
-            .iter()
-            .map(|c| c.node)
-            .filter(|&c| flagged.contains(&super::pos(c)) && self.asked_before(c))
-            .map(super::pos)
-            .collect();
         for f in self.findings.iter_mut().filter(|f| f.rule == "MB201") {
             if asked.contains(&(f.row, f.col)) {
                 f.rule = "MB959";
@@ -303,29 +286,37 @@ impl<'t> Analyzer<'t> {
     /// Persistence, privilege gains and the like at the same call are
     /// judged on their own and stay.
     pub(super) fn confirmed_sudo_commands(&mut self) {
-        if !self.findings.iter().any(|f| f.rule == "MB204")
-            || !self.own_setup_script()
-            || self.names_remote_literal()
-        {
-            return;
-        }
-        let mut asked = Vec::new();
-        for f in self.findings.iter().filter(|f| f.rule == "MB204") {
-            let call = self
-                .calls
-                .iter()
-                .find(|c| super::pos(c.node) == (f.row, f.col))
-                .map(|c| c.node);
-            if call.is_some_and(|c| self.asked_before(c)) {
-                asked.push((f.row, f.col));
-            }
-        }
+        let asked = self.asked_in_own_setup("MB204");
         for f in self.findings.iter_mut() {
             if matches!(f.rule, "MB204" | "MB208") && asked.contains(&(f.row, f.col)) {
                 f.rule = "MB231";
                 f.detail.push_str(": after asking the user");
             }
         }
+    }
+
+    /// Where `rule` was found at a call whose function (or every caller)
+    /// asks the user first, in a script of the user's own setup whose
+    /// literals name nothing remote; empty otherwise. What MB959 and MB231
+    /// are made from.
+    fn asked_in_own_setup(&self, rule: &str) -> Vec<(usize, usize)> {
+        if !self.findings.iter().any(|f| f.rule == rule)
+            || !self.own_setup_script()
+            || self.names_remote_literal()
+        {
+            return Vec::new();
+        }
+        self.findings
+            .iter()
+            .filter(|f| f.rule == rule)
+            .map(|f| (f.row, f.col))
+            .filter(|&at| {
+                self.calls
+                    .iter()
+                    .find(|c| super::pos(c.node) == at)
+                    .is_some_and(|c| self.asked_before(c.node))
+            })
+            .collect()
     }
 
     /// Destruction, persistence, disks, then the system paths; true when
