@@ -51,14 +51,19 @@ impl<'t> Analyzer<'t> {
         let arg = pos.first().copied().or_else(|| kwarg(kw, "url"))?;
         let mut urls = Vec::new();
         self.destinations(arg, scope, 0, &mut urls);
+        urls.into_iter()
+            .find_map(|(url, s)| self.unwritten_host(url, s))
+    }
+
+    /// The host of the URL `url` folds to, when no literal of the script
+    /// names it (it is spelled out only once decoded or joined).
+    pub(super) fn unwritten_host(&self, url: Node<'t>, scope: usize) -> Option<String> {
+        self.reset_budget();
+        let url = self.fold(url, scope, 0)?.to_ascii_lowercase();
+        let host = super::agents::url_host(&url)?.to_string();
         let lowered = self.lowered();
-        urls.into_iter().find_map(|(url, s)| {
-            self.reset_budget();
-            let url = self.fold(url, s, 0)?.to_ascii_lowercase();
-            let host = super::agents::url_host(&url)?.to_string();
-            let written = lowered.texts.iter().any(|(_, v)| v.contains(host.as_str()));
-            (!written).then_some(host)
-        })
+        let written = lowered.texts.iter().any(|(_, v)| v.contains(host.as_str()));
+        (!written).then_some(host)
     }
 
     /// The recipient of mail sent (`sendmail`'s addresses, the values put

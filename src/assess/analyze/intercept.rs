@@ -88,7 +88,6 @@ impl<'t> Analyzer<'t> {
     /// The host of a URL a module-level name is bound to by a call or an
     /// expression (a decoder, a join), when no literal names that host.
     fn hidden_module_url(&self) -> Option<String> {
-        let lowered = self.lowered();
         self.binds.values().flatten().find_map(|(scope, list)| {
             if *scope != 0 {
                 return None;
@@ -98,11 +97,7 @@ impl<'t> Analyzer<'t> {
                 if matches!(v.kind(), K::String | K::ConcatenatedString) {
                     return None;
                 }
-                self.reset_budget();
-                let url = self.fold(*v, 0, 0)?.to_ascii_lowercase();
-                let host = super::agents::url_host(&url)?.to_string();
-                let written = lowered.texts.iter().any(|(_, t)| t.contains(host.as_str()));
-                (!written).then_some(host)
+                self.unwritten_host(*v, 0)
             })
         })
     }
