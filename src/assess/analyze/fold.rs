@@ -61,11 +61,29 @@ impl<'t> Analyzer<'t> {
                     let v = self.fold(n.child(F::Value)?, scope, depth + 1)?;
                     return Some(v.chars().rev().collect());
                 }
-                None
+                self.fold_item(n, scope, depth)
             }
             K::Call => self.fold_call(n, scope, depth),
             _ => None,
         }
+    }
+
+    /// `TOOLS["rec"]`: the value a dictionary literal keeps at a constant
+    /// key, so program names kept in a table (each one disguised) fold as
+    /// they would kept in variables of their own.
+    fn fold_item(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let key = self.fold(n.child(F::Subscript)?, scope, depth + 1)?;
+        let (dict, s) = self.dict_of(n.child(F::Value)?, scope)?;
+        let value = dict
+            .children()
+            .filter(|p| p.kind() == K::Pair)
+            .find(|p| {
+                p.child(F::Key)
+                    .and_then(|k| self.fold(k, s, depth + 1))
+                    .is_some_and(|k| k == key)
+            })?
+            .child(F::Value)?;
+        self.fold(value, s, depth + 1)
     }
 
     /// Whether `m.decode`/`m.encode` is the `codecs` module's function
@@ -206,8 +224,45 @@ impl<'t> Analyzer<'t> {
                 })
             }
             K::Call => self.fold_mapped(n, scope, depth),
+            K::GeneratorExpression | K::ListComprehension => self.fold_chr_codes(n, scope, depth),
             _ => None,
         }
+    }
+
+    /// `chr(c) for c in (114, 109)`, also shifted (`chr(c - 3)`, a Caesar
+    /// disguise): the characters of literal character codes.
+    fn fold_chr_codes(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
+        let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
+        let var = self.text(clause.child(F::Left)?);
+        if self.resolve(body.child(F::Function)?, scope, depth + 1)? != "builtins.chr" {
+            return None;
+        }
+        let [code] = self.args(body).0[..] else {
+            return None;
+        };
+        // The code itself, or it plus or minus a literal.
+        let shift = match code.kind() {
+            K::Identifier if self.text(code) == var => 0,
+            K::BinaryOperator if code.child(F::Left).is_some_and(|l| self.text(l) == var) => {
+                let k = int_value(self.text(code.child(F::Right)?))?;
+                match code.operator() {
+                    Op::Bin(Operator::Add) => k,
+                    Op::Bin(Operator::Sub) => -k,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let (items, _) =
+            self.bound_value(clause.child(F::Right)?, scope, |v| v.kind().is_sequence())?;
+        items
+            .children()
+            .map(|k| {
+                let v = int_value(self.text(k))?.checked_add(shift)?;
+                char::from_u32(u32::try_from(v).ok()?).map(String::from)
+            })
+            .collect()
     }
 
     /// `map(chr, (101, 120, ...))` and `map(str, [...])` over literals.

@@ -446,7 +446,9 @@ impl<'t> Analyzer<'t> {
             _ => (k, scope),
         };
         if k.kind() != K::ConditionalExpression {
-            return Vec::new();
+            // One constant key, as the comment above says; a constant key
+            // used to give nothing.
+            return self.fold(k, scope, depth).into_iter().collect();
         }
         k.children()
             .filter_map(|c| self.fold(c, scope, depth))
@@ -519,7 +521,13 @@ impl<'t> Analyzer<'t> {
                 .collect();
         }
         let _ = kw;
-        self.pv_method(func, pos, scope, depth)
+        let v = self.pv_method(func, pos, scope, depth);
+        if !v.is_empty() {
+            return v;
+        }
+        // `"".join(map(chr, codes))`, `b64decode(s).decode()`: a disguised
+        // constant is its value, here as where it is folded.
+        self.fold(n, scope, depth).into_iter().collect()
     }
 
     /// Path methods: `p.with_suffix(s)`, `p.rglob(pat)`, `p.joinpath(...)`.
