@@ -12,6 +12,15 @@ use super::names::*;
 use super::{Analyzer, Bind, Node, Op, F, K};
 use super::{EVAL_DEPTH, MAX_FOLD_LEN};
 
+/// The functions that decode base64 text.
+pub(super) const BASE64_DECODERS: &[&str] = &[
+    "base64.b64decode",
+    "base64.standard_b64decode",
+    "base64.decodebytes",
+    "base64.urlsafe_b64decode",
+    "binascii.a2b_base64",
+];
+
 impl<'t> Analyzer<'t> {
     /// Constant string value of an expression, folding the usual disguises.
     /// Values longer than MAX_FOLD_LEN give up, so `a = a + a` chains cannot
@@ -108,7 +117,9 @@ impl<'t> Analyzer<'t> {
                 None => {}
             }
         }
-        let q = self.resolve(func, scope, depth + 1)?;
+        let Some(q) = self.resolve(func, scope, depth + 1) else {
+            return self.fold_own_decoder(n, scope, depth);
+        };
         let arg0 = || pos.first().and_then(|a| self.fold(*a, scope, depth + 1));
         match q.as_str() {
             "builtins.chr" => {
@@ -124,11 +135,7 @@ impl<'t> Analyzer<'t> {
                     .collect();
                 Some(join_path(&parts?))
             }
-            "base64.b64decode"
-            | "base64.standard_b64decode"
-            | "base64.decodebytes"
-            | "base64.urlsafe_b64decode"
-            | "binascii.a2b_base64" => {
+            q if BASE64_DECODERS.contains(&q) => {
                 let raw = b64decode(&arg0()?)?;
                 String::from_utf8(raw).ok()
             }
@@ -224,14 +231,49 @@ impl<'t> Analyzer<'t> {
                 })
             }
             K::Call => self.fold_mapped(n, scope, depth),
-            K::GeneratorExpression | K::ListComprehension => self.fold_chr_codes(n, scope, depth),
+            K::GeneratorExpression | K::ListComprehension => {
+                self.fold_chr_codes(n, scope, depth, None)
+            }
             _ => None,
         }
     }
 
+    /// `_s(118, 115)` of `def _s(*codes): return "".join(chr(c) for c in
+    /// codes)`: a helper of the script's own that turns the codes it is
+    /// called with into text, folded with this call's codes.
+    fn fold_own_decoder(&self, call: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let (def_scope, 0) = self.callee_def(call.child(F::Function)?, scope)? else {
+            return None;
+        };
+        let [ret] = self.returns.get(&def_scope)?[..] else {
+            return None;
+        };
+        let func = ret
+            .child(F::Function)
+            .filter(|f| f.kind() == K::Attribute)?;
+        if ret.kind() != K::Call || self.text(func.child(F::Attribute)?) != "join" {
+            return None;
+        }
+        let sep = self.fold(func.child(F::Object)?, def_scope, depth + 1)?;
+        let [gen] = self.args(ret).0[..] else {
+            return None;
+        };
+        let codes = self.args(call).0;
+        let parts = self.fold_chr_codes(gen, def_scope, depth + 1, Some(codes))?;
+        Some(parts.join(&sep))
+    }
+
     /// `chr(c) for c in (114, 109)`, also shifted (`chr(c - 3)`, a Caesar
-    /// disguise): the characters of literal character codes.
-    fn fold_chr_codes(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+    /// disguise): the characters of literal character codes. With `codes`,
+    /// a generator over the function's star parameter takes them instead
+    /// (see `fold_own_decoder`).
+    fn fold_chr_codes(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        depth: usize,
+        codes: Option<&[Node<'t>]>,
+    ) -> Option<Vec<String>> {
         let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
         let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
         let var = self.text(clause.child(F::Left)?);
@@ -254,10 +296,27 @@ impl<'t> Analyzer<'t> {
             }
             _ => return None,
         };
-        let (items, _) =
-            self.bound_value(clause.child(F::Right)?, scope, |v| v.kind().is_sequence())?;
+        let iter = clause.child(F::Right)?;
+        let items: Vec<Node<'t>> = match codes {
+            Some(codes) => {
+                let [Bind::Param { param, .. }] =
+                    self.lookup(self.text(iter), scope, iter.start_byte())?
+                else {
+                    return None;
+                };
+                if param.kind() != K::ListSplatPattern {
+                    return None;
+                }
+                codes.to_vec()
+            }
+            None => self
+                .bound_value(iter, scope, |v| v.kind().is_sequence())?
+                .0
+                .children()
+                .collect(),
+        };
         items
-            .children()
+            .into_iter()
             .map(|k| {
                 let v = int_value(self.text(k))?.checked_add(shift)?;
                 char::from_u32(u32::try_from(v).ok()?).map(String::from)

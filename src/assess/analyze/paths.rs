@@ -10,7 +10,8 @@
 
 use ruff_python_ast::Operator;
 
-use super::literal::{join_path, string_value};
+use super::fold::BASE64_DECODERS;
+use super::literal::{b64decode, join_path, string_value};
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
 /// Steps one path query may take: path expressions are short chains, and
@@ -65,6 +66,7 @@ const SAME_PATH_METHODS: &[&str] = &[
     "rstrip",
     "lstrip",
     "__fspath__",
+    "decode",
 ];
 
 /// Calls that make a temporary file or directory of the script's own.
@@ -498,6 +500,14 @@ impl<'t> Analyzer<'t> {
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
                 "tempfile.gettempdir" => return vec!["/tmp".into()],
+                // `b64decode(s)` of a parameter or loop variable: each
+                // value it takes, decoded (a folded one is decoded below).
+                q if BASE64_DECODERS.contains(&q) => {
+                    return arg(0)
+                        .iter()
+                        .filter_map(|v| String::from_utf8(b64decode(v)?).ok())
+                        .collect()
+                }
                 q if TEMP_MAKERS.contains(&q) => return vec![format!("<tmp:{}>", n.start_byte())],
                 "site.getsitepackages"
                 | "site.getusersitepackages"
