@@ -230,7 +230,9 @@ impl<'t> Analyzer<'t> {
                     _ => None,
                 })
             }
-            K::Call => self.fold_mapped(n, scope, depth),
+            K::Call => self
+                .fold_mapped(n, scope, depth)
+                .or_else(|| self.fold_split(n, scope, depth)),
             K::GeneratorExpression | K::ListComprehension => {
                 self.fold_chr_codes(n, scope, depth, None)
             }
@@ -322,6 +324,26 @@ impl<'t> Analyzer<'t> {
                 char::from_u32(u32::try_from(v).ok()?).map(String::from)
             })
             .collect()
+    }
+
+    /// `"process call create".split()`, also of a decoded text: the words
+    /// (split at whitespace, or at the literal separator given).
+    fn fold_split(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let func = n.child(F::Function).filter(|f| f.kind() == K::Attribute)?;
+        if self.text(func.child(F::Attribute)?) != "split" {
+            return None;
+        }
+        let text = self.fold(func.child(F::Object)?, scope, depth + 1)?;
+        match self.args(n).0 {
+            [] => Some(text.split_whitespace().map(String::from).collect()),
+            [sep] => {
+                let sep = self
+                    .fold(*sep, scope, depth + 1)
+                    .filter(|s| !s.is_empty())?;
+                Some(text.split(sep.as_str()).map(String::from).collect())
+            }
+            _ => None,
+        }
     }
 
     /// `map(chr, (101, 120, ...))` and `map(str, [...])` over literals.

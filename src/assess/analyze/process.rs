@@ -190,6 +190,14 @@ impl<'t> Analyzer<'t> {
     fn words(&self, items: impl Iterator<Item = Node<'t>>, scope: usize) -> String {
         let words: Vec<String> = items
             .map(|w| {
+                // `[*verb, target]` with `verb = "process call create".split()`:
+                // the words the splat spreads.
+                let spread = (w.kind() == K::ListSplat)
+                    .then(|| self.fold_list(w.nth_child(0)?, scope, 0))
+                    .flatten();
+                if let Some(spread) = spread {
+                    return spread.join(" ");
+                }
                 self.paths(w, scope)
                     .into_iter()
                     .next()
