@@ -523,6 +523,9 @@ impl<'t> Analyzer<'t> {
                 _ => {}
             }
         }
+        if let Some(v) = self.pv_called_lambdas(func, scope, depth) {
+            return v;
+        }
         if let Some((def_scope, _)) = self.callee_def(func, scope) {
             let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
             return values
@@ -538,6 +541,35 @@ impl<'t> Analyzer<'t> {
         // `"".join(map(chr, codes))`, `b64decode(s).decode()`: a disguised
         // constant is its value, here as where it is folded.
         self.fold(n, scope, depth).into_iter().collect()
+    }
+
+    /// `for get in [lambda: "~", lambda: "/srv"]: get()`: a loop variable
+    /// taking lambdas from a list, called, is each lambda's value. Paths
+    /// kept behind lambdas are paths all the same.
+    fn pv_called_lambdas(&self, func: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        if func.kind() != K::Identifier {
+            return None;
+        }
+        let [Bind::Part {
+            of,
+            scope: s,
+            how: Part::Each(None),
+        }] = self.lookup(self.text(func), scope, func.start_byte())?
+        else {
+            return None;
+        };
+        let (list, _) = self.bound_value(of, s, |v| v.kind().is_sequence())?;
+        let bodies: Vec<Node<'t>> = list
+            .children()
+            .filter(|l| l.kind() == K::Lambda)
+            .filter_map(|l| l.child(F::Body))
+            .collect();
+        (!bodies.is_empty()).then(|| {
+            bodies
+                .iter()
+                .flat_map(|b| self.pv(*b, self.scope_of(*b), depth))
+                .collect()
+        })
     }
 
     /// Path methods: `p.with_suffix(s)`, `p.rglob(pat)`, `p.joinpath(...)`.
