@@ -79,6 +79,22 @@ const TEMP_MAKERS: &[&str] = &[
     "tempfile.SpooledTemporaryFile",
 ];
 
+/// The place a library function that takes no path names: the home, the
+/// working and temporary directories, the interpreter's site directories.
+fn known_place(q: &str) -> Option<String> {
+    let place = match q {
+        "pathlib.Path.home" => "~",
+        "os.getcwd" | "pathlib.Path.cwd" => ".",
+        "tempfile.gettempdir" => "/tmp",
+        "site.getsitepackages"
+        | "site.getusersitepackages"
+        | "sysconfig.get_paths"
+        | "sysconfig.get_path" => "<site-packages>",
+        _ => return None,
+    };
+    Some(place.into())
+}
+
 fn capped(mut v: Vec<String>) -> Vec<String> {
     v.retain(|s| s.len() <= MAX_LEN);
     v.dedup();
@@ -495,11 +511,9 @@ impl<'t> Analyzer<'t> {
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.
                 "builtins.filter" => return arg(1),
-                "pathlib.Path.home" => return vec!["~".into()],
-                "os.getcwd" | "pathlib.Path.cwd" => return vec![".".into()],
+                q if known_place(q).is_some() => return known_place(q).into_iter().collect(),
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
-                "tempfile.gettempdir" => return vec!["/tmp".into()],
                 // `b64decode(s)` of a parameter or loop variable: each
                 // value it takes, decoded (a folded one is decoded below).
                 q if BASE64_DECODERS.contains(&q) => {
@@ -509,10 +523,6 @@ impl<'t> Analyzer<'t> {
                         .collect()
                 }
                 q if TEMP_MAKERS.contains(&q) => return vec![format!("<tmp:{}>", n.start_byte())],
-                "site.getsitepackages"
-                | "site.getusersitepackages"
-                | "sysconfig.get_paths"
-                | "sysconfig.get_path" => return vec!["<site-packages>".into()],
                 "os.getenv" | "os.environ.get" => {
                     let key = pos.first().and_then(|k| self.fold(*k, scope, depth));
                     let mut out: Vec<String> =
@@ -544,8 +554,9 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `for get in [lambda: "~", lambda: "/srv"]: get()`: a loop variable
-    /// taking lambdas from a list, called, is each lambda's value. Paths
-    /// kept behind lambdas are paths all the same.
+    /// taking lambdas (or functions naming a known place) from a list,
+    /// called, is each one's value. Paths kept behind lambdas are paths
+    /// all the same.
     fn pv_called_lambdas(&self, func: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
         if func.kind() != K::Identifier {
             return None;
@@ -559,17 +570,20 @@ impl<'t> Analyzer<'t> {
             return None;
         };
         let (list, _) = self.bound_value(of, s, |v| v.kind().is_sequence())?;
-        let bodies: Vec<Node<'t>> = list
-            .children()
-            .filter(|l| l.kind() == K::Lambda)
-            .filter_map(|l| l.child(F::Body))
-            .collect();
-        (!bodies.is_empty()).then(|| {
-            bodies
-                .iter()
-                .flat_map(|b| self.pv(*b, self.scope_of(*b), depth))
-                .collect()
-        })
+        let mut out = Vec::new();
+        for f in list.children() {
+            match f.kind() {
+                K::Lambda => {
+                    let Some(body) = f.child(F::Body) else {
+                        continue;
+                    };
+                    out.extend(self.pv(body, self.scope_of(body), depth));
+                }
+                // `site.getsitepackages` named, not called, beside them.
+                _ => out.extend(self.resolve(f, s, depth).and_then(|q| known_place(&q))),
+            }
+        }
+        (!out.is_empty()).then_some(out)
     }
 
     /// Path methods: `p.with_suffix(s)`, `p.rglob(pat)`, `p.joinpath(...)`.
@@ -593,7 +607,15 @@ impl<'t> Analyzer<'t> {
                 .unwrap_or_default()
         };
         let base = || self.pv(obj, scope, depth);
+        // `sysconfig.get_paths().get("purelib")`: one of the site paths.
+        let site_paths = || {
+            obj.kind() == K::Call
+                && self.callee(obj, scope).as_deref() == Some("sysconfig.get_paths")
+        };
         match m {
+            "get" if site_paths() => vec!["<site-packages>".into()],
+            // `dict.fromkeys(paths)`: the paths, without repeats.
+            "fromkeys" if self.text(obj) == "dict" => arg(0),
             m if SAME_PATH_METHODS.contains(&m) => base(),
             "joinpath" => pos.iter().fold(base(), |acc, a| {
                 product(&acc, &self.pv(*a, scope, depth), join2)
