@@ -257,6 +257,13 @@ impl<'t> Analyzer<'t> {
                             _ => {}
                         }
                     }
+                    // `found[k] = os.environ[k]` into a dict bound empty:
+                    // what was put into it is sent with it.
+                    for (s, v) in self.mutations_near(self.text(n), scope) {
+                        if acc.seen.first(v, depth) {
+                            self.env_flow(v, s, depth + 1, acc);
+                        }
+                    }
                     return;
                 }
                 // `json.dumps(os.environ).encode`: the data is in the object.
