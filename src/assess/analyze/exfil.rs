@@ -156,6 +156,9 @@ impl<'t> Analyzer<'t> {
             if s.kind != SendKind::Command {
                 self.signs.network_send.get_or_insert(s.node);
             }
+            if s.kind == SendKind::Client {
+                self.check_metadata_request(s.node, pos, s.scope);
+            }
             // A command's keywords are its environment, directory and pipes:
             // `env=os.environ.copy()` is how a child gets a tweaked
             // environment, not a way out of the machine.

@@ -266,7 +266,8 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `chr(c) for c in (114, 109)`, also shifted (`chr(c - 3)`, a Caesar
-    /// disguise): the characters of literal character codes. With `codes`,
+    /// disguise): the characters of literal character codes, or the numbers
+    /// of `str(c) for c in ...` written out. With `codes`,
     /// a generator over the function's star parameter takes them instead
     /// (see `fold_own_decoder`).
     fn fold_chr_codes(
@@ -279,9 +280,16 @@ impl<'t> Analyzer<'t> {
         let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
         let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
         let var = self.text(clause.child(F::Left)?);
-        if self.resolve(body.child(F::Function)?, scope, depth + 1)? != "builtins.chr" {
-            return None;
-        }
+        // `str(x) for x in (0xA9, 0xFE)`: the numbers written out (an
+        // address spelled in hex), else characters.
+        let decimal = match self
+            .resolve(body.child(F::Function)?, scope, depth + 1)?
+            .as_str()
+        {
+            "builtins.chr" => false,
+            "builtins.str" => true,
+            _ => return None,
+        };
         let [code] = self.args(body).0[..] else {
             return None;
         };
@@ -321,6 +329,9 @@ impl<'t> Analyzer<'t> {
             .into_iter()
             .map(|k| {
                 let v = int_value(self.text(k))?.checked_add(shift)?;
+                if decimal {
+                    return Some(v.to_string());
+                }
                 char::from_u32(u32::try_from(v).ok()?).map(String::from)
             })
             .collect()
