@@ -241,15 +241,27 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `_s(118, 115)` of `def _s(*codes): return "".join(chr(c) for c in
-    /// codes)`: a helper of the script's own that turns the codes it is
-    /// called with into text, folded with this call's codes.
+    /// codes)`, `_R("hss.")` of `_R = lambda s: s[::-1]`: a helper of the
+    /// script's own that decodes what it is called with, folded with this
+    /// call's arguments.
     fn fold_own_decoder(&self, call: Node<'t>, scope: usize, depth: usize) -> Option<String> {
-        let (def_scope, 0) = self.callee_def(call.child(F::Function)?, scope)? else {
-            return None;
-        };
+        let def_scope = self.own_function_scope(call.child(F::Function)?, scope)?;
         let [ret] = self.returns.get(&def_scope)?[..] else {
             return None;
         };
+        // `_R = lambda s: s[::-1]`: the call's text reversed.
+        if self.reversed_by_slice(ret) {
+            let param = ret.child(F::Value).filter(|v| v.kind() == K::Identifier)?;
+            let [Bind::Param { index: 0, .. }] =
+                self.lookup(self.text(param), def_scope, param.start_byte())?
+            else {
+                return None;
+            };
+            let [arg] = self.args(call).0[..] else {
+                return None;
+            };
+            return Some(self.fold(arg, scope, depth + 1)?.chars().rev().collect());
+        }
         let func = ret
             .child(F::Function)
             .filter(|f| f.kind() == K::Attribute)?;
@@ -263,6 +275,16 @@ impl<'t> Analyzer<'t> {
         let codes = self.args(call).0;
         let parts = self.fold_chr_codes(gen, def_scope, depth + 1, Some(codes))?;
         Some(parts.join(&sep))
+    }
+
+    /// The scope of the script's own function (a `def`, or a lambda bound
+    /// to a name) that `func` names, when a call passes all its parameters.
+    fn own_function_scope(&self, func: Node<'t>, scope: usize) -> Option<usize> {
+        if let Some((def_scope, offset)) = self.callee_def(func, scope) {
+            return (offset == 0).then_some(def_scope);
+        }
+        let (lambda, _) = self.bound_value(func, scope, |v| v.kind() == K::Lambda)?;
+        Some(self.scope_of(lambda.child(F::Body)?))
     }
 
     /// `chr(c) for c in (114, 109)`, also shifted (`chr(c - 3)`, a Caesar
