@@ -330,3 +330,38 @@ for p in (Path.home() / back("setoN")).glob("*.md"):
     let a = run(notes);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+/// Every version of every object in every bucket the account lists
+/// deleted: the history versioning kept is gone (8ee649d: LOW).
+#[test]
+fn every_object_version_of_every_bucket_deleted_is_a_cloud_wipe() {
+    let purge = r#"import boto3
+cli = boto3.client("s3")
+for bucket in cli.list_buckets()["Buckets"]:
+    name = bucket["Name"]
+    listing = cli.list_object_versions(Bucket=name)
+    for v in listing.get("Versions", []) + listing.get("DeleteMarkers", []):
+        cli.delete_object(Bucket=name, Key=v["Key"], VersionId=v["VersionId"])
+"#;
+    let a = run(purge);
+    assert!(rules(&a).contains(&"MB963"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// Old versions picked by their age, as a retention job does, are no
+/// wipe.
+#[test]
+fn old_object_versions_picked_by_age_are_retention() {
+    let retain = r#"import boto3, datetime
+cli = boto3.client("s3")
+cut = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=90)
+for bucket in cli.list_buckets()["Buckets"]:
+    name = bucket["Name"]
+    for v in cli.list_object_versions(Bucket=name).get("Versions", []):
+        if not v["IsLatest"] and v["LastModified"] < cut:
+            cli.delete_object(Bucket=name, Key=v["Key"], VersionId=v["VersionId"])
+"#;
+    let a = run(retain);
+    assert!(!rules(&a).contains(&"MB963"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
