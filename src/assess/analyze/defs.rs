@@ -259,28 +259,7 @@ impl<'t> Analyzer<'t> {
     /// variable taking the script's own functions from a tuple or list (a
     /// parameter's default too) calls each of them.
     fn looped_functions(&self, func: Node<'t>, scope: usize) -> Option<Vec<usize>> {
-        if func.kind() != K::Identifier {
-            return None;
-        }
-        let [Bind::Part {
-            of,
-            scope: s,
-            how: super::Part::Each(None),
-        }] = self.lookup(self.text(func), scope, func.start_byte())?
-        else {
-            return None;
-        };
-        let list = match self.bound_value(of, s, |v| v.kind().is_sequence()) {
-            Some((list, _)) => list,
-            // `def main(stages=(fetch, run))`, `stages=STAGES`.
-            None => match self.lookup(self.text(of), s, of.start_byte())? {
-                [Bind::Param { param, .. }] => {
-                    let default = param.child(F::Value)?;
-                    self.bound_value(default, s, |v| v.kind().is_sequence())?.0
-                }
-                _ => return None,
-            },
-        };
+        let (list, s) = self.looped_sequence(func, scope)?;
         if !names_only(list) {
             return None;
         }
@@ -292,6 +271,31 @@ impl<'t> Analyzer<'t> {
             })
             .collect();
         (!stages.is_empty()).then_some(stages)
+    }
+
+    /// The tuple or list literal a loop variable takes its items from
+    /// (bound to a name, or a parameter's default: `def main(stages=(fetch,
+    /// run))`, `stages=STAGES`), with the scope its items are read in.
+    pub(super) fn looped_sequence(&self, var: Node<'t>, scope: usize) -> Option<(Node<'t>, usize)> {
+        if var.kind() != K::Identifier {
+            return None;
+        }
+        let [Bind::Part {
+            of,
+            scope: s,
+            how: super::Part::Each(None),
+        }] = self.lookup(self.text(var), scope, var.start_byte())?
+        else {
+            return None;
+        };
+        let sequence = |v: Node<'t>| v.kind().is_sequence();
+        if let Some(found) = self.bound_value(of, s, sequence) {
+            return Some(found);
+        }
+        match self.lookup(self.text(of), s, of.start_byte())? {
+            [Bind::Param { param, .. }] => self.bound_value(param.child(F::Value)?, s, sequence),
+            _ => None,
+        }
     }
 
     /// The dict literal a name (or the expression itself) holds, with the

@@ -289,9 +289,9 @@ impl<'t> Analyzer<'t> {
 
     /// `chr(c) for c in (114, 109)`, also shifted (`chr(c - 3)`, a Caesar
     /// disguise): the characters of literal character codes, or the numbers
-    /// of `str(c) for c in ...` written out. With `codes`,
-    /// a generator over the function's star parameter takes them instead
-    /// (see `fold_own_decoder`).
+    /// of `str(c) for c in ...` written out. With `codes`, a generator over
+    /// the function's star parameter takes them instead (see
+    /// `fold_own_decoder`).
     fn fold_chr_codes(
         &self,
         n: Node<'t>,
@@ -315,19 +315,7 @@ impl<'t> Analyzer<'t> {
         let [code] = self.args(body).0[..] else {
             return None;
         };
-        // The code itself, or it plus or minus a literal.
-        let shift = match code.kind() {
-            K::Identifier if self.text(code) == var => 0,
-            K::BinaryOperator if code.child(F::Left).is_some_and(|l| self.text(l) == var) => {
-                let k = int_value(self.text(code.child(F::Right)?))?;
-                match code.operator() {
-                    Op::Bin(Operator::Add) => k,
-                    Op::Bin(Operator::Sub) => -k,
-                    _ => return None,
-                }
-            }
-            _ => return None,
-        };
+        let shift = self.code_shift(code, var)?;
         let iter = clause.child(F::Right)?;
         let items: Vec<Node<'t>> = match codes {
             Some(codes) => {
@@ -357,6 +345,23 @@ impl<'t> Analyzer<'t> {
                 char::from_u32(u32::try_from(v).ok()?).map(String::from)
             })
             .collect()
+    }
+
+    /// How a generator's element is made from its variable `var`: the
+    /// variable itself (0), or it plus or minus a literal.
+    fn code_shift(&self, code: Node<'t>, var: &str) -> Option<i64> {
+        match code.kind() {
+            K::Identifier if self.text(code) == var => Some(0),
+            K::BinaryOperator if code.child(F::Left).is_some_and(|l| self.text(l) == var) => {
+                let k = int_value(self.text(code.child(F::Right)?))?;
+                match code.operator() {
+                    Op::Bin(Operator::Add) => Some(k),
+                    Op::Bin(Operator::Sub) => Some(-k),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// `"process call create".split()`, also of a decoded text: the words

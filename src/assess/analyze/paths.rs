@@ -558,18 +558,7 @@ impl<'t> Analyzer<'t> {
     /// called, is each one's value. Paths kept behind lambdas are paths
     /// all the same.
     fn pv_called_lambdas(&self, func: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
-        if func.kind() != K::Identifier {
-            return None;
-        }
-        let [Bind::Part {
-            of,
-            scope: s,
-            how: Part::Each(None),
-        }] = self.lookup(self.text(func), scope, func.start_byte())?
-        else {
-            return None;
-        };
-        let (list, _) = self.bound_value(of, s, |v| v.kind().is_sequence())?;
+        let (list, s) = self.looped_sequence(func, scope)?;
         let mut out = Vec::new();
         for f in list.children() {
             match f.kind() {
