@@ -104,11 +104,12 @@ impl<'t> Analyzer<'t> {
         let Some(url) = pos.first() else {
             return;
         };
-        let lowered = self.lowered();
-        let named = |t: &str| METADATA_HOSTS.iter().find(|h| t.contains(*h));
-        if lowered.texts.iter().any(|(_, t)| named(t).is_some()) {
+        // A literal naming the host is judged by `check_string`; the needle
+        // bits say so without scanning the literals again.
+        if self.lowered().found.iter().any(|f| f & METADATA != 0) {
             return;
         }
+        let named = |t: &str| METADATA_HOSTS.iter().find(|h| t.contains(*h));
         let Some(host) = self.texts_in(*url, scope).iter().find_map(|t| named(t)) else {
             return;
         };
