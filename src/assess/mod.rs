@@ -38,6 +38,8 @@ mod behaviour14_tests;
 #[cfg(test)]
 mod behaviour15_tests;
 #[cfg(test)]
+mod behaviour16_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

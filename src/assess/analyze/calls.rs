@@ -164,6 +164,7 @@ impl<'t> Analyzer<'t> {
             self.check_windows_call(q, call);
         }
         self.check_escape_call(call);
+        self.check_raw_open(call);
         if let Some(m) = call.method {
             self.check_method(m, call);
         }

@@ -5,6 +5,7 @@
 //! rarely take both the data and its backups: both at once, or either
 //! with no age looked at, is a wiper for the cloud account.
 
+use super::calls::kwarg;
 use super::{line, Analyzer, Node, K};
 
 /// SDK methods that delete stored objects or whole buckets.
@@ -53,7 +54,10 @@ impl<'t> Analyzer<'t> {
             let Some(m) = self.method_name(c.node) else {
                 continue;
             };
-            if DATA_DELETES.contains(&m) || (m == "delete" && self.deletes_objects(c.node)) {
+            let wipes = DATA_DELETES.contains(&m)
+                || (m == "delete" && self.deletes_objects(c.node))
+                || (m == "delete_object" && self.deletes_versions(c.node));
+            if wipes {
                 data.get_or_insert(c.node);
             } else if BACKUP_DELETES.contains(&m) {
                 backup.get_or_insert(c.node);
@@ -85,6 +89,17 @@ impl<'t> Analyzer<'t> {
                 let t = self.text(f);
                 t.contains(".objects") || t.contains(".object_versions")
             })
+    }
+
+    /// `delete_object(Bucket=b, Key=k, VersionId=v)` in a script that
+    /// lists every version of a bucket's objects: the bucket's history
+    /// deleted version by version, what versioning kept to restore from.
+    fn deletes_versions(&self, call: Node<'t>) -> bool {
+        const LISTING: &str = "list_object_versions";
+        // Called, or asked of a paginator by name.
+        let lists =
+            || self.calls_method(LISTING) || self.lowered().texts.iter().any(|(_, t)| t == LISTING);
+        kwarg(self.args(call).1, "VersionId").is_some() && lists()
     }
 
     fn wipe_detail(&self, data: Option<Node<'t>>, backup: Option<Node<'t>>) -> String {

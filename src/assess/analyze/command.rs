@@ -61,9 +61,42 @@ fn classify_windows(head: &str, words: &[&str]) -> Option<Stage> {
         "wmic" if words.iter().any(|w| w.starts_with("/node:")) && has("create") => {
             Stage::Rule("MB954")
         }
+        // Windows' usermod -aG sudo: an account put in the administrators'
+        // group; an account added alone is administration.
+        "net" | "net1" if words.get(1) == Some(&"localgroup") && has("/add") => {
+            if has("administrators") {
+                Stage::Rules("MB208", "MB906")
+            } else {
+                Stage::Rule("MB208")
+            }
+        }
+        "net" | "net1" if words.get(1) == Some(&"user") && has("/add") => Stage::Rule("MB208"),
+        h if dumps_credential_store(h, words) => Stage::Rule("MB965"),
         _ => return None,
     };
     Some(stage)
+}
+
+/// Windows' stores of logon secrets copied out: a process's memory dumped
+/// through comsvcs.dll's MiniDump (run for lsass, where logged-on users'
+/// hashes and tickets live; debuggers use their own dump tools), lsass
+/// dumped by ProcDump, or the SAM and SECURITY hives saved to a file.
+fn dumps_credential_store(head: &str, words: &[&str]) -> bool {
+    let any = |f: &dyn Fn(&str) -> bool| words.iter().any(|w| f(w));
+    match head {
+        "rundll32" => any(&|w| w.contains("comsvcs")) && any(&|w| w.contains("minidump")),
+        "procdump" | "procdump64" => any(&|w| w.contains("lsass")),
+        "reg" => {
+            words.get(1) == Some(&"save")
+                && any(&|w| {
+                    let w = w
+                        .trim_start_matches("hkey_local_machine")
+                        .trim_start_matches("hklm");
+                    matches!(w, "\\sam" | "\\security")
+                })
+        }
+        _ => false,
+    }
 }
 
 /// Commands that change the host for good: scheduled or enabled at boot,

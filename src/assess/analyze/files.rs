@@ -399,7 +399,28 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// A shell script written from a text the script decodes or builds
+    /// (`write_bytes(b64decode(HOOK))`): judged like a literal script is
+    /// (see `check_string`), since no literal shows it. Plain literals are
+    /// judged there already.
+    fn check_written_script(&mut self, m: &str, call: &Call<'t>) {
+        if !matches!(m, "write" | "write_text" | "write_bytes") {
+            return;
+        }
+        let Some(data) = call.pos.first().filter(|d| d.kind() != K::String) else {
+            return;
+        };
+        self.reset_budget();
+        let Some(text) = self.fold(*data, call.scope, 0) else {
+            return;
+        };
+        if text.starts_with("#!") {
+            self.check_command_line(&text.to_ascii_lowercase(), call.node);
+        }
+    }
+
     pub(super) fn check_method(&mut self, m: &'t str, call: &Call<'t>) {
+        self.check_written_script(m, call);
         let (node, scope) = (call.node, call.scope);
         let Some(obj) = call.func.child(F::Object) else {
             return;

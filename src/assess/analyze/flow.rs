@@ -383,6 +383,9 @@ impl<'t> Analyzer<'t> {
                 _ => {}
             }
         }
+        if let Some((Bind::Expr(v, s), _)) = self.rebound_later_in_loop(n, scope) {
+            self.tv_value(v, s, depth, acc);
+        }
         // What was put into the value while this binding held it.
         for (s, v) in self.mutations_near(name, scope) {
             if span.contains(&v.start_byte()) {
@@ -401,6 +404,37 @@ impl<'t> Analyzer<'t> {
                 self.tv_member(call, s, depth, acc);
             }
         }
+    }
+
+    /// `for stage in stages: value = stage(value)`: a use of a name that
+    /// the enclosing loop's body binds again after the use sees, from the
+    /// second turn on, what that later binding gave it. (`lookup` gives
+    /// the binding before the use, the value of the first turn.)
+    fn rebound_later_in_loop(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+    ) -> Option<(Bind<'t>, std::ops::Range<usize>)> {
+        let at = n.start_byte();
+        let list = super::resolve::scope_binds(self.binds.get(self.text(n))?, scope)?;
+        let after = list.partition_point(|(p, _)| *p <= at);
+        let (later, _) = *list.get(after)?;
+        // The innermost loop around the use, within its function.
+        let mut cur = n.parent();
+        while let Some(p) = cur {
+            if p.kind().opens_scope() {
+                return None;
+            }
+            if matches!(p.kind(), K::ForStatement | K::WhileStatement) {
+                // A binding is placed at the end of its value, which the
+                // loop's last statement shares with the loop.
+                return (later <= p.byte_range().end)
+                    .then(|| self.lookup_span(self.text(n), scope, later + 1))
+                    .flatten();
+            }
+            cur = p.parent();
+        }
+        None
     }
 
     /// An archive member: `writestr(name, data)` carries its data, `write`

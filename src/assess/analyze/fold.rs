@@ -12,6 +12,15 @@ use super::names::*;
 use super::{Analyzer, Bind, Node, Op, F, K};
 use super::{EVAL_DEPTH, MAX_FOLD_LEN};
 
+/// The functions that decode base64 text.
+pub(super) const BASE64_DECODERS: &[&str] = &[
+    "base64.b64decode",
+    "base64.standard_b64decode",
+    "base64.decodebytes",
+    "base64.urlsafe_b64decode",
+    "binascii.a2b_base64",
+];
+
 impl<'t> Analyzer<'t> {
     /// Constant string value of an expression, folding the usual disguises.
     /// Values longer than MAX_FOLD_LEN give up, so `a = a + a` chains cannot
@@ -61,11 +70,29 @@ impl<'t> Analyzer<'t> {
                     let v = self.fold(n.child(F::Value)?, scope, depth + 1)?;
                     return Some(v.chars().rev().collect());
                 }
-                None
+                self.fold_item(n, scope, depth)
             }
             K::Call => self.fold_call(n, scope, depth),
             _ => None,
         }
+    }
+
+    /// `TOOLS["rec"]`: the value a dictionary literal keeps at a constant
+    /// key, so program names kept in a table (each one disguised) fold as
+    /// they would kept in variables of their own.
+    fn fold_item(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let key = self.fold(n.child(F::Subscript)?, scope, depth + 1)?;
+        let (dict, s) = self.dict_of(n.child(F::Value)?, scope)?;
+        let value = dict
+            .children()
+            .filter(|p| p.kind() == K::Pair)
+            .find(|p| {
+                p.child(F::Key)
+                    .and_then(|k| self.fold(k, s, depth + 1))
+                    .is_some_and(|k| k == key)
+            })?
+            .child(F::Value)?;
+        self.fold(value, s, depth + 1)
     }
 
     /// Whether `m.decode`/`m.encode` is the `codecs` module's function
@@ -90,7 +117,9 @@ impl<'t> Analyzer<'t> {
                 None => {}
             }
         }
-        let q = self.resolve(func, scope, depth + 1)?;
+        let Some(q) = self.resolve(func, scope, depth + 1) else {
+            return self.fold_own_decoder(n, scope, depth);
+        };
         let arg0 = || pos.first().and_then(|a| self.fold(*a, scope, depth + 1));
         match q.as_str() {
             "builtins.chr" => {
@@ -106,11 +135,7 @@ impl<'t> Analyzer<'t> {
                     .collect();
                 Some(join_path(&parts?))
             }
-            "base64.b64decode"
-            | "base64.standard_b64decode"
-            | "base64.decodebytes"
-            | "base64.urlsafe_b64decode"
-            | "binascii.a2b_base64" => {
+            q if BASE64_DECODERS.contains(&q) => {
                 let raw = b64decode(&arg0()?)?;
                 String::from_utf8(raw).ok()
             }
@@ -205,7 +230,156 @@ impl<'t> Analyzer<'t> {
                     _ => None,
                 })
             }
-            K::Call => self.fold_mapped(n, scope, depth),
+            K::Call => self
+                .fold_mapped(n, scope, depth)
+                .or_else(|| self.fold_split(n, scope, depth)),
+            K::GeneratorExpression | K::ListComprehension => {
+                self.fold_chr_codes(n, scope, depth, None)
+            }
+            _ => None,
+        }
+    }
+
+    /// `_s(118, 115)` of `def _s(*codes): return "".join(chr(c) for c in
+    /// codes)`, `_R("hss.")` of `_R = lambda s: s[::-1]`: a helper of the
+    /// script's own that decodes what it is called with, folded with this
+    /// call's arguments.
+    fn fold_own_decoder(&self, call: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let def_scope = self.own_function_scope(call.child(F::Function)?, scope)?;
+        let [ret] = self.returns.get(&def_scope)?[..] else {
+            return None;
+        };
+        // `_R = lambda s: s[::-1]`: the call's text reversed.
+        if self.reversed_by_slice(ret) {
+            let param = ret.child(F::Value).filter(|v| v.kind() == K::Identifier)?;
+            let [Bind::Param { index: 0, .. }] =
+                self.lookup(self.text(param), def_scope, param.start_byte())?
+            else {
+                return None;
+            };
+            let [arg] = self.args(call).0[..] else {
+                return None;
+            };
+            return Some(self.fold(arg, scope, depth + 1)?.chars().rev().collect());
+        }
+        let func = ret
+            .child(F::Function)
+            .filter(|f| f.kind() == K::Attribute)?;
+        if ret.kind() != K::Call || self.text(func.child(F::Attribute)?) != "join" {
+            return None;
+        }
+        let sep = self.fold(func.child(F::Object)?, def_scope, depth + 1)?;
+        let [gen] = self.args(ret).0[..] else {
+            return None;
+        };
+        let codes = self.args(call).0;
+        let parts = self.fold_chr_codes(gen, def_scope, depth + 1, Some(codes))?;
+        Some(parts.join(&sep))
+    }
+
+    /// The scope of the script's own function (a `def`, or a lambda bound
+    /// to a name) that `func` names, when a call passes all its parameters.
+    fn own_function_scope(&self, func: Node<'t>, scope: usize) -> Option<usize> {
+        if let Some((def_scope, offset)) = self.callee_def(func, scope) {
+            return (offset == 0).then_some(def_scope);
+        }
+        let (lambda, _) = self.bound_value(func, scope, |v| v.kind() == K::Lambda)?;
+        Some(self.scope_of(lambda.child(F::Body)?))
+    }
+
+    /// `chr(c) for c in (114, 109)`, also shifted (`chr(c - 3)`, a Caesar
+    /// disguise): the characters of literal character codes, or the numbers
+    /// of `str(c) for c in ...` written out. With `codes`, a generator over
+    /// the function's star parameter takes them instead (see
+    /// `fold_own_decoder`).
+    fn fold_chr_codes(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        depth: usize,
+        codes: Option<&[Node<'t>]>,
+    ) -> Option<Vec<String>> {
+        let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
+        let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
+        let var = self.text(clause.child(F::Left)?);
+        // `str(x) for x in (0xA9, 0xFE)`: the numbers written out (an
+        // address spelled in hex), else characters.
+        let decimal = match self
+            .resolve(body.child(F::Function)?, scope, depth + 1)?
+            .as_str()
+        {
+            "builtins.chr" => false,
+            "builtins.str" => true,
+            _ => return None,
+        };
+        let [code] = self.args(body).0[..] else {
+            return None;
+        };
+        let shift = self.code_shift(code, var)?;
+        let iter = clause.child(F::Right)?;
+        let items: Vec<Node<'t>> = match codes {
+            Some(codes) => {
+                let [Bind::Param { param, .. }] =
+                    self.lookup(self.text(iter), scope, iter.start_byte())?
+                else {
+                    return None;
+                };
+                if param.kind() != K::ListSplatPattern {
+                    return None;
+                }
+                codes.to_vec()
+            }
+            None => self
+                .bound_value(iter, scope, |v| v.kind().is_sequence())?
+                .0
+                .children()
+                .collect(),
+        };
+        items
+            .into_iter()
+            .map(|k| {
+                let v = int_value(self.text(k))?.checked_add(shift)?;
+                if decimal {
+                    return Some(v.to_string());
+                }
+                char::from_u32(u32::try_from(v).ok()?).map(String::from)
+            })
+            .collect()
+    }
+
+    /// How a generator's element is made from its variable `var`: the
+    /// variable itself (0), or it plus or minus a literal.
+    fn code_shift(&self, code: Node<'t>, var: &str) -> Option<i64> {
+        match code.kind() {
+            K::Identifier if self.text(code) == var => Some(0),
+            K::BinaryOperator if code.child(F::Left).is_some_and(|l| self.text(l) == var) => {
+                let k = int_value(self.text(code.child(F::Right)?))?;
+                match code.operator() {
+                    Op::Bin(Operator::Add) => Some(k),
+                    Op::Bin(Operator::Sub) => Some(-k),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// `"process call create".split()`, also of a decoded text: the words
+    /// (split at whitespace, or at the literal separator given).
+    fn fold_split(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let func = n.child(F::Function).filter(|f| f.kind() == K::Attribute)?;
+        if self.text(func.child(F::Attribute)?) != "split" {
+            return None;
+        }
+        let text = self.fold(func.child(F::Object)?, scope, depth + 1)?;
+        match self.args(n).0 {
+            [] => Some(text.split_whitespace().map(String::from).collect()),
+            [sep] => {
+                let sep = self
+                    .fold(*sep, scope, depth + 1)
+                    .filter(|s| !s.is_empty())?;
+                Some(text.split(sep.as_str()).map(String::from).collect())
+            }
             _ => None,
         }
     }

@@ -10,7 +10,8 @@
 
 use ruff_python_ast::Operator;
 
-use super::literal::{join_path, string_value};
+use super::fold::BASE64_DECODERS;
+use super::literal::{b64decode, join_path, string_value};
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
 /// Steps one path query may take: path expressions are short chains, and
@@ -65,6 +66,7 @@ const SAME_PATH_METHODS: &[&str] = &[
     "rstrip",
     "lstrip",
     "__fspath__",
+    "decode",
 ];
 
 /// Calls that make a temporary file or directory of the script's own.
@@ -76,6 +78,22 @@ const TEMP_MAKERS: &[&str] = &[
     "tempfile.TemporaryFile",
     "tempfile.SpooledTemporaryFile",
 ];
+
+/// The place a library function that takes no path names: the home, the
+/// working and temporary directories, the interpreter's site directories.
+fn known_place(q: &str) -> Option<String> {
+    let place = match q {
+        "pathlib.Path.home" => "~",
+        "os.getcwd" | "pathlib.Path.cwd" => ".",
+        "tempfile.gettempdir" => "/tmp",
+        "site.getsitepackages"
+        | "site.getusersitepackages"
+        | "sysconfig.get_paths"
+        | "sysconfig.get_path" => "<site-packages>",
+        _ => return None,
+    };
+    Some(place.into())
+}
 
 fn capped(mut v: Vec<String>) -> Vec<String> {
     v.retain(|s| s.len() <= MAX_LEN);
@@ -446,7 +464,9 @@ impl<'t> Analyzer<'t> {
             _ => (k, scope),
         };
         if k.kind() != K::ConditionalExpression {
-            return Vec::new();
+            // One constant key, as the comment above says; a constant key
+            // used to give nothing.
+            return self.fold(k, scope, depth).into_iter().collect();
         }
         k.children()
             .filter_map(|c| self.fold(c, scope, depth))
@@ -491,16 +511,18 @@ impl<'t> Analyzer<'t> {
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.
                 "builtins.filter" => return arg(1),
-                "pathlib.Path.home" => return vec!["~".into()],
-                "os.getcwd" | "pathlib.Path.cwd" => return vec![".".into()],
+                q if known_place(q).is_some() => return known_place(q).into_iter().collect(),
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
-                "tempfile.gettempdir" => return vec!["/tmp".into()],
+                // `b64decode(s)` of a parameter or loop variable: each
+                // value it takes, decoded (a folded one is decoded below).
+                q if BASE64_DECODERS.contains(&q) => {
+                    return arg(0)
+                        .iter()
+                        .filter_map(|v| String::from_utf8(b64decode(v)?).ok())
+                        .collect()
+                }
                 q if TEMP_MAKERS.contains(&q) => return vec![format!("<tmp:{}>", n.start_byte())],
-                "site.getsitepackages"
-                | "site.getusersitepackages"
-                | "sysconfig.get_paths"
-                | "sysconfig.get_path" => return vec!["<site-packages>".into()],
                 "os.getenv" | "os.environ.get" => {
                     let key = pos.first().and_then(|k| self.fold(*k, scope, depth));
                     let mut out: Vec<String> =
@@ -511,6 +533,9 @@ impl<'t> Analyzer<'t> {
                 _ => {}
             }
         }
+        if let Some(v) = self.pv_called_lambdas(func, scope, depth) {
+            return v;
+        }
         if let Some((def_scope, _)) = self.callee_def(func, scope) {
             let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
             return values
@@ -519,7 +544,35 @@ impl<'t> Analyzer<'t> {
                 .collect();
         }
         let _ = kw;
-        self.pv_method(func, pos, scope, depth)
+        let v = self.pv_method(func, pos, scope, depth);
+        if !v.is_empty() {
+            return v;
+        }
+        // `"".join(map(chr, codes))`, `b64decode(s).decode()`: a disguised
+        // constant is its value, here as where it is folded.
+        self.fold(n, scope, depth).into_iter().collect()
+    }
+
+    /// `for get in [lambda: "~", lambda: "/srv"]: get()`: a loop variable
+    /// taking lambdas (or functions naming a known place) from a list,
+    /// called, is each one's value. Paths kept behind lambdas are paths
+    /// all the same.
+    fn pv_called_lambdas(&self, func: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let (list, s) = self.looped_sequence(func, scope)?;
+        let mut out = Vec::new();
+        for f in list.children() {
+            match f.kind() {
+                K::Lambda => {
+                    let Some(body) = f.child(F::Body) else {
+                        continue;
+                    };
+                    out.extend(self.pv(body, self.scope_of(body), depth));
+                }
+                // `site.getsitepackages` named, not called, beside them.
+                _ => out.extend(self.resolve(f, s, depth).and_then(|q| known_place(&q))),
+            }
+        }
+        (!out.is_empty()).then_some(out)
     }
 
     /// Path methods: `p.with_suffix(s)`, `p.rglob(pat)`, `p.joinpath(...)`.
@@ -543,7 +596,15 @@ impl<'t> Analyzer<'t> {
                 .unwrap_or_default()
         };
         let base = || self.pv(obj, scope, depth);
+        // `sysconfig.get_paths().get("purelib")`: one of the site paths.
+        let site_paths = || {
+            obj.kind() == K::Call
+                && self.callee(obj, scope).as_deref() == Some("sysconfig.get_paths")
+        };
         match m {
+            "get" if site_paths() => vec!["<site-packages>".into()],
+            // `dict.fromkeys(paths)`: the paths, without repeats.
+            "fromkeys" if self.text(obj) == "dict" => arg(0),
             m if SAME_PATH_METHODS.contains(&m) => base(),
             "joinpath" => pos.iter().fold(base(), |acc, a| {
                 product(&acc, &self.pv(*a, scope, depth), join2)

@@ -99,6 +99,9 @@ impl<'t> Analyzer<'t> {
         if let Some(cmds) = self.looped_commands(arg, scope) {
             return cmds;
         }
+        if let Some(cmds) = self.splat_commands(arg, scope) {
+            return cmds;
+        }
         // `cmd = ["systemctl", "--user", *args]`: the list's words, with
         // the parts that cannot be folded as `*`.
         if arg.kind() == K::Identifier {
@@ -179,16 +182,77 @@ impl<'t> Analyzer<'t> {
 
     /// A literal argument list's words, those that cannot be folded `*`.
     fn sequence_words(&self, list: Node<'t>, scope: usize) -> String {
-        let words: Vec<String> = list
-            .children()
+        self.words(list.children(), scope)
+    }
+
+    /// Expressions taken as the words of one command, those that cannot be
+    /// folded `*`.
+    fn words(&self, items: impl Iterator<Item = Node<'t>>, scope: usize) -> String {
+        let words: Vec<String> = items
             .map(|w| {
+                // `[*verb, target]` with `verb = "process call create".split()`:
+                // the words the splat spreads.
+                let spread = (w.kind() == K::ListSplat)
+                    .then(|| self.fold_list(w.nth_child(0)?, scope, 0))
+                    .flatten();
+                if let Some(spread) = spread {
+                    return spread.join(" ");
+                }
                 self.paths(w, scope)
                     .into_iter()
                     .next()
+                    // A name kept disguised (`chr` codes, a table of them)
+                    // is no path, but folds.
+                    .or_else(|| self.fold_command(w, scope))
                     .unwrap_or_else(|| "*".into())
             })
             .collect();
         words.join(" ")
+    }
+
+    /// `def q(*argv): run(list(argv))`: a helper that runs whatever words
+    /// it is called with. Its command is each caller's arguments from the
+    /// star parameter on, so `q("auditpol", "/clear")` is judged like the
+    /// same list written at the call; without this the helper hides every
+    /// command it runs.
+    fn splat_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
+        let name = match arg.kind() {
+            K::Call => {
+                let q = self.callee(arg, scope)?;
+                if !matches!(&*q, "builtins.list" | "builtins.tuple") {
+                    return None;
+                }
+                *self.args(arg).0.first()?
+            }
+            // `[*argv]`
+            K::List | K::Tuple => arg
+                .nth_child(0)
+                .filter(|k| k.kind() == K::ListSplat && arg.children().count() == 1)?
+                .nth_child(0)?,
+            _ => arg,
+        };
+        if name.kind() != K::Identifier {
+            return None;
+        }
+        let [Bind::Param { param, func, index }] =
+            self.lookup(self.text(name), scope, name.start_byte())?
+        else {
+            return None;
+        };
+        if param.kind() != K::ListSplatPattern {
+            return None;
+        }
+        let cmds: Vec<String> = self
+            .callers
+            .get(&func)?
+            .iter()
+            .filter_map(|c| {
+                let rest = c.args.get(index.checked_sub(c.offset)?..)?;
+                (!rest.is_empty()).then(|| self.words(rest.iter().copied(), c.scope))
+            })
+            .take(MAX_COMMANDS * 4)
+            .collect();
+        (!cmds.is_empty()).then_some(cmds)
     }
 
     /// The commands a loop variable takes: `for argv in [[...], [...]]`,

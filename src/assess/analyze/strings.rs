@@ -2,6 +2,7 @@
 //! linker hijacks, /dev/tcp and shell paths, wherever they appear.
 
 use super::literal::shorten;
+use super::names::METADATA_HOSTS;
 use super::needles::{CREDENTIAL, DEV_TCP, DOCKER, KUBE_API, METADATA, MINER, PRELOAD};
 use super::{pos, Analyzer, Node, F, K};
 
@@ -88,6 +89,40 @@ impl<'t> Analyzer<'t> {
         {
             self.facts.shell_spawn.get_or_insert(pos(node));
         }
+    }
+
+    /// A request whose URL names the metadata service only once folded
+    /// (`".".join(str(x) for x in (0xA9, 0xFE, 0xA9, 0xFE))`): judged like
+    /// the literal address (MB206, or MB228 for a script asking only what
+    /// the instance is), since no literal shows it to `check_string`.
+    pub(super) fn check_metadata_request(
+        &mut self,
+        call: Node<'t>,
+        pos: &[Node<'t>],
+        scope: usize,
+    ) {
+        let Some(url) = pos.first() else {
+            return;
+        };
+        // A literal naming the host is judged by `check_string`; the needle
+        // bits say so without scanning the literals again.
+        if self.lowered().found.iter().any(|f| f & METADATA != 0) {
+            return;
+        }
+        let named = |t: &str| METADATA_HOSTS.iter().find(|h| t.contains(*h));
+        let Some(host) = self.texts_in(*url, scope).iter().find_map(|t| named(t)) else {
+            return;
+        };
+        let id = if self.metadata_without_credentials() {
+            "MB228"
+        } else {
+            "MB206"
+        };
+        let detail = format!(
+            "`{}` asks the metadata service at {host}, an address the script spells out only once folded",
+            shorten(self.text(call))
+        );
+        self.add(id, call, detail);
     }
 
     /// A preload variable named: MB230 for the project's own library, else MB209.

@@ -213,7 +213,22 @@ pub(super) fn precious_tree(path: &str, recursive_op: bool) -> bool {
 
 /// A whole disk written to.
 pub(super) fn is_disk(path: &str) -> bool {
-    DISKS.iter().any(|d| path.starts_with(d))
+    DISKS.iter().any(|d| path.starts_with(d)) || windows_raw_disk(path)
+}
+
+/// Windows' names for a whole disk or a volume read and written raw,
+/// beneath the file system: `\\.\PhysicalDrive0`, `\\.\C:` (also
+/// through `\\?\` and with forward slashes).
+fn windows_raw_disk(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase().replace('/', "\\");
+    let Some(rest) = lower
+        .strip_prefix("\\\\.\\")
+        .or_else(|| lower.strip_prefix("\\\\?\\"))
+    else {
+        return false;
+    };
+    let volume = rest.len() == 2 && rest.ends_with(':');
+    rest.starts_with("physicaldrive") || rest.starts_with("harddisk") || volume
 }
 
 /// Places where a file is run by someone else, later: mounted removable
@@ -581,6 +596,8 @@ mod tests {
         assert!(!precious_tree("./logs/**/*", false));
         assert!(!precious_tree("/etc", false));
         assert!(is_disk("/dev/sda") && !is_disk("/dev/null"));
+        assert!(is_disk("\\\\.\\PhysicalDrive0") && is_disk("//./C:"));
+        assert!(!is_disk("\\\\.\\pipe\\x") && !is_disk("C:\\Users"));
         assert!(secret("~/.ssh/id_ed25519") && secret("~/.bash_history"));
         assert!(secret("~/.aws") && secret("~/.ssh/**/*") && !secret("~/.ssh/known_hosts"));
         assert!(trace("/var/log/auth.log") && trace("~/.zsh_history") && trace("/var/log/wtmp"));

@@ -8,12 +8,45 @@
 use super::calls::Call;
 use super::command::autostart_key;
 use super::literal::shorten;
-use super::{line, Analyzer, Node};
+use super::{line, taxonomy, Analyzer, Node};
 
 impl<'t> Analyzer<'t> {
     /// Notes the registry keys opened or created (`winreg.OpenKey(root,
     /// path)`) and judges values set under autostart keys, and services
     /// created remotely.
+    /// `CreateFileW(r"\\.\PhysicalDrive0", GENERIC_READ | GENERIC_WRITE,
+    /// ...)`: a disk opened for writing through the Win32 API is judged
+    /// like `open("/dev/sda", "r+b")`, by what the taxonomy says the path
+    /// is. Opened only to read, it is left to the other rules.
+    pub(super) fn check_raw_open(&mut self, call: &Call<'t>) {
+        const GENERIC_WRITE: i64 = 0x4000_0000;
+        const GENERIC_ALL: i64 = 0x1000_0000;
+        let name = call
+            .method
+            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()));
+        let Some(name @ ("CreateFileW" | "CreateFileA")) = name else {
+            return;
+        };
+        let (Some(path), Some(access)) = (call.pos.first(), call.pos.get(1)) else {
+            return;
+        };
+        self.reset_budget();
+        let writes = self
+            .fold_int(*access, call.scope, 0)
+            .is_some_and(|a| a & (GENERIC_WRITE | GENERIC_ALL) != 0);
+        if !writes {
+            return;
+        }
+        if let Some(p) = self
+            .paths(*path, call.scope)
+            .into_iter()
+            .find(|p| taxonomy::is_disk(p))
+        {
+            let detail = format!("{name} opens {p} for writing: overwrites a disk");
+            self.add("MB907", call.node, detail);
+        }
+    }
+
     pub(super) fn check_windows_call(&mut self, q: &str, call: &Call<'t>) {
         let Some((module, f)) = q.rsplit_once('.') else {
             return;
