@@ -17,13 +17,14 @@
 //! `assess --json` instead (how the previous release's figures were taken);
 //! the table is then printed only.
 //!
-//! Floors. On the tuned part the targets: malicious scripts rated HIGH or
-//! BLOCKED at least 95%, scripts that deserve BLOCKED rated BLOCKED at least
-//! 90%, benign scripts rated HIGH or BLOCKED at most 2%; on the whole corpus
-//! the same, but for its malicious recall, which is below the target since the
-//! tenth batch joined it ([`WHOLE_FLOOR`]). On the held-out part, the figures reached when it was first measured
-//! (it was written before the rules and is never tuned on), so that a
-//! regression fails the test while the figures stay honest.
+//! Floors. On the tuned part and on the whole corpus the targets: malicious
+//! scripts rated HIGH or BLOCKED at least 95%, scripts that deserve BLOCKED
+//! rated BLOCKED at least 90%, benign scripts rated HIGH or BLOCKED at most
+//! 2%; on the whole corpus also what it reaches ([`WHOLE_FLOOR`], above the
+//! targets since the sixteenth round). On the held-out part, what it
+//! reaches (it was written before the rules; a batch is tuned on only once
+//! it has been scored blind), so that a regression fails the test while the
+//! figures stay honest.
 
 use std::path::{Path, PathBuf};
 
@@ -35,8 +36,7 @@ const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/assessment.md");
 const BEGIN: &str = "<!-- assessment-table:begin (cargo xtask assess-table) -->";
 const END: &str = "<!-- assessment-table:end -->";
 
-/// The targets (issue 20), on the tuned part, and on the whole corpus but for
-/// its malicious recall ([`WHOLE_FLOOR`]).
+/// The targets (issue 20), on the tuned part and on the whole corpus.
 const TARGET: Floors = Floors {
     recall: 0.95,
     blocked_recall: 0.90,
@@ -79,9 +79,10 @@ const BLIND_FLOOR: Floors = Floors {
 /// still meet their targets. The sixteenth round (held-out misses read):
 /// 821 of 850 (0.966, the target met again), 732 of 764 deserving BLOCKED
 /// (0.958), 10 of 546 benign flagged (1.8%). The floor is what it reaches,
-/// so that a regression fails; the distance to the target is stated in
-/// docs/assessment.md ("Corpus and scores") rather than hidden by keeping the
-/// batch out of the corpus.
+/// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
+/// that a batch joining the held-out part cannot take the corpus below them
+/// unnoticed (before the sixteenth round, the distance was stated in
+/// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
     recall: 0.96,
     blocked_recall: 0.95,
@@ -442,6 +443,7 @@ fn family_table_and_floors() {
         return;
     }
     assert_floors("tuned part", &parts.tuned, &TARGET);
+    assert_floors("whole corpus", &parts.all, &TARGET);
     assert_floors("whole corpus", &parts.all, &WHOLE_FLOOR);
     assert_floors("held-out part", &parts.held, &HELD_OUT_FLOOR);
     assert_floors("blind batches", &parts.blind, &BLIND_FLOOR);
