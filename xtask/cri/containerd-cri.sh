@@ -50,9 +50,11 @@ install_packages() {
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
     CLEANUP+=(/usr/sbin/policy-rc.d)
   fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 \
-    apt-get install -y -qq --no-install-recommends --no-remove "${need[@]}" >/dev/null
+  # Other lanes may be installing packages at the same time: wait for dpkg's
+  # lock instead of failing on it.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get -o DPkg::Lock::Timeout=600 \
+    install -y -qq --no-install-recommends --no-remove "${need[@]}" >/dev/null
 }
 
 write_config() { # prints "changed" if the config was rewritten

@@ -54,14 +54,30 @@ install_packages() {
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
     CLEANUP+=(/usr/sbin/policy-rc.d)
   fi
-  apt-get update -qq
+  # The VM lane may be installing QEMU at the same time: wait for dpkg's lock
+  # instead of failing on it (apt's own timeout; a run in progress is not an
+  # interrupted one, so no `dpkg --audit` before it).
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  local out rc=0
+  out=$(apt_install "${need[@]}" 2>&1) || rc=$?
   # A dpkg run killed half-way leaves apt refusing every install until the
-  # unpacked packages are configured: finish that run first.
-  if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
-    echo "an earlier dpkg run was interrupted: dpkg --configure -a"
+  # unpacked packages are configured: apt says so once it holds the lock,
+  # and then no other run is in progress. Finish that run, then retry.
+  if ((rc)) && grep -q 'dpkg was interrupted' <<<"$out"; then
+    echo "an earlier dpkg run was interrupted: dpkg --configure -a, then retrying"
     DEBIAN_FRONTEND=noninteractive dpkg --configure -a >/dev/null
+    rc=0
+    out=$(apt_install "${need[@]}" 2>&1) || rc=$?
+    ((rc == 0)) || { printf '%s\n' "$out" >&2; return "$rc"; }
+  elif ((rc)); then
+    printf '%s\n' "$out" >&2
+    return "$rc"
   fi
-  DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
+apt_install() { # packages...
+  DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get -o DPkg::Lock::Timeout=600 \
+    install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 write_config() { # prints "changed" if /etc/docker/daemon.json was rewritten

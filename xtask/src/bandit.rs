@@ -104,7 +104,10 @@ fn apt_install_venv() -> Result<()> {
         bail!("python3 -m venv failed and only root can apt-get install python3-venv");
     }
     let apt = |args: &[&str]| {
+        // Other lanes may be installing packages at the same time: wait for
+        // dpkg's lock instead of failing on it.
         Command::new("apt-get")
+            .args(["-o", "DPkg::Lock::Timeout=600"])
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()

@@ -21,8 +21,11 @@ pub fn ensure_protoc() -> Result<()> {
         bail!("the CRI lane's client (xtask/cri) needs protoc to build: apt-get install protobuf-compiler");
     }
     eprintln!("==> installing protobuf-compiler (protoc, for the k8s-cri crate)");
-    let install = "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-                   --no-install-recommends --no-remove protobuf-compiler >/dev/null";
+    // The VM lane may be installing QEMU at the same time: apt waits for
+    // dpkg's lock instead of failing on it.
+    let install = "apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+                   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+                   --no-remove protobuf-compiler >/dev/null";
     let st = Command::new("sh")
         .args(["-c", install])
         .status()
