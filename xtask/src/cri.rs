@@ -23,7 +23,8 @@ pub fn ensure_protoc() -> Result<()> {
     eprintln!("==> installing protobuf-compiler (protoc, for the k8s-cri crate)");
     // The VM lane may be installing QEMU at the same time: apt waits for
     // dpkg's lock instead of failing on it.
-    let install = "apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+    let install =
+        "apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
                    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
                    --no-remove protobuf-compiler >/dev/null";
     let st = Command::new("sh")
