@@ -19,8 +19,8 @@ use super::{line, Analyzer, Node};
 /// Where hosts a user reached before are written down.
 const HOST_RECORDS: &[&str] = &["known_hosts", "bash_history", "zsh_history"];
 
-/// Whether a lower-cased literal names an SSH program and a Windows
-/// remote-execution tool.
+/// Whether a lower-cased literal names an SSH program, and whether it
+/// names a Windows remote-execution tool.
 fn remote_program(v: &str) -> (bool, bool) {
     let ssh = matches!(v, "ssh" | "plink" | "ssh-copy-id") || v.starts_with("ssh ");
     let windows = v.contains("/node:") || v == "psexec";

@@ -7,11 +7,11 @@
 //! `["fsutil", "usn", "deletejournal", ...]` or a line `"auditpol /clear
 //! /y"` handed to a call means the same wherever the call goes.
 
+use rustc_hash::FxHashSet;
+
 use super::command::covering_tracks;
 use super::literal::shorten;
 use super::names::runs_command;
-use rustc_hash::FxHashSet;
-
 use super::{Analyzer, Node, K};
 
 /// Calls whose first argument is text shown or logged, not run.
