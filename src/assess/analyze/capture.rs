@@ -4,6 +4,8 @@
 //! (MB216; keystrokes MB212); captured data in a script that sends data off
 //! the host is BLOCKED (MB940). One screenshot of a window is not this.
 
+use std::borrow::Cow;
+
 use super::calls::Call;
 use super::literal::shorten;
 use super::{Analyzer, Node, F, K};
@@ -93,7 +95,7 @@ impl<'t> Analyzer<'t> {
             self.judge_capture(call, c, true);
         } else if call.method.is_some_and(|m| SCREEN_GRABS.contains(&m)) {
             self.judge_capture(call, Captured::Screen, false);
-        } else if self.keyboard_hook(call) || self.polls_every_key(call) {
+        } else if self.captures_keys(call) {
             self.judge_capture(call, Captured::Keystrokes, false);
         } else if call.method == Some("GetClipboardData") {
             // The Win32 clipboard read, through ctypes (`user32`) or pywin32.
@@ -110,13 +112,10 @@ impl<'t> Analyzer<'t> {
     /// A Win32 keyboard hook (`SetWindowsHookEx` with `WH_KEYBOARD` or
     /// `WH_KEYBOARD_LL`), called as a method of `user32` or reached by
     /// `getattr`: every key typed in every program passes through it.
-    fn keyboard_hook(&self, call: &Call<'t>) -> bool {
+    fn keyboard_hook(&self, call: &Call<'t>, name: &str) -> bool {
         const WH_KEYBOARD: i64 = 2;
         const WH_KEYBOARD_LL: i64 = 13;
-        if !self
-            .win32_name(call)
-            .is_some_and(|n| n.starts_with("SetWindowsHookEx"))
-        {
+        if !name.starts_with("SetWindowsHookEx") {
             return false;
         }
         let Some(kind) = call.pos.first() else {
@@ -132,8 +131,8 @@ impl<'t> Analyzer<'t> {
     /// `GetAsyncKeyState(vk)` asked for every key code a `for` loop over a
     /// `range` yields: which keys went down since the last call, in any
     /// program. A game asks for the few keys it uses, by name.
-    fn polls_every_key(&self, call: &Call<'t>) -> bool {
-        if self.win32_name(call).as_deref() != Some("GetAsyncKeyState") {
+    fn polls_every_key(&self, call: &Call<'t>, name: &str) -> bool {
+        if name != "GetAsyncKeyState" {
             return false;
         }
         let (Some(arg), Some((l, _))) = (call.pos.first(), call.loop_node) else {
@@ -149,16 +148,28 @@ impl<'t> Analyzer<'t> {
                 .is_some_and(|t| self.text(t) == self.text(*arg))
     }
 
+    /// A keyboard hook or every key polled (see [`Self::keyboard_hook`],
+    /// [`Self::polls_every_key`]).
+    fn captures_keys(&self, call: &Call<'t>) -> bool {
+        // The name is made once for both: each made it for every call, a
+        // copy, and a fold when the callee was fetched.
+        let Some(name) = self.win32_name(call) else {
+            return false;
+        };
+        self.keyboard_hook(call, &name) || self.polls_every_key(call, &name)
+    }
+
     /// The name of the Win32 function a call reaches: the method called,
     /// the name a callee resolves to, or the name it was fetched by, with
     /// `getattr(user32, "Name")(...)` or kept on an attribute first
     /// (`self.f = getattr(user32, "Name")`, any fetcher given the name).
-    fn win32_name(&self, call: &Call<'t>) -> Option<String> {
-        self.fetched_name(call).or_else(|| {
-            call.method
-                .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()))
-                .map(str::to_string)
-        })
+    fn win32_name<'c>(&self, call: &'c Call<'t>) -> Option<Cow<'c, str>> {
+        if let Some(fetched) = self.fetched_name(call) {
+            return Some(Cow::Owned(fetched));
+        }
+        call.method
+            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()))
+            .map(Cow::Borrowed)
     }
 
     /// The name a callee was fetched by: `getattr(lib, "Name")(...)`, or

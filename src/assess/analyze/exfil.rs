@@ -338,8 +338,8 @@ impl<'t> Analyzer<'t> {
     }
 
     fn env_flow_children(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
-        let kids: Vec<Node<'t>> = n.children().collect();
-        for k in kids {
+        // The children are the tree's, not borrowed from `self`: no copy.
+        for k in n.children() {
             self.env_flow(k, scope, depth + 1, acc);
         }
     }

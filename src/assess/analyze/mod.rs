@@ -442,6 +442,12 @@ struct Analyzer<'t> {
     endless_loops: Vec<(Node<'t>, usize)>,
     /// A dict literal holds names (a dispatch table may be called).
     has_tables: bool,
+    /// Whether the script asks the metadata service only what the
+    /// instance is (see `strings::metadata_without_credentials`).
+    metadata_only: std::cell::OnceCell<bool>,
+    /// The scope each def, lambda or class opens, by its node id, and how
+    /// many of `scopes` are indexed so far (see `tabled::scope_of`).
+    scope_openers: RefCell<(usize, FxHashMap<u32, usize>)>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -491,6 +497,8 @@ impl<'t> Analyzer<'t> {
             endless_loops: Vec::new(),
             has_tables: false,
             route_decorator: false,
+            metadata_only: std::cell::OnceCell::new(),
+            scope_openers: RefCell::new((0, FxHashMap::default())),
         }
     }
 

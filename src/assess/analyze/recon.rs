@@ -175,7 +175,7 @@ impl<'t> Analyzer<'t> {
     /// crypto-currency address or a pattern for one.
     fn check_clipboard_swap(&mut self) {
         let (mut read, mut write) = (None, None);
-        for c in self.calls.clone() {
+        for c in &self.calls {
             let q = self.callee(c.node, c.scope);
             let func = c.node.child(F::Function);
             let method = func

@@ -19,6 +19,14 @@ use super::{line, Analyzer, Node};
 /// Where hosts a user reached before are written down.
 const HOST_RECORDS: &[&str] = &["known_hosts", "bash_history", "zsh_history"];
 
+/// Whether a lower-cased literal names an SSH program, and whether it
+/// names a Windows remote-execution tool.
+fn remote_program(v: &str) -> (bool, bool) {
+    let ssh = matches!(v, "ssh" | "plink" | "ssh-copy-id") || v.starts_with("ssh ");
+    let windows = v.contains("/node:") || v == "psexec";
+    (ssh, windows)
+}
+
 /// What the literals and calls show of reaching other machines.
 #[derive(Default)]
 struct Reach<'t> {
@@ -61,10 +69,20 @@ impl<'t> Analyzer<'t> {
             return r;
         }
         let lowered = self.lowered();
+        // Nothing is found without a program or call that reaches another
+        // machine: looked for first, the other needles are searched in
+        // every literal only when there is one.
+        let exec = self.call_named("exec_command");
+        let remote_named = lowered.texts.iter().any(|(_, v)| {
+            let (ssh, windows) = remote_program(v);
+            ssh || windows
+        });
+        if exec.is_none() && !remote_named {
+            return r;
+        }
         for (n, v) in &lowered.texts {
             let v = v.as_str();
-            let ssh = matches!(v, "ssh" | "plink" | "ssh-copy-id") || v.starts_with("ssh ");
-            let windows = v.contains("/node:") || v == "psexec";
+            let (ssh, windows) = remote_program(v);
             if ssh || windows {
                 r.remote.get_or_insert(*n);
             }
@@ -78,7 +96,7 @@ impl<'t> Analyzer<'t> {
                 r.found_hosts.get_or_insert(*n);
             }
         }
-        if let Some(c) = self.call_named("exec_command") {
+        if let Some(c) = exec {
             r.remote.get_or_insert(c);
         }
         if self.imports_module("ipaddress") {

@@ -220,6 +220,14 @@ impl<'t> Analyzer<'t> {
     /// service, names none of its credentials, tokens of identity or user
     /// data, and decodes no hidden text (which could name them unseen).
     fn metadata_without_credentials(&self) -> bool {
+        // The answer is the file's, not the literal's: asked for each literal
+        // naming the metadata host, it scanned every literal each time.
+        *self
+            .metadata_only
+            .get_or_init(|| self.scan_metadata_without_credentials())
+    }
+
+    fn scan_metadata_without_credentials(&self) -> bool {
         const DESCRIBES: &[&str] = &[
             "placement/",
             "instance-identity/document",

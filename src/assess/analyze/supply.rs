@@ -260,11 +260,13 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let (mut option, mut manifest) = (None, None);
-        for (s, v) in self.literals() {
+        // A decoded literal's lower-cased form is already made (`lowered`,
+        // in the same order): it was lower-cased again here, one copy each.
+        let lowered = self.lowered();
+        for ((s, v), (_, l)) in self.literals().zip(lowered.texts.iter()) {
             let Some(v) = v else {
                 continue;
             };
-            let l = v.to_ascii_lowercase();
             if INDEX_OPTIONS.iter().any(|o| l.contains(o)) && l.contains("://") {
                 option.get_or_insert((s, v.to_string()));
             } else if MANIFESTS.iter().any(|m| l.contains(m)) {

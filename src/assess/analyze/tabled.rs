@@ -7,6 +7,8 @@
 //! `["fsutil", "usn", "deletejournal", ...]` or a line `"auditpol /clear
 //! /y"` handed to a call means the same wherever the call goes.
 
+use rustc_hash::FxHashSet;
+
 use super::command::covering_tracks;
 use super::literal::shorten;
 use super::names::runs_command;
@@ -25,15 +27,12 @@ impl<'t> Analyzer<'t> {
         if !self.runs_commands_indirectly() {
             return;
         }
-        let mut seen: Vec<u32> = Vec::new();
+        let mut seen: FxHashSet<u32> = FxHashSet::default();
         let strings = self.strings.clone();
         for s in strings {
             let Some(parent) = s.parent() else { continue };
             let words = match parent.kind() {
-                K::List | K::Tuple if !seen.contains(&parent.id()) => {
-                    seen.push(parent.id());
-                    self.table_words(parent)
-                }
+                K::List | K::Tuple if seen.insert(parent.id()) => self.table_words(parent),
                 K::ArgumentList if self.handed_to_a_runner(s, parent) => {
                     let scope = self.scope_of(s);
                     self.fold_command(s, scope)
@@ -108,13 +107,21 @@ impl<'t> Analyzer<'t> {
     /// The scope a node is evaluated in: that of the innermost def, lambda
     /// or class around it (the module's when none).
     pub(super) fn scope_of(&self, n: Node<'t>) -> usize {
+        // Each ancestor was looked for among all the scopes, for each
+        // literal of a table: the scopes are indexed by the node opening
+        // them instead, as far as the walk has made them (it only adds).
+        let mut opening = self.scope_openers.borrow_mut();
+        let (done, map) = &mut *opening;
+        for (i, s) in self.scopes.iter().enumerate().skip(*done) {
+            if let Some(d) = s.node {
+                // The first scope a node opens, as the scan found it.
+                map.entry(d.id()).or_insert(i);
+            }
+        }
+        *done = self.scopes.len();
         let mut cur = n.parent();
         while let Some(p) = cur {
-            let opened = self
-                .scopes
-                .iter()
-                .position(|s| s.node.is_some_and(|d| d.id() == p.id()));
-            if let Some(i) = opened {
+            if let Some(&i) = map.get(&p.id()) {
                 return i;
             }
             cur = p.parent();
