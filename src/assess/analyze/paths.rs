@@ -506,12 +506,14 @@ impl<'t> Analyzer<'t> {
                 .unwrap_or_default()
         };
         if let Some(q) = self.callee(n, scope) {
+            if let Some(place) = known_place(&q) {
+                return vec![place];
+            }
             match &*q {
                 q if JOINERS.contains(&q) => return self.pv_join(n, pos, scope, depth),
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.
                 "builtins.filter" => return arg(1),
-                q if known_place(q).is_some() => return known_place(q).into_iter().collect(),
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
                 // `b64decode(s)` of a parameter or loop variable: each

@@ -65,14 +65,14 @@ impl<'t> Analyzer<'t> {
 
     fn reach(&self) -> Reach<'t> {
         let mut r = Reach::default();
-        if !self.runs_commands() && self.call_named("exec_command").is_none() {
+        let exec = self.call_named("exec_command");
+        if !self.runs_commands() && exec.is_none() {
             return r;
         }
         let lowered = self.lowered();
         // Nothing is found without a program or call that reaches another
         // machine: looked for first, the other needles are searched in
         // every literal only when there is one.
-        let exec = self.call_named("exec_command");
         let remote_named = lowered.texts.iter().any(|(_, v)| {
             let (ssh, windows) = remote_program(v);
             ssh || windows
