@@ -79,6 +79,22 @@ impl<'t> Analyzer<'t> {
             .map(|c| c.scope)
     }
 
+    /// What the callee of `site` (one of `calls`) resolves to: the same as
+    /// `callee`, kept by the call's place once the walk is done.
+    pub(super) fn site_q(&self, site: &CallSite<'t>) -> Option<&str> {
+        self.call_qs().get(site.index).and_then(|q| q.as_deref())
+    }
+
+    /// The callee of each of `calls` (see `call_qs`).
+    fn call_qs(&self) -> &[Option<std::rc::Rc<str>>] {
+        self.call_qs.get_or_init(|| {
+            self.calls
+                .iter()
+                .map(|c| self.callee(c.node, c.scope))
+                .collect()
+        })
+    }
+
     /// Every argument value of the call at `call` (see [`arg_values`]).
     pub(super) fn arg_values(&self, call: Node<'t>) -> impl Iterator<Item = Node<'t>> + 't {
         let (pos, kw) = self.args(call);
@@ -120,7 +136,7 @@ impl<'t> Analyzer<'t> {
     fn call(&self, site: CallSite<'t>) -> Option<Call<'t>> {
         let node = site.node;
         let func = node.child(F::Function)?;
-        let q = self.callee(node, site.scope);
+        let q = self.call_qs().get(site.index).cloned().flatten();
         self.reset_budget();
         let (pos, kw) = self.args(node);
         let shell_kw = kw
@@ -128,11 +144,7 @@ impl<'t> Analyzer<'t> {
             .find(|(k, _)| *k == "shell")
             .map(|(_, v)| *v)
             .filter(|v| !matches!(v.kind(), K::False | K::None) && self.text(*v) != "0");
-        let method = if func.kind() == K::Attribute {
-            func.child(F::Attribute).map(|a| self.text(a))
-        } else {
-            None
-        };
+        let method = site.method;
         Some(Call {
             node,
             func,

@@ -639,7 +639,7 @@ impl<'t> Analyzer<'t> {
     fn links_to_unwritten(&self, call: Node<'t>) -> bool {
         let writes = self.calls.iter().any(|c| {
             matches!(
-                self.method_name(c.node),
+                c.method,
                 Some("write" | "write_text" | "write_bytes" | "writelines" | "copy" | "copyfile")
             )
         });

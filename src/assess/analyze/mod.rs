@@ -277,6 +277,11 @@ struct CallSite<'t> {
     scope: usize,
     /// Innermost loop in the same function, and whether it is `while True`.
     loop_node: Option<(Node<'t>, bool)>,
+    /// Its place in `Analyzer::calls`, where `call_qs` keeps its callee.
+    index: usize,
+    /// The attribute name when the callee is `obj.method`: a dozen families
+    /// filter the calls by method, and each found it in the tree again.
+    method: Option<&'t str>,
 }
 
 #[derive(Default)]
@@ -431,6 +436,10 @@ struct Analyzer<'t> {
     signs: Signs<'t>,
     /// What each call's callee resolves to, by the call's node id.
     callees: RefCell<FxHashMap<u32, Option<std::rc::Rc<str>>>>,
+    /// The same for each of `calls`, by its place there (see
+    /// `Analyzer::site_q`): the families that go over every call asked the
+    /// map above for each, a dozen times per call.
+    call_qs: std::cell::OnceCell<Vec<Option<std::rc::Rc<str>>>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
     /// Functions a stream server calls with each connection (see
@@ -492,6 +501,7 @@ impl<'t> Analyzer<'t> {
             downloads: Vec::new(),
             signs: Signs::default(),
             callees: RefCell::new(FxHashMap::default()),
+            call_qs: std::cell::OnceCell::new(),
             taint_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),

@@ -250,12 +250,10 @@ impl<'t> Analyzer<'t> {
         };
         // The writes first: without one nothing is poisoned, and no literal
         // needs lower-casing.
-        let writes = self.calls.iter().any(|c| {
-            matches!(
-                self.method_name(c.node),
-                Some("write_text" | "write" | "writelines")
-            )
-        });
+        let writes = self
+            .calls
+            .iter()
+            .any(|c| matches!(c.method, Some("write_text" | "write" | "writelines")));
         if !writes {
             return;
         }
