@@ -56,6 +56,10 @@ pub(super) const PROXY_VAR: u16 = 1 << 9;
 pub(super) const DROP_SERVICE: u16 = 1 << 10;
 /// A Kubernetes API path (see `strings::kube_workloads`).
 pub(super) const KUBE_API: u16 = 1 << 11;
+/// [`super::supply::INDEX_OPTIONS`].
+pub(super) const INDEX_OPTION: u16 = 1 << 12;
+/// [`super::supply::MANIFESTS`].
+pub(super) const MANIFEST: u16 = 1 << 13;
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -66,7 +70,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 13] = [
+    let lists: [(&[&'static str], u16); 15] = [
         (METADATA_HOSTS, METADATA),
         (LOGIN_FILES, CREDENTIAL),
         (CREDENTIAL_STORES, CREDENTIAL),
@@ -80,6 +84,8 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (PROXY_VARIABLES, PROXY_VAR),
         (super::covert::DROP_SERVICES, DROP_SERVICE),
         (&["/api/v1", "/apis/"], KUBE_API),
+        (super::supply::INDEX_OPTIONS, INDEX_OPTION),
+        (super::supply::MANIFESTS, MANIFEST),
     ];
     lists
         .iter()

@@ -446,8 +446,13 @@ pub(super) fn is_defence(word: &str) -> bool {
     let w = word.trim_matches(|c: char| "'\"".contains(c));
     let w = w.rsplit('/').next().unwrap_or(w);
     let w = w.strip_suffix(".service").unwrap_or(w);
-    DEFENCES.contains(&w)
+    // Whole literals are asked too: most are longer than any name, and
+    // need not be compared with forty.
+    w.len() <= LONGEST_DEFENCE && DEFENCES.contains(&w)
 }
+
+/// The length of the longest of [`DEFENCES`].
+const LONGEST_DEFENCE: usize = 20;
 
 /// Programs that hand out a shell or run code: with the setuid bit or root
 /// capabilities they are a root shell for anyone. Files in a temporary
@@ -617,6 +622,7 @@ mod tests {
         assert!(defence_setting("/proc/sys/kernel/randomize_va_space"));
         assert!(is_defence("auditd.service") && is_defence("/usr/sbin/auditd"));
         assert!(!is_defence("nginx"));
+        assert!(DEFENCES.iter().all(|d| d.len() <= LONGEST_DEFENCE));
         assert!(root_shell_target("/bin/bash") && root_shell_target("/usr/bin/python3.11"));
         assert!(root_shell_target("/var/tmp/.x") && root_shell_target("<python>"));
         assert!(!root_shell_target("/usr/local/bin/ping-helper"));
