@@ -109,18 +109,23 @@ impl<'t> Analyzer<'t> {
         let mut spans: Vec<std::ops::Range<usize>> =
             self.calls.iter().map(|c| c.node.byte_range()).collect();
         spans.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
-        // One searcher per needle for all the calls: `str::contains` set one
-        // up again for every call and needle.
-        let finders: Vec<memchr::memmem::Finder> =
-            needles.iter().map(memchr::memmem::Finder::new).collect();
+        // The outer calls' texts, in order and apart (calls nest or are
+        // disjoint).
         let mut covered = 0;
-        spans.into_iter().any(|r| {
-            if r.end <= covered {
-                return false;
-            }
-            covered = r.end;
-            let t = self.src.get(r).unwrap_or("").as_bytes();
-            finders.iter().any(|f| f.find(t).is_some())
+        spans.retain(|r| {
+            let outer = r.end > covered;
+            covered = covered.max(r.end);
+            outer
+        });
+        // Each needle is searched once in the whole source, and a match
+        // counts when it lies within an outer call's text: one scan, where
+        // searching each call's text set the search up again per call.
+        let src = self.src.as_bytes();
+        needles.iter().any(|n| {
+            memchr::memmem::find_iter(src, n).any(|at| {
+                let i = spans.partition_point(|r| r.start <= at);
+                i > 0 && spans[i - 1].end >= at + n.len()
+            })
         })
     }
 

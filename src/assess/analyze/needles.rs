@@ -60,6 +60,8 @@ pub(super) const KUBE_API: u16 = 1 << 11;
 pub(super) const INDEX_OPTION: u16 = 1 << 12;
 /// [`super::supply::MANIFESTS`].
 pub(super) const MANIFEST: u16 = 1 << 13;
+/// [`super::browser::TAKEOVER_SETTINGS`].
+pub(super) const TAKEOVER: u16 = 1 << 14;
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -70,7 +72,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 15] = [
+    let lists: [(&[&'static str], u16); 16] = [
         (METADATA_HOSTS, METADATA),
         (LOGIN_FILES, CREDENTIAL),
         (CREDENTIAL_STORES, CREDENTIAL),
@@ -86,6 +88,7 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (&["/api/v1", "/apis/"], KUBE_API),
         (super::supply::INDEX_OPTIONS, INDEX_OPTION),
         (super::supply::MANIFESTS, MANIFEST),
+        (super::browser::TAKEOVER_SETTINGS, TAKEOVER),
     ];
     lists
         .iter()
