@@ -440,6 +440,9 @@ struct Analyzer<'t> {
     /// `Analyzer::site_q`): the families that go over every call asked the
     /// map above for each, a dozen times per call.
     call_qs: std::cell::OnceCell<Vec<Option<std::rc::Rc<str>>>>,
+    /// The top-level modules the script imports (see
+    /// `Analyzer::imports_any_module`), gathered once the walk is done.
+    imported: std::cell::OnceCell<Vec<&'t str>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
     /// Functions a stream server calls with each connection (see
@@ -502,6 +505,7 @@ impl<'t> Analyzer<'t> {
             signs: Signs::default(),
             callees: RefCell::new(FxHashMap::default()),
             call_qs: std::cell::OnceCell::new(),
+            imported: std::cell::OnceCell::new(),
             taint_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),

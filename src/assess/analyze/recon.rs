@@ -86,14 +86,26 @@ impl<'t> Analyzer<'t> {
         self.imports_any_module(&[module])
     }
 
-    /// Whether the script imports one of `modules`: one walk over every
-    /// binding of the file, where asking for each module walked it again.
+    /// Whether the script imports one of `modules`. The imported modules
+    /// are gathered in one walk over every binding of the file, at the
+    /// first question: each of the five families that ask walked it again.
     pub(super) fn imports_any_module(&self, modules: &[&str]) -> bool {
-        self.binds.values().flatten().any(|(_, list)| {
-            list.iter().any(|(_, b)| {
-                matches!(b, Bind::Module(m, _) if m.split('.').next().is_some_and(|top| modules.contains(&top)))
-            })
-        })
+        let imported = self.imported.get_or_init(|| {
+            let mut tops: Vec<&'t str> = self
+                .binds
+                .values()
+                .flatten()
+                .flat_map(|(_, list)| list.iter())
+                .filter_map(|(_, b)| match b {
+                    Bind::Module(m, _) => m.split('.').next(),
+                    _ => None,
+                })
+                .collect();
+            tops.sort_unstable();
+            tops.dedup();
+            tops
+        });
+        modules.iter().any(|m| imported.binary_search(m).is_ok())
     }
 
     /// Values of a send call's destination and body arguments.
