@@ -518,16 +518,33 @@ impl<'t> Analyzer<'t> {
 
     /// The string literals with their decoded values (see `decoded`).
     fn literals(&self) -> impl Iterator<Item = (Node<'t>, Option<&str>)> + '_ {
-        let values = self.decoded.get_or_init(|| {
+        self.strings
+            .iter()
+            .zip(self.decoded_values())
+            .map(|(n, v)| (*n, v.as_deref()))
+    }
+
+    /// The decoded value of each of `strings` (see `decoded`).
+    fn decoded_values(&self) -> &[Option<String>] {
+        self.decoded.get_or_init(|| {
             self.strings
                 .iter()
                 .map(|s| literal::string_value(self.src, *s))
                 .collect()
-        });
-        self.strings
-            .iter()
-            .zip(values)
-            .map(|(n, v)| (*n, v.as_deref()))
+        })
+    }
+
+    /// The value of the string literal `n` ([`literal::string_value`]):
+    /// a copy of the one `literals` keeps when `n` is one of `strings`,
+    /// which the folder and the path evaluator decoded again at every
+    /// visit. (Found by node number, the order the walk records them in; a
+    /// literal the search does not find, such as a docstring, is decoded.)
+    fn string_value(&self, n: Node<'t>) -> Option<String> {
+        let kept = self.strings.binary_search_by_key(&n.id(), |s| s.id()).ok();
+        match kept {
+            Some(i) => self.decoded_values().get(i).cloned().flatten(),
+            None => literal::string_value(self.src, n),
+        }
     }
 
     fn text(&self, n: Node) -> &'t str {
