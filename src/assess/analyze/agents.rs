@@ -64,6 +64,9 @@ const KINDS: &[(&str, Kind)] = &[
     ("/.condarc", Kind::PackageIndex),
 ];
 
+/// The names of [`KINDS`] without a dot (see `named_kind`).
+const DOTLESS_KINDS: &[&str] = &["/etc/gitconfig"];
+
 /// Directories of agent rules and memories, whatever the file's name.
 const INSTRUCTION_DIRS: &[&str] = &["/.cursor/rules/", "/.claude/memory", "/.windsurf/rules/"];
 
@@ -123,9 +126,11 @@ fn kind_of_lower(lower: &str) -> Option<Kind> {
 /// `.npmrc`, `~/.cursor/mcp.json`). `path` is a buffer to reuse: this is
 /// asked of every literal, and a `format!` each was a fifth of the cost.
 fn named_kind(t: &str, path: &mut String) -> Option<Kind> {
-    // Every name and folder of `KINDS` and `INSTRUCTION_DIRS` holds a dot:
-    // a literal without one names none (most of them), whatever else.
-    if t.is_empty() || !t.contains('.') || t.contains(char::is_whitespace) {
+    // Every folder of `INSTRUCTION_DIRS` and every name of `KINDS` but
+    // those of `DOTLESS_KINDS` holds a dot: a literal with neither a dot
+    // nor the end of one of those names none (most of them).
+    let dotless = || !t.contains('.') && !DOTLESS_KINDS.iter().any(|e| t.ends_with(&e[1..]));
+    if t.is_empty() || dotless() || t.contains(char::is_whitespace) {
         return None;
     }
     // The literals are lower-cased already (`Effects::texts`).
@@ -385,14 +390,21 @@ impl<'t> Analyzer<'t> {
 mod tests {
     use super::*;
 
-    /// `named_kind` turns away literals without a dot: every name it
-    /// looks for has one.
+    /// `named_kind` turns away literals without a dot unless they end like
+    /// one of the names without one, listed in `DOTLESS_KINDS`.
     #[test]
-    fn every_named_kind_holds_a_dot() {
-        assert!(KINDS.iter().all(|(end, _)| end.contains('.')));
+    fn named_kinds_without_a_dot_are_listed() {
+        let dotless: Vec<&str> = KINDS
+            .iter()
+            .map(|(end, _)| *end)
+            .filter(|end| !end.contains('.'))
+            .collect();
+        assert_eq!(dotless, DOTLESS_KINDS);
         assert!(INSTRUCTION_DIRS.iter().all(|d| d.contains('.')));
         let mut path = String::new();
         assert!(named_kind("~/.cursor/mcp.json", &mut path).is_some());
+        assert!(named_kind("/etc/gitconfig", &mut path).is_some());
+        assert!(named_kind("etc/gitconfig", &mut path).is_some());
         assert!(named_kind("mcp", &mut path).is_none());
     }
 }
