@@ -62,6 +62,19 @@ pub(super) const INDEX_OPTION: u16 = 1 << 12;
 pub(super) const MANIFEST: u16 = 1 << 13;
 /// [`super::browser::TAKEOVER_SETTINGS`].
 pub(super) const TAKEOVER: u16 = 1 << 14;
+/// [`METADATA_DESCRIBES`]. (The last bit of a `u16`.)
+pub(super) const DESCRIBES: u16 = 1 << 15;
+
+/// Paths of the metadata service that describe the instance (see
+/// `strings::metadata_without_credentials`).
+pub(super) const METADATA_DESCRIBES: &[&str] = &[
+    "placement/",
+    "instance-identity/document",
+    "instance-id",
+    "instance-type",
+    "/zone",
+    "/region",
+];
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -72,7 +85,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 16] = [
+    let lists: [(&[&'static str], u16); 17] = [
         (METADATA_HOSTS, METADATA),
         (LOGIN_FILES, CREDENTIAL),
         (CREDENTIAL_STORES, CREDENTIAL),
@@ -89,6 +102,7 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (super::supply::INDEX_OPTIONS, INDEX_OPTION),
         (super::supply::MANIFESTS, MANIFEST),
         (super::browser::TAKEOVER_SETTINGS, TAKEOVER),
+        (METADATA_DESCRIBES, DESCRIBES),
     ];
     lists
         .iter()
