@@ -34,7 +34,7 @@ impl<'t> Analyzer<'t> {
     pub(super) fn index_archives(&mut self) {
         let mut found: Vec<(Buffer<'t>, usize, Node<'t>)> = Vec::new();
         for c in &self.calls {
-            let Some(m) = self.method_name(c.node) else {
+            let Some(m) = c.method else {
                 continue;
             };
             if !matches!(m, "write" | "add" | "writestr") {

@@ -48,8 +48,8 @@ impl<'t> Analyzer<'t> {
         };
         let found = self.calls.iter().find_map(|c| {
             let args: Vec<Node<'t>> = self.arg_values(c.node).collect();
-            let into_pipe = self
-                .method_name(c.node)
+            let into_pipe = c
+                .method
                 .is_some_and(|m| m == "write")
                 .then(|| c.node.child(F::Function).and_then(|f| f.child(F::Object)))
                 .flatten()

@@ -23,18 +23,26 @@ const SETTINGS: &[&str] = &[
     "/applications/*",
 ];
 
-/// Settings that send the browser elsewhere, whatever their value.
-fn takes_over(t: &str) -> bool {
-    t.starts_with("default_search_provider")
-        || [
-            "network.proxy.autoconfig_url",
-            "network.proxy.http",
-            "network.proxy.ssl",
-        ]
+/// Settings that send the browser elsewhere, whatever their value (with
+/// a literal that starts with `default_search_provider`).
+pub(super) const TAKEOVER_SETTINGS: &[&str] = &[
+    "network.proxy.autoconfig_url",
+    "network.proxy.http",
+    "network.proxy.ssl",
+    "--load-extension",
+    "extensioninstallforcelist",
+];
+
+/// The first literal that sets one of [`TAKEOVER_SETTINGS`], read from
+/// the literals' needle bits (five searches of every literal before).
+fn takes_over<'f, 't>(fx: &'f Effects<'t>) -> Option<(Node<'t>, &'f str)> {
+    fx.texts()
         .iter()
-        .any(|p| t.contains(p))
-        || t.contains("--load-extension")
-        || t.contains("extensioninstallforcelist")
+        .enumerate()
+        .find(|(i, (_, t))| {
+            t.starts_with("default_search_provider") || fx.holds(*i, super::needles::TAKEOVER)
+        })
+        .map(|(_, (n, t))| (*n, t.as_str()))
 }
 
 /// Protections that count only when set false.
@@ -66,10 +74,7 @@ impl<'t> Analyzer<'t> {
                 None => return,
             },
         };
-        let Some((lit, t)) = fx
-            .text_where(takes_over)
-            .or_else(|| self.protection_off(fx))
-        else {
+        let Some((lit, t)) = takes_over(fx).or_else(|| self.protection_off(fx)) else {
             return;
         };
         let detail = format!(

@@ -79,6 +79,22 @@ impl<'t> Analyzer<'t> {
             .map(|c| c.scope)
     }
 
+    /// What the callee of `site` (one of `calls`) resolves to: the same as
+    /// `callee`, kept by the call's place once the walk is done.
+    pub(super) fn site_q(&self, site: &CallSite<'t>) -> Option<&str> {
+        self.call_qs().get(site.index).and_then(|q| q.as_deref())
+    }
+
+    /// The callee of each of `calls` (see `call_qs`).
+    fn call_qs(&self) -> &[Option<std::rc::Rc<str>>] {
+        self.call_qs.get_or_init(|| {
+            self.calls
+                .iter()
+                .map(|c| self.callee(c.node, c.scope))
+                .collect()
+        })
+    }
+
     /// Every argument value of the call at `call` (see [`arg_values`]).
     pub(super) fn arg_values(&self, call: Node<'t>) -> impl Iterator<Item = Node<'t>> + 't {
         let (pos, kw) = self.args(call);
@@ -93,18 +109,23 @@ impl<'t> Analyzer<'t> {
         let mut spans: Vec<std::ops::Range<usize>> =
             self.calls.iter().map(|c| c.node.byte_range()).collect();
         spans.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
-        // One searcher per needle for all the calls: `str::contains` set one
-        // up again for every call and needle.
-        let finders: Vec<memchr::memmem::Finder> =
-            needles.iter().map(memchr::memmem::Finder::new).collect();
+        // The outer calls' texts, in order and apart (calls nest or are
+        // disjoint).
         let mut covered = 0;
-        spans.into_iter().any(|r| {
-            if r.end <= covered {
-                return false;
-            }
-            covered = r.end;
-            let t = self.src.get(r).unwrap_or("").as_bytes();
-            finders.iter().any(|f| f.find(t).is_some())
+        spans.retain(|r| {
+            let outer = r.end > covered;
+            covered = covered.max(r.end);
+            outer
+        });
+        // Each needle is searched once in the whole source, and a match
+        // counts when it lies within an outer call's text: one scan, where
+        // searching each call's text set the search up again per call.
+        let src = self.src.as_bytes();
+        needles.iter().any(|n| {
+            memchr::memmem::find_iter(src, n).any(|at| {
+                let i = spans.partition_point(|r| r.start <= at);
+                i > 0 && spans[i - 1].end >= at + n.len()
+            })
         })
     }
 
@@ -120,7 +141,7 @@ impl<'t> Analyzer<'t> {
     fn call(&self, site: CallSite<'t>) -> Option<Call<'t>> {
         let node = site.node;
         let func = node.child(F::Function)?;
-        let q = self.callee(node, site.scope);
+        let q = self.call_qs().get(site.index).cloned().flatten();
         self.reset_budget();
         let (pos, kw) = self.args(node);
         let shell_kw = kw
@@ -128,11 +149,7 @@ impl<'t> Analyzer<'t> {
             .find(|(k, _)| *k == "shell")
             .map(|(_, v)| *v)
             .filter(|v| !matches!(v.kind(), K::False | K::None) && self.text(*v) != "0");
-        let method = if func.kind() == K::Attribute {
-            func.child(F::Attribute).map(|a| self.text(a))
-        } else {
-            None
-        };
+        let method = site.method;
         Some(Call {
             node,
             func,

@@ -290,7 +290,7 @@ impl<'t> Analyzer<'t> {
         };
         !self.facts.net_import
             && !self.calls.iter().any(|c| {
-                self.method_name(c.node)
+                c.method
                     .or_else(|| plain(c.node))
                     .is_some_and(|m| KEEPS.contains(&m))
             })

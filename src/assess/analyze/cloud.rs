@@ -173,13 +173,13 @@ impl<'t> Analyzer<'t> {
     pub(super) fn call_named(&self, method: &str) -> Option<Node<'t>> {
         self.calls
             .iter()
+            .find(|c| c.method == Some(method))
             .map(|c| c.node)
-            .find(|&c| self.method_name(c) == Some(method))
     }
 
     /// The change an SDK call makes, if it is one of these.
     fn sdk_change(&self, site: &CallSite<'t>, lists_buckets: bool) -> Option<(Abuse, String)> {
-        let m = self.method_name(site.node)?;
+        let m = site.method?;
         if let Some((_, what)) = LOGGING_OFF.iter().find(|(n, _)| *n == m) {
             return Some((Abuse::Logging, (*what).into()));
         }

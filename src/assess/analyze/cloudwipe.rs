@@ -51,7 +51,7 @@ impl<'t> Analyzer<'t> {
         }
         let (mut data, mut backup) = (None, None);
         for c in &self.calls {
-            let Some(m) = self.method_name(c.node) else {
+            let Some(m) = c.method else {
                 continue;
             };
             let wipes = DATA_DELETES.contains(&m)

@@ -118,7 +118,7 @@ impl<'t> Analyzer<'t> {
         let option_default = |lit: &str| {
             key_passed
                 && self.calls.iter().any(|c| {
-                    self.method_name(c.node) == Some("add_argument")
+                    c.method == Some("add_argument")
                         && self.args(c.node).1.iter().any(|(k, v)| {
                             *k == "default" && self.text(*v).contains(lit.trim_start_matches('~'))
                         })

@@ -36,7 +36,7 @@ impl<'t> Analyzer<'t> {
         for site in &self.calls {
             // The method first: a write of some kind is all this family
             // reads, and most calls are not one.
-            let Some(m) = self.method_name(site.node).filter(|m| WRITES.contains(m)) else {
+            let Some(m) = site.method.filter(|m| WRITES.contains(m)) else {
                 continue;
             };
             let (pos, _) = self.args(site.node);
@@ -88,7 +88,7 @@ impl<'t> Analyzer<'t> {
                 self.callee(c.node, scope)
                     .is_some_and(|q| matches!(&*q, "os.remove" | "os.unlink"))
             };
-            let target = match self.method_name(c.node) {
+            let target = match c.method {
                 Some("unlink" | "remove") if os_call() => self.args(c.node).0.first().copied(),
                 Some("unlink") => c.node.child(F::Function).and_then(|f| f.child(F::Object)),
                 _ => None,

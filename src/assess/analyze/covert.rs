@@ -109,10 +109,8 @@ impl<'t> Analyzer<'t> {
 
     /// The covert channel one call opens, if any.
     fn covert_call(&self, site: &CallSite<'t>, dns: bool) -> Option<String> {
-        let q = self.callee(site.node, site.scope);
-        let method = self.method_name(site.node);
+        let (q, method) = (self.site_q(site), site.method);
         let (pos, kw) = self.args(site.node);
-        let q = q.as_deref();
         let lookup = q.is_some_and(|q| LOOKUPS.contains(&q))
             || (dns && matches!(method, Some("resolve" | "query")));
         if lookup {
@@ -265,7 +263,7 @@ impl<'t> Analyzer<'t> {
             Some((target, value, scope))
         });
         let calls = self.calls.iter().filter_map(|c| {
-            let i = match self.method_name(c.node)? {
+            let i = match c.method? {
                 "putpixel" => 1,
                 "putdata" => 0,
                 "frombytes" | "frombuffer" => 2,

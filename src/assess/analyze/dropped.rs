@@ -10,7 +10,7 @@
 use super::literal::{shorten, unescape};
 use super::names::{EXEC_FUNCS, SUBPROCESS};
 use super::plant::blocked_code;
-use super::{Analyzer, Bind, Node, F, K, MAX_NESTED_CODE};
+use super::{Analyzer, Bind, CallSite, Node, F, K, MAX_NESTED_CODE};
 
 /// Levels of names, `+` and `.format` followed for the released text.
 const TEXT_DEPTH: usize = 4;
@@ -54,7 +54,7 @@ impl<'t> Analyzer<'t> {
         }
         let mut found = None;
         for site in &self.calls {
-            let Some((data, how)) = self.released_text(site.node, site.scope) else {
+            let Some((data, how)) = self.released_text(site) else {
                 continue;
             };
             self.reset_budget();
@@ -86,10 +86,11 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The text a call hands on as code or as a file's contents, and how.
-    fn released_text(&self, call: Node<'t>, scope: usize) -> Option<(Node<'t>, &'static str)> {
+    fn released_text(&self, site: &CallSite<'t>) -> Option<(Node<'t>, &'static str)> {
+        let (call, scope) = (site.node, site.scope);
         let (pos, _) = self.args(call);
         let first = *pos.first()?;
-        match self.method_name(call) {
+        match site.method {
             Some("write_text") => return Some((first, "written to a file")),
             // Whether the receiver is a file opened for writing is asked
             // only of text worth analysing (see `written_to_a_file`): it
@@ -97,8 +98,7 @@ impl<'t> Analyzer<'t> {
             Some("write") => return Some((first, "written to a file")),
             _ => {}
         }
-        let q = self.callee(call, scope)?;
-        match &*q {
+        match self.site_q(site)? {
             "builtins.exec" | "builtins.compile" | "builtins.eval" => Some((first, "executed")),
             q if SUBPROCESS.contains(&q) || EXEC_FUNCS.contains(&q) || q.starts_with("os.exec") => {
                 self.inline_code(first, scope)

@@ -77,11 +77,11 @@ impl<'t> Analyzer<'t> {
         };
         for site in &self.calls {
             let (call, scope) = (site.node, site.scope);
-            let q = self.callee(call, scope);
-            if let Some(paths) = self.written_by(call, scope, q.as_deref()) {
+            let q = self.site_q(site);
+            if let Some(paths) = self.written_by(call, scope, q) {
                 fx.writes.push(Written { call, paths });
             }
-            let runs = q.as_deref().is_some_and(runs_command);
+            let runs = q.is_some_and(runs_command);
             if runs {
                 let (pos, _) = self.args(call);
                 if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {

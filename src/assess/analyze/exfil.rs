@@ -383,9 +383,10 @@ pub(super) fn mentions_net_tool(text: &str) -> bool {
 }
 
 fn is_secret(word: &str) -> bool {
+    let grams = super::needles::Grams::of(word);
     credential_paths()
         .chain(SYSTEM_SECRETS)
-        .any(|p| word.contains(p))
+        .any(|p| grams.contains(word, p))
 }
 
 /// The word of a command stage that names a secret file, unquoted.

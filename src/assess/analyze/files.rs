@@ -3,6 +3,7 @@
 
 use super::calls::Call;
 use super::names::*;
+use super::needles::Grams;
 use ruff_python_ast::Operator;
 
 use super::{pos, taxonomy, Analyzer, Bind, Node, Op, F, K};
@@ -375,11 +376,20 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let taken_away = (DELETES.contains(&op) || makes_dir(op)) && taxonomy::entry_taken_away(p);
-        if !taken_away && PERSISTENCE.iter().any(|s| taxonomy::names_entry(&lower, s)) {
+        let grams = Grams::of(&lower);
+        if !taken_away
+            && PERSISTENCE
+                .iter()
+                .any(|s| taxonomy::names_entry(&lower, &grams, s))
+        {
             self.add("MB906", node, format!("{op} {p}"));
             return;
         }
-        let under = |prefix: &str| p == prefix || p.starts_with(&format!("{prefix}/"));
+        // `p` is `prefix` or a path below it (no `format!` per prefix).
+        let under = |prefix: &str| {
+            p.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
         let harmless_dev = [
             "/dev/null",
             "/dev/zero",
@@ -629,7 +639,7 @@ impl<'t> Analyzer<'t> {
     fn links_to_unwritten(&self, call: Node<'t>) -> bool {
         let writes = self.calls.iter().any(|c| {
             matches!(
-                self.method_name(c.node),
+                c.method,
                 Some("write" | "write_text" | "write_bytes" | "writelines" | "copy" | "copyfile")
             )
         });

@@ -5,9 +5,7 @@
 use ruff_python_ast::Operator;
 
 use super::calls::kwarg;
-use super::literal::{
-    b32decode, b64decode, hexdecode, int_value, join_path, rot13, stat_const, string_value,
-};
+use super::literal::{b32decode, b64decode, hexdecode, int_value, join_path, rot13, stat_const};
 use super::names::*;
 use super::{Analyzer, Bind, Node, Op, F, K};
 use super::{EVAL_DEPTH, MAX_FOLD_LEN};
@@ -41,7 +39,7 @@ impl<'t> Analyzer<'t> {
             return None;
         }
         match n.kind() {
-            K::String => string_value(self.src, n),
+            K::String => self.string_value(n),
             K::ConcatenatedString => {
                 let mut out = String::new();
                 for k in n.children() {

@@ -52,7 +52,7 @@ impl<'t> Analyzer<'t> {
             }
             _ => {
                 for site in &self.calls {
-                    if self.method_name(site.node) != Some("write") {
+                    if site.method != Some("write") {
                         continue;
                     }
                     let (pos, _) = self.args(site.node);

@@ -54,7 +54,7 @@ impl<'t> Analyzer<'t> {
         assigned.or_else(|| {
             self.calls.iter().find_map(|c| {
                 let named = c.node.child(F::Function).map(|f| self.text(f)) == Some("setattr");
-                if !named && self.callee(c.node, c.scope).as_deref() != Some("builtins.setattr") {
+                if !named && self.site_q(c) != Some("builtins.setattr") {
                     return None;
                 }
                 let (pos, _) = self.args(c.node);

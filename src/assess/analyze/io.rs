@@ -7,7 +7,7 @@
 
 use super::calls::kwarg;
 use super::flow::{Source, Taint};
-use super::{taxonomy, Analyzer, Bind, Node, Part, F, K};
+use super::{taxonomy, Analyzer, Bind, CallSite, Node, Part, F, K};
 
 /// Levels of names followed to find where a file object was opened.
 const OPEN_DEPTH: usize = 6;
@@ -62,9 +62,9 @@ pub(super) struct Download<'t> {
 impl<'t> Analyzer<'t> {
     /// Fills the file store and the download and scrambled-write lists.
     pub(super) fn index_writes(&mut self) {
-        let sites: Vec<(Node<'t>, usize)> = self.calls.iter().map(|c| (c.node, c.scope)).collect();
-        for (call, scope) in sites {
-            let Some(w) = self.file_write(call, scope) else {
+        let sites = self.calls.clone();
+        for site in &sites {
+            let Some(w) = self.file_write(site) else {
                 continue;
             };
             self.check_spread(&w);
@@ -109,7 +109,7 @@ impl<'t> Analyzer<'t> {
         }
         let mut found = Vec::new();
         for c in &self.calls {
-            let Some((archive, dir)) = self.extraction(c.node, c.scope) else {
+            let Some((archive, dir)) = self.extraction(c) else {
                 continue;
             };
             let fetched = self.downloads.iter().any(|d| archive.contains(&d.path));
@@ -129,28 +129,28 @@ impl<'t> Analyzer<'t> {
     }
 
     /// An archive extraction: the archive's paths and the target folder.
-    fn extraction(&self, call: Node<'t>, scope: usize) -> Option<(Vec<String>, Node<'t>)> {
+    fn extraction(&self, site: &CallSite<'t>) -> Option<(Vec<String>, Node<'t>)> {
+        let (call, scope) = (site.node, site.scope);
         let (pos, kw) = self.args(call);
-        if self.callee(call, scope).as_deref() == Some("shutil.unpack_archive") {
+        if self.site_q(site) == Some("shutil.unpack_archive") {
             let dir = pos.get(1).copied().or_else(|| kwarg(kw, "extract_dir"))?;
             return Some((self.paths(*pos.first()?, scope), dir));
         }
-        let func = call
-            .child(F::Function)
-            .filter(|f| f.kind() == K::Attribute)?;
-        if self.text(func.child(F::Attribute)?) != "extractall" {
+        if site.method != Some("extractall") {
             return None;
         }
+        let func = call.child(F::Function)?;
         let dir = pos.first().copied().or_else(|| kwarg(kw, "path"))?;
         let (paths, mode) = self.opened(func.child(F::Object)?, scope, 0)?;
         (mode == ARCHIVE_READ).then_some((paths, dir))
     }
 
     /// The write a call makes, if it writes data into a file.
-    fn file_write(&self, call: Node<'t>, scope: usize) -> Option<FileWrite<'t>> {
+    fn file_write(&self, site: &CallSite<'t>) -> Option<FileWrite<'t>> {
+        let (call, scope) = (site.node, site.scope);
         let func = call.child(F::Function)?;
         let (pos, _) = self.args(call);
-        let q = self.callee(call, scope);
+        let q = self.site_q(site);
         let write = |paths: Vec<String>, data: Taint<'t>, in_place: bool| {
             Some(FileWrite {
                 call,
@@ -159,7 +159,7 @@ impl<'t> Analyzer<'t> {
                 in_place,
             })
         };
-        match q.as_deref() {
+        match q {
             Some("urllib.request.urlretrieve" | "urllib.urlretrieve") => {
                 let mut data = Taint::default();
                 data.add(Source::Network, call);
@@ -185,11 +185,9 @@ impl<'t> Analyzer<'t> {
             }
             _ => {}
         }
-        if func.kind() != K::Attribute {
-            return None;
-        }
+        let method = site.method?;
         let obj = func.child(F::Object)?;
-        match self.text(func.child(F::Attribute)?) {
+        match method {
             "write" | "writelines" | "writeall" => {
                 let (paths, mode) = self.opened(obj, scope, 0)?;
                 if mode == ENCRYPTED_ARCHIVE {
@@ -320,10 +318,7 @@ impl<'t> Analyzer<'t> {
     pub(super) fn paths_read(&self) -> Vec<String> {
         self.calls
             .iter()
-            .flat_map(|c| {
-                let q = self.callee(c.node, c.scope);
-                self.read_paths(q.as_deref(), c.node, c.scope)
-            })
+            .flat_map(|c| self.read_paths(self.site_q(c), c.node, c.scope))
             .collect()
     }
 

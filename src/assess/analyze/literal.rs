@@ -5,12 +5,18 @@ use super::BLOB_LEN;
 use super::{Node, K};
 
 pub(super) fn shorten(s: &str) -> String {
-    if s.chars().count() <= 60 {
-        s.to_string()
-    } else {
-        let mut o: String = s.chars().take(59).collect();
-        o.push('…');
-        o
+    // Where the 60th character starts, and whether a 61st follows: found
+    // without counting every character of a long text, and the kept part
+    // copied at once rather than pushed a character at a time.
+    let mut starts = s.char_indices().map(|(i, _)| i);
+    match (starts.nth(59), starts.next()) {
+        (Some(cut), Some(_)) => {
+            let mut o = String::with_capacity(cut + '…'.len_utf8());
+            o.push_str(&s[..cut]);
+            o.push('…');
+            o
+        }
+        _ => s.to_string(),
     }
 }
 
@@ -210,6 +216,23 @@ pub(super) fn is_blob(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Texts of up to 60 characters are kept whole, longer ones cut to 59
+    /// and an ellipsis, counting characters, not bytes.
+    #[test]
+    fn shorten_cuts_at_sixty_characters() {
+        for n in 0..70 {
+            for c in ['a', 'é', '€'] {
+                let s: String = std::iter::repeat_n(c, n).collect();
+                let want = if n <= 60 {
+                    s.clone()
+                } else {
+                    std::iter::repeat_n(c, 59).chain(['…']).collect()
+                };
+                assert_eq!(shorten(&s), want, "{n} {c}");
+            }
+        }
+    }
 
     #[test]
     fn string_unescape_and_prefixes() {

@@ -114,7 +114,7 @@ impl<'t> Analyzer<'t> {
             }
         }
         for site in &self.calls {
-            let m = self.method_name(site.node);
+            let m = site.method;
             let gmail = matches!(m, Some("forwardingAddresses" | "updateAutoForwarding"))
                 || (m == Some("filters") && fx.texts().iter().any(|(_, t)| t == "forward"));
             if gmail {
@@ -143,7 +143,7 @@ impl<'t> Analyzer<'t> {
     /// attachment the data flow does not follow), mail sent to an address
     /// the script fixes ([`Analyzer::fixed_address`]).
     fn mailbox_shipped(&self) -> Option<(Node<'t>, String)> {
-        let whole = self.calls.iter().find(|c| match self.method_name(c.node) {
+        let whole = self.calls.iter().find(|c| match c.method {
             Some("retr") => true,
             Some("fetch") => {
                 let t = self.text(c.node).to_ascii_lowercase();
@@ -205,7 +205,7 @@ impl<'t> Analyzer<'t> {
     /// these from its owner; clearing newsletters searches other words.
     fn alerts_deleted(&self) -> Option<(Node<'t>, String)> {
         // Deletions first: they are rare, and only then are searches read.
-        let deletes = self.calls.iter().find(|c| match self.method_name(c.node) {
+        let deletes = self.calls.iter().find(|c| match c.method {
             Some("expunge" | "trash" | "batchDelete" | "dele") => true,
             // IMAP's flag; `copy`/`move` to a bin are left out: `shutil`'s
             // are everywhere and reading each would cost every script.
@@ -213,7 +213,7 @@ impl<'t> Analyzer<'t> {
             _ => false,
         })?;
         let (search, word) = self.calls.iter().find_map(|c| {
-            let m = self.method_name(c.node)?;
+            let m = c.method?;
             if !matches!(m, "search" | "list" | "uid") {
                 return None;
             }

@@ -277,6 +277,11 @@ struct CallSite<'t> {
     scope: usize,
     /// Innermost loop in the same function, and whether it is `while True`.
     loop_node: Option<(Node<'t>, bool)>,
+    /// Its place in `Analyzer::calls`, where `call_qs` keeps its callee.
+    index: usize,
+    /// The attribute name when the callee is `obj.method`: a dozen families
+    /// filter the calls by method, and each found it in the tree again.
+    method: Option<&'t str>,
 }
 
 #[derive(Default)]
@@ -431,6 +436,13 @@ struct Analyzer<'t> {
     signs: Signs<'t>,
     /// What each call's callee resolves to, by the call's node id.
     callees: RefCell<FxHashMap<u32, Option<std::rc::Rc<str>>>>,
+    /// The same for each of `calls`, by its place there (see
+    /// `Analyzer::site_q`): the families that go over every call asked the
+    /// map above for each, a dozen times per call.
+    call_qs: std::cell::OnceCell<Vec<Option<std::rc::Rc<str>>>>,
+    /// The top-level modules the script imports (see
+    /// `Analyzer::imports_any_module`), gathered once the walk is done.
+    imported: std::cell::OnceCell<Vec<&'t str>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
     /// Functions a stream server calls with each connection (see
@@ -492,6 +504,8 @@ impl<'t> Analyzer<'t> {
             downloads: Vec::new(),
             signs: Signs::default(),
             callees: RefCell::new(FxHashMap::default()),
+            call_qs: std::cell::OnceCell::new(),
+            imported: std::cell::OnceCell::new(),
             taint_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),
@@ -504,16 +518,33 @@ impl<'t> Analyzer<'t> {
 
     /// The string literals with their decoded values (see `decoded`).
     fn literals(&self) -> impl Iterator<Item = (Node<'t>, Option<&str>)> + '_ {
-        let values = self.decoded.get_or_init(|| {
+        self.strings
+            .iter()
+            .zip(self.decoded_values())
+            .map(|(n, v)| (*n, v.as_deref()))
+    }
+
+    /// The decoded value of each of `strings` (see `decoded`).
+    fn decoded_values(&self) -> &[Option<String>] {
+        self.decoded.get_or_init(|| {
             self.strings
                 .iter()
                 .map(|s| literal::string_value(self.src, *s))
                 .collect()
-        });
-        self.strings
-            .iter()
-            .zip(values)
-            .map(|(n, v)| (*n, v.as_deref()))
+        })
+    }
+
+    /// The value of the string literal `n` ([`literal::string_value`]):
+    /// a copy of the one `literals` keeps when `n` is one of `strings`,
+    /// which the folder and the path evaluator decoded again at every
+    /// visit. (Found by node number, the order the walk records them in; a
+    /// literal the search does not find, such as a docstring, is decoded.)
+    fn string_value(&self, n: Node<'t>) -> Option<String> {
+        let kept = self.strings.binary_search_by_key(&n.id(), |s| s.id()).ok();
+        match kept {
+            Some(i) => self.decoded_values().get(i).cloned().flatten(),
+            None => literal::string_value(self.src, n),
+        }
     }
 
     fn text(&self, n: Node) -> &'t str {

@@ -56,6 +56,25 @@ pub(super) const PROXY_VAR: u16 = 1 << 9;
 pub(super) const DROP_SERVICE: u16 = 1 << 10;
 /// A Kubernetes API path (see `strings::kube_workloads`).
 pub(super) const KUBE_API: u16 = 1 << 11;
+/// [`super::supply::INDEX_OPTIONS`].
+pub(super) const INDEX_OPTION: u16 = 1 << 12;
+/// [`super::supply::MANIFESTS`].
+pub(super) const MANIFEST: u16 = 1 << 13;
+/// [`super::browser::TAKEOVER_SETTINGS`].
+pub(super) const TAKEOVER: u16 = 1 << 14;
+/// [`METADATA_DESCRIBES`]. (The last bit of a `u16`.)
+pub(super) const DESCRIBES: u16 = 1 << 15;
+
+/// Paths of the metadata service that describe the instance (see
+/// `strings::metadata_without_credentials`).
+pub(super) const METADATA_DESCRIBES: &[&str] = &[
+    "placement/",
+    "instance-identity/document",
+    "instance-id",
+    "instance-type",
+    "/zone",
+    "/region",
+];
 
 /// A password field of an HTML form.
 pub(super) const PASSWORD_FIELDS: &[&str] =
@@ -66,7 +85,7 @@ pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_
 
 /// Every needle, with its list's bit.
 fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 13] = [
+    let lists: [(&[&'static str], u16); 17] = [
         (METADATA_HOSTS, METADATA),
         (LOGIN_FILES, CREDENTIAL),
         (CREDENTIAL_STORES, CREDENTIAL),
@@ -80,6 +99,10 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (PROXY_VARIABLES, PROXY_VAR),
         (super::covert::DROP_SERVICES, DROP_SERVICE),
         (&["/api/v1", "/apis/"], KUBE_API),
+        (super::supply::INDEX_OPTIONS, INDEX_OPTION),
+        (super::supply::MANIFESTS, MANIFEST),
+        (super::browser::TAKEOVER_SETTINGS, TAKEOVER),
+        (METADATA_DESCRIBES, DESCRIBES),
     ];
     lists
         .iter()
@@ -152,6 +175,49 @@ pub(super) fn needles_in(lower: &str) -> u16 {
         .fold(found, |acc, (_, bit)| acc | bit)
 }
 
+/// Which byte pairs a short text holds, hashed into 256 bits: a needle
+/// whose first or last pair is missing cannot occur in it. The path checks
+/// (`taxonomy`) search each path for one to two hundred fixed needles, and
+/// `str::contains` set a searcher up for every one (about a hundred
+/// instructions each, most of a path judgement); the fingerprint is made once
+/// per path and turns almost every needle away in a few instructions. No
+/// needle that occurs is ever turned away, so answers do not change.
+pub(super) struct Grams([u64; 4]);
+
+impl Grams {
+    pub fn of(text: &str) -> Self {
+        let mut bits = [0u64; 4];
+        for w in text.as_bytes().windows(2) {
+            let h = pair_hash(w[0], w[1]);
+            bits[h >> 6] |= 1 << (h & 63);
+        }
+        Grams(bits)
+    }
+
+    fn has_pair(&self, a: u8, b: u8) -> bool {
+        let h = pair_hash(a, b);
+        self.0[h >> 6] & (1 << (h & 63)) != 0
+    }
+
+    /// Whether `needle` may occur in the text (it does not when false).
+    pub fn may_hold(&self, needle: &str) -> bool {
+        match needle.as_bytes() {
+            [a, b, .., y, z] => self.has_pair(*a, *b) && self.has_pair(*y, *z),
+            [a, b] => self.has_pair(*a, *b),
+            _ => true,
+        }
+    }
+
+    /// `text.contains(needle)`, `text` being what `self` was made of.
+    pub fn contains(&self, text: &str, needle: &str) -> bool {
+        self.may_hold(needle) && text.contains(needle)
+    }
+}
+
+fn pair_hash(a: u8, b: u8) -> usize {
+    (usize::from(a).wrapping_mul(31) ^ usize::from(b)) & 255
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +258,26 @@ mod tests {
             }
         }
         assert!(pairs().rest.is_empty(), "all needles fit the table");
+    }
+    /// The fingerprint never turns away a needle that occurs.
+    #[test]
+    fn grams_never_miss() {
+        let texts = [
+            "~/.ssh/id_rsa",
+            "/etc/cron.d/x",
+            "ab",
+            "a",
+            "",
+            "/etc/shadow",
+        ];
+        for t in texts {
+            let g = Grams::of(t);
+            for i in 0..t.len() {
+                for j in i..=t.len() {
+                    assert!(g.contains(t, &t[i..j]), "{t} {}", &t[i..j]);
+                }
+            }
+        }
+        assert!(!Grams::of("/tmp/x").contains("/tmp/x", "/etc/shadow"));
     }
 }

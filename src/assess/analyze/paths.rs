@@ -11,7 +11,7 @@
 use ruff_python_ast::Operator;
 
 use super::fold::BASE64_DECODERS;
-use super::literal::{b64decode, join_path, string_value};
+use super::literal::{b64decode, join_path};
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
 /// Steps one path query may take: path expressions are short chains, and
@@ -232,7 +232,7 @@ impl<'t> Analyzer<'t> {
 
     /// A literal, or an f-string whose interpolations take their values.
     fn pv_string(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
-        if let Some(v) = string_value(self.src, n) {
+        if let Some(v) = self.string_value(n) {
             return vec![v];
         }
         let text = self.text(n);

@@ -97,17 +97,13 @@ impl<'t> Analyzer<'t> {
         let net = self.facts.network || self.facts.net_import;
         let sites = self.calls.clone();
         for site in sites {
-            let q = self.callee(site.node, site.scope);
-            let func = site.node.child(super::F::Function);
-            let method = func
-                .filter(|f| f.kind() == super::K::Attribute)
-                .and_then(|f| f.child(super::F::Attribute))
-                .map(|a| self.text(a));
-            let sink = match send_kind(q.as_deref(), method) {
+            let q = self.site_q(&site);
+            let method = site.method;
+            let sink = match send_kind(q, method) {
                 Some(SendKind::Client) => "sent",
                 Some(SendKind::Method) if net => "sent",
                 _ if method.is_some_and(|m| FILE_SINKS.contains(&m)) => "written",
-                _ if q.as_deref() == Some("json.dump") => "written",
+                _ if q == Some("json.dump") => "written",
                 _ => continue,
             };
             let args: Vec<Node<'t>> = self.arg_values(site.node).collect();
@@ -147,14 +143,8 @@ impl<'t> Analyzer<'t> {
     /// calls the taint marks as [`Source::User`], by the same tests.
     fn asks_user(&self) -> bool {
         self.calls.iter().any(|c| {
-            let parses = c
-                .node
-                .child(super::F::Function)
-                .filter(|f| f.kind() == super::K::Attribute)
-                .and_then(|f| f.child(super::F::Attribute))
-                .is_some_and(|a| parses_arguments(self.text(a)));
-            parses
-                || self.callee(c.node, c.scope).as_deref().and_then(source_of) == Some(Source::User)
+            c.method.is_some_and(parses_arguments)
+                || self.site_q(c).and_then(source_of) == Some(Source::User)
         })
     }
 

@@ -22,7 +22,7 @@ impl<'t> Analyzer<'t> {
         for site in &self.calls {
             // The method first: only writes are read further, and most
             // calls are not one.
-            let method = self.method_name(site.node);
+            let method = site.method;
             if !matches!(method, Some("write_text" | "write")) {
                 continue;
             }

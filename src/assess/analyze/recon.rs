@@ -10,7 +10,7 @@ use super::calls::arg_values;
 use super::literal::shorten;
 use super::names::{runs_command, METADATA_HOSTS};
 use super::needles::METADATA;
-use super::{exfil::SendKind, Analyzer, Bind, Node, F, K};
+use super::{exfil::SendKind, Analyzer, Bind, Node};
 
 /// Keyword arguments that carry a request's body.
 const BODY_KEYWORDS: &[&str] = &["data", "json", "files", "body", "content"];
@@ -86,14 +86,26 @@ impl<'t> Analyzer<'t> {
         self.imports_any_module(&[module])
     }
 
-    /// Whether the script imports one of `modules`: one walk over every
-    /// binding of the file, where asking for each module walked it again.
+    /// Whether the script imports one of `modules`. The imported modules
+    /// are gathered in one walk over every binding of the file, at the
+    /// first question: each of the five families that ask walked it again.
     pub(super) fn imports_any_module(&self, modules: &[&str]) -> bool {
-        self.binds.values().flatten().any(|(_, list)| {
-            list.iter().any(|(_, b)| {
-                matches!(b, Bind::Module(m, _) if m.split('.').next().is_some_and(|top| modules.contains(&top)))
-            })
-        })
+        let imported = self.imported.get_or_init(|| {
+            let mut tops: Vec<&'t str> = self
+                .binds
+                .values()
+                .flatten()
+                .flat_map(|(_, list)| list.iter())
+                .filter_map(|(_, b)| match b {
+                    Bind::Module(m, _) => m.split('.').next(),
+                    _ => None,
+                })
+                .collect();
+            tops.sort_unstable();
+            tops.dedup();
+            tops
+        });
+        modules.iter().any(|m| imported.binary_search(m).is_ok())
     }
 
     /// Values of a send call's destination and body arguments.
@@ -144,10 +156,7 @@ impl<'t> Analyzer<'t> {
     /// Hosts of an address range enumerated (`ip_network(...).hosts()`),
     /// and data sent to a public address named in the script.
     fn check_sweep_reported(&mut self) {
-        let sweep = self
-            .calls
-            .iter()
-            .find(|c| self.method_name(c.node) == Some("hosts"));
+        let sweep = self.calls.iter().find(|c| c.method == Some("hosts"));
         if !self.imports_module("ipaddress") {
             return;
         }
@@ -176,13 +185,8 @@ impl<'t> Analyzer<'t> {
     fn check_clipboard_swap(&mut self) {
         let (mut read, mut write) = (None, None);
         for c in &self.calls {
-            let q = self.callee(c.node, c.scope);
-            let func = c.node.child(F::Function);
-            let method = func
-                .filter(|f| f.kind() == K::Attribute)
-                .and_then(|f| f.child(F::Attribute))
-                .map(|a| self.text(a));
-            let runs = q.as_deref().is_some_and(runs_command);
+            let (q, method) = (self.site_q(c), c.method);
+            let runs = q.is_some_and(runs_command);
             // Only a call that runs a program has a command line to read.
             let argv = if runs {
                 self.args(c.node)
@@ -197,7 +201,7 @@ impl<'t> Analyzer<'t> {
             } else {
                 String::new()
             };
-            let (r, w) = clipboard_use(q.as_deref(), method, &argv);
+            let (r, w) = clipboard_use(q, method, &argv);
             if r {
                 read.get_or_insert(c.node);
             }

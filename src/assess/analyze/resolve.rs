@@ -288,6 +288,15 @@ pub(super) fn scope_binds<'a, 't>(
 }
 
 fn normalize(q: String) -> String {
+    // Every spelling rewritten below starts with one of these bytes: most
+    // names (`os.`, `subprocess.`, `requests.`) need none of the thirteen
+    // prefix tests, and every level of every name resolved comes here.
+    if !matches!(
+        q.as_bytes().first(),
+        Some(b'b' | b'_' | b'p' | b'c' | b'u' | b'n')
+    ) {
+        return q;
+    }
     for prefix in [
         "builtins.__builtins__",
         "__builtins__",

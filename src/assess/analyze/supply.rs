@@ -7,6 +7,7 @@
 use super::calls::Call;
 use super::literal::shorten;
 use super::names::SYSTEM_PREFIXES;
+use super::needles::{INDEX_OPTION, MANIFEST};
 use super::{Analyzer, Bind, Node, F, K};
 
 /// Calls that locate an installed module's file.
@@ -19,7 +20,7 @@ const MODULE_LOCATORS: &[&str] = &[
 ];
 
 /// Files that list a project's dependencies or pip's configuration.
-const MANIFESTS: &[&str] = &[
+pub(super) const MANIFESTS: &[&str] = &[
     "requirements",
     "pyproject.toml",
     "setup.cfg",
@@ -30,7 +31,7 @@ const MANIFESTS: &[&str] = &[
 ];
 
 /// Options that point pip at another package index.
-const INDEX_OPTIONS: &[&str] = &[
+pub(super) const INDEX_OPTIONS: &[&str] = &[
     "--extra-index-url",
     "--index-url",
     "index-url",
@@ -250,26 +251,27 @@ impl<'t> Analyzer<'t> {
         };
         // The writes first: without one nothing is poisoned, and no literal
         // needs lower-casing.
-        let writes = self.calls.iter().any(|c| {
-            matches!(
-                self.method_name(c.node),
-                Some("write_text" | "write" | "writelines")
-            )
-        });
+        let writes = self
+            .calls
+            .iter()
+            .any(|c| matches!(c.method, Some("write_text" | "write" | "writelines")));
         if !writes {
             return;
         }
         let (mut option, mut manifest) = (None, None);
         // A decoded literal's lower-cased form is already made (`lowered`,
         // in the same order): it was lower-cased again here, one copy each.
+        // Its needle bits tell which of the two lists it holds: eleven
+        // searches of every literal before.
         let lowered = self.lowered();
-        for ((s, v), (_, l)) in self.literals().zip(lowered.texts.iter()) {
+        let forms = lowered.texts.iter().zip(&lowered.found);
+        for ((s, v), ((_, l), found)) in self.literals().zip(forms) {
             let Some(v) = v else {
                 continue;
             };
-            if INDEX_OPTIONS.iter().any(|o| l.contains(o)) && l.contains("://") {
+            if found & INDEX_OPTION != 0 && l.contains("://") {
                 option.get_or_insert((s, v.to_string()));
-            } else if MANIFESTS.iter().any(|m| l.contains(m)) {
+            } else if found & MANIFEST != 0 {
                 manifest.get_or_insert(s);
             }
         }

@@ -65,9 +65,7 @@ impl<'t> Analyzer<'t> {
     /// call (a name, a parameter, a list built elsewhere)?
     fn runs_commands_indirectly(&self) -> bool {
         self.calls.iter().any(|c| {
-            let runs = self
-                .callee(c.node, c.scope)
-                .is_some_and(|q| runs_command(&q));
+            let runs = self.site_q(c).is_some_and(runs_command);
             runs && self.args(c.node).0.first().is_some_and(|a| {
                 !matches!(
                     a.kind(),

@@ -3,6 +3,7 @@
 //! land rather than by how the script spelled the path.
 
 use super::names::{credential_paths, LOGIN_FILES, PERSISTENCE};
+use super::needles::Grams;
 
 /// Files that make something run at a later login, boot, shell or
 /// interpreter start, or that grant access: writing one is persistence.
@@ -124,10 +125,11 @@ fn backup_of_dotfile(entry: &str, rest: &str) -> bool {
 }
 
 /// Whether a path names a persistence entry, and not a backup beside it.
-pub(super) fn names_entry(lower: &str, entry: &str) -> bool {
+/// (`grams` is `lower`'s pair fingerprint, made once for a whole list.)
+pub(super) fn names_entry(lower: &str, grams: &Grams, entry: &str) -> bool {
     // `contains` first: it has a fast path for short needles that `find`
     // lacks, and almost every path names no entry.
-    lower.contains(entry)
+    grams.contains(lower, entry)
         && lower.find(entry).is_some_and(|i| {
             !backup_of_dotfile(entry, &lower[i + entry.len()..]) && !below_home(entry, &lower[..i])
         })
@@ -157,12 +159,14 @@ pub(super) fn entry_taken_away(path: &str) -> bool {
 /// What writing `path` persists, if anything.
 pub(super) fn persistence(path: &str) -> Option<&'static str> {
     let lower = path.to_ascii_lowercase();
-    if let Some((_, what)) = STARTUP_FILES.iter().find(|(p, _)| names_entry(&lower, p)) {
+    let grams = Grams::of(&lower);
+    let names = |p: &str| names_entry(&lower, &grams, p);
+    if let Some((_, what)) = STARTUP_FILES.iter().find(|(p, _)| names(p)) {
         return Some(what);
     }
     let in_site = lower.starts_with("<site-packages>")
-        || lower.contains("site-packages")
-        || lower.contains("dist-packages");
+        || grams.contains(&lower, "site-packages")
+        || grams.contains(&lower, "dist-packages");
     // Python runs these at start-up only from a site directory (pip writes
     // a sitecustomize.py into its own build environments, for instance).
     let hook = lower.ends_with(".pth")
@@ -173,7 +177,7 @@ pub(super) fn persistence(path: &str) -> Option<&'static str> {
     }
     PERSISTENCE
         .iter()
-        .any(|p| names_entry(&lower, p))
+        .any(|p| names(p))
         .then_some("a persistence location")
 }
 
@@ -337,12 +341,14 @@ const SECRET_DIRS: &[&str] = &[
 
 /// A secret directory itself, or a walk inside it (`~/.ssh`, `~/.aws/**`):
 /// named files beside the keys (`~/.ssh/known_hosts`) are not.
-fn secret_tree(lower: &str) -> bool {
+fn secret_tree(lower: &str, grams: &Grams) -> bool {
     SECRET_DIRS.iter().any(|d| {
-        lower.find(d).is_some_and(|i| {
-            let rest = &lower[i + d.len()..];
-            rest.is_empty() || rest == "/" || rest.starts_with("/*")
-        })
+        // `find` sets a searcher up per needle: most are turned away first.
+        grams.may_hold(d)
+            && lower.find(d).is_some_and(|i| {
+                let rest = &lower[i + d.len()..];
+                rest.is_empty() || rest == "/" || rest.starts_with("/*")
+            })
     })
 }
 
@@ -440,8 +446,13 @@ pub(super) fn is_defence(word: &str) -> bool {
     let w = word.trim_matches(|c: char| "'\"".contains(c));
     let w = w.rsplit('/').next().unwrap_or(w);
     let w = w.strip_suffix(".service").unwrap_or(w);
-    DEFENCES.contains(&w)
+    // Whole literals are asked too: most are longer than any name, and
+    // need not be compared with forty.
+    w.len() <= LONGEST_DEFENCE && DEFENCES.contains(&w)
 }
+
+/// The length of the longest of [`DEFENCES`].
+const LONGEST_DEFENCE: usize = 20;
 
 /// Programs that hand out a shell or run code: with the setuid bit or root
 /// capabilities they are a root shell for anyone. Files in a temporary
@@ -488,7 +499,11 @@ pub(super) fn secret(path: &str) -> bool {
         "cookies.binarycookies",
     ];
     let lower = path.to_ascii_lowercase();
-    credential_paths().chain(MORE).any(|p| lower.contains(p)) || secret_tree(&lower)
+    let grams = Grams::of(&lower);
+    credential_paths()
+        .chain(MORE)
+        .any(|p| grams.contains(&lower, p))
+        || secret_tree(&lower, &grams)
 }
 
 /// A credential path (already lower-cased) naming the current user's own
@@ -607,6 +622,7 @@ mod tests {
         assert!(defence_setting("/proc/sys/kernel/randomize_va_space"));
         assert!(is_defence("auditd.service") && is_defence("/usr/sbin/auditd"));
         assert!(!is_defence("nginx"));
+        assert!(DEFENCES.iter().all(|d| d.len() <= LONGEST_DEFENCE));
         assert!(root_shell_target("/bin/bash") && root_shell_target("/usr/bin/python3.11"));
         assert!(root_shell_target("/var/tmp/.x") && root_shell_target("<python>"));
         assert!(!root_shell_target("/usr/local/bin/ping-helper"));

@@ -302,7 +302,7 @@ impl<'t> Analyzer<'t> {
         let mut reply = None;
         let mut sends = false;
         for c in &self.calls {
-            let Some(q) = self.callee(c.node, c.scope) else {
+            let Some(q) = self.site_q(c) else {
                 continue;
             };
             if !q.starts_with("scapy") {

@@ -287,10 +287,17 @@ impl<'t> Analyzer<'t> {
             }
             K::Call => {
                 self.note_mutator(node, scope);
+                let method = node
+                    .child(F::Function)
+                    .filter(|f| f.kind() == K::Attribute)
+                    .and_then(|f| f.child(F::Attribute))
+                    .map(|a| self.text(a));
                 self.calls.push(CallSite {
                     node,
                     scope,
                     loop_node,
+                    index: self.calls.len(),
+                    method,
                 })
             }
             // A string standing alone as a statement (a docstring) does nothing,
