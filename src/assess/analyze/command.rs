@@ -199,6 +199,14 @@ fn read_only(head: &str, words: &[&str]) -> bool {
 /// daemon or a security module stopped, a security agent killed (MB924);
 /// history recording turned off or logs shredded (MB923).
 fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
+    if turns_defence_off(head, words) {
+        return Some(Stage::Rule("MB924"));
+    }
+    erases_traces(head, words).then_some(Stage::Rule("MB923"))
+}
+
+/// Whether the command `head words...` switches a defence off (MB924).
+fn turns_defence_off(head: &str, words: &[&str]) -> bool {
     let has = |w: &str| words.contains(&w);
     let has_word = |w: &str| words.iter().any(|x| x.trim_matches(['"', '\'']) == w);
     let names_defence = || words[1..].iter().any(|w| taxonomy::is_defence(w));
@@ -207,7 +215,7 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
             .iter()
             .any(|w| matches!(*w, "stop" | "disable" | "mask" | "kill"))
     };
-    let defence = match head {
+    match head {
         "systemctl" | "service" | "rc-service" | "update-rc.d" | "chkconfig" => {
             (stops() || has("off") || has("remove")) && names_defence()
         }
@@ -238,11 +246,14 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
         }
         "reg" => has("add") && has_word("enablelua") && words.windows(2).any(|w| w == ["/d", "0"]),
         _ => windows_defender_off(words),
-    };
-    if defence {
-        return Some(Stage::Rule("MB924"));
     }
-    let erases = match head {
+}
+
+/// Whether the command `head words...` erases the traces of what was done:
+/// logs cleared or shredded, history recording turned off (MB923).
+fn erases_traces(head: &str, words: &[&str]) -> bool {
+    let has = |w: &str| words.contains(&w);
+    match head {
         // Windows: event logs cleared, the NTFS change journal deleted.
         "wevtutil" => has("cl") || has("clear-log"),
         "fsutil" => has("deletejournal"),
@@ -264,8 +275,7 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
             .iter()
             .any(|w| !w.starts_with('-') && taxonomy::trace(w)),
         h => h.starts_with("histfile=") || h.starts_with("histsize=0"),
-    };
-    erases.then_some(Stage::Rule("MB923"))
+    }
 }
 
 /// Defender's PowerShell settings (a command line of its own, or words of a

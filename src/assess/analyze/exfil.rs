@@ -233,47 +233,7 @@ impl<'t> Analyzer<'t> {
             return;
         }
         match n.kind() {
-            K::Identifier | K::Attribute => {
-                if let Some(q) = self.resolve(n, scope, depth + 1) {
-                    if is_environ(&q) {
-                        acc.whole = Some(q);
-                        return;
-                    }
-                }
-                if n.kind() == K::Identifier {
-                    let Some(binds) = self.lookup(self.text(n), scope, n.start_byte()) else {
-                        return;
-                    };
-                    for b in binds {
-                        match b {
-                            Bind::Expr(v, s) if acc.seen.first(v, depth) => {
-                                self.env_flow(v, s, depth + 1, acc);
-                            }
-                            // A parameter carries what its callers pass.
-                            Bind::Param { func, index, .. } => {
-                                for (a, s) in self.passed(func, index, self.text(n)) {
-                                    if acc.seen.first(a, depth) {
-                                        self.env_flow(a, s, depth + 1, acc);
-                                    }
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                    // `found[k] = os.environ[k]` into a dict bound empty:
-                    // what was put into it is sent with it.
-                    for (s, v) in self.mutations_near(self.text(n), scope) {
-                        if acc.seen.first(v, depth) {
-                            self.env_flow(v, s, depth + 1, acc);
-                        }
-                    }
-                    return;
-                }
-                // `json.dumps(os.environ).encode`: the data is in the object.
-                if let Some(obj) = n.child(F::Object) {
-                    self.env_flow(obj, scope, depth + 1, acc);
-                }
-            }
+            K::Identifier | K::Attribute => self.env_flow_name(n, scope, depth, acc),
             K::Subscript => {
                 let value = n.child(F::Value);
                 let q = value.and_then(|v| self.resolve(v, scope, depth + 1));
@@ -284,38 +244,91 @@ impl<'t> Analyzer<'t> {
                 }
                 self.env_flow_children(n, scope, depth, acc);
             }
-            K::Call => {
-                let q = n
-                    .child(F::Function)
-                    .and_then(|f| self.resolve(f, scope, depth + 1));
-                if q.as_deref().is_some_and(is_env_getter) {
-                    let (pos, _) = self.args(n);
-                    acc.keys
-                        .extend(self.key_names(pos.first().copied(), scope, depth));
-                    // A default may itself come from the environment.
-                    for a in pos.iter().skip(1) {
-                        self.env_flow(*a, scope, depth + 1, acc);
-                    }
-                    return;
+            K::Call => self.env_flow_call(n, scope, depth, acc),
+            _ => self.env_flow_children(n, scope, depth, acc),
+        }
+    }
+
+    /// A name or an attribute: the environment itself, or what the name
+    /// holds.
+    fn env_flow_name(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
+        if let Some(q) = self.resolve(n, scope, depth + 1) {
+            if is_environ(&q) {
+                acc.whole = Some(q);
+                return;
+            }
+        }
+        if n.kind() == K::Identifier {
+            self.env_flow_bindings(n, scope, depth, acc);
+            return;
+        }
+        // `json.dumps(os.environ).encode`: the data is in the object.
+        if let Some(obj) = n.child(F::Object) {
+            self.env_flow(obj, scope, depth + 1, acc);
+        }
+    }
+
+    /// What the name `n` is bound to, is passed as a parameter, or has put
+    /// into it.
+    fn env_flow_bindings(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
+        let Some(binds) = self.lookup(self.text(n), scope, n.start_byte()) else {
+            return;
+        };
+        for b in binds {
+            match b {
+                Bind::Expr(v, s) if acc.seen.first(v, depth) => {
+                    self.env_flow(v, s, depth + 1, acc);
                 }
-                // A function of the script's own returns what it returns.
-                let def = n.child(F::Function).and_then(|f| self.callee_def(f, scope));
-                if let Some((def_scope, _)) = def {
-                    for &v in self
-                        .returns
-                        .get(&def_scope)
-                        .map(Vec::as_slice)
-                        .unwrap_or_default()
-                    {
-                        if acc.seen.first(v, depth) {
-                            self.env_flow(v, def_scope, depth + 1, acc);
+                // A parameter carries what its callers pass.
+                Bind::Param { func, index, .. } => {
+                    for (a, s) in self.passed(func, index, self.text(n)) {
+                        if acc.seen.first(a, depth) {
+                            self.env_flow(a, s, depth + 1, acc);
                         }
                     }
                 }
-                self.env_flow_children(n, scope, depth, acc);
+                _ => {}
             }
-            _ => self.env_flow_children(n, scope, depth, acc),
         }
+        // `found[k] = os.environ[k]` into a dict bound empty: what was put
+        // into it is sent with it.
+        for (s, v) in self.mutations_near(self.text(n), scope) {
+            if acc.seen.first(v, depth) {
+                self.env_flow(v, s, depth + 1, acc);
+            }
+        }
+    }
+
+    /// A call: an environment getter (its key, and a default that may come
+    /// from the environment too), or a function of the script's own, which
+    /// returns what it returns.
+    fn env_flow_call(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
+        let q = n
+            .child(F::Function)
+            .and_then(|f| self.resolve(f, scope, depth + 1));
+        if q.as_deref().is_some_and(is_env_getter) {
+            let (pos, _) = self.args(n);
+            acc.keys
+                .extend(self.key_names(pos.first().copied(), scope, depth));
+            for a in pos.iter().skip(1) {
+                self.env_flow(*a, scope, depth + 1, acc);
+            }
+            return;
+        }
+        let def = n.child(F::Function).and_then(|f| self.callee_def(f, scope));
+        if let Some((def_scope, _)) = def {
+            for &v in self
+                .returns
+                .get(&def_scope)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                if acc.seen.first(v, depth) {
+                    self.env_flow(v, def_scope, depth + 1, acc);
+                }
+            }
+        }
+        self.env_flow_children(n, scope, depth, acc);
     }
 
     /// The source of a command argument, or of the expression a name for
