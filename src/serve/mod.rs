@@ -89,16 +89,7 @@ pub fn serve(
         .map_or_else(|| cfg.socket_path(), Ok)
         .map_err(ServeError::Socket)?;
     let group = cfg.group.as_deref().map(group_id).transpose()?;
-    let audit = match crate::session::audit::open(&config.audit) {
-        Ok(Ok(log)) => Some(Arc::new(Mutex::new(log))),
-        Ok(Err(why)) => {
-            log(&format!(
-                "audit log disabled (audit.required is false): {why}"
-            ));
-            None
-        }
-        Err(e) => return Err(ServeError::Setup(format!("opening the audit log: {e}"))),
-    };
+    let audit = open_audit(&config, log)?;
     let listener = bind(&socket, group)?;
     let (reap_tx, reap_rx) = mpsc::channel::<Remains>();
     let reaper = std::thread::Builder::new()
@@ -119,22 +110,7 @@ pub fn serve(
         spawner,
     };
     let server = server.with_pools(log);
-    log(&format!(
-        "serving on {} (pid {}; warm levels: {}; warm mode: {}; spawner: {})",
-        socket.display(),
-        std::process::id(),
-        server
-            .pools
-            .iter()
-            .map(|p| p.level.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        server.cfg.warm_mode,
-        server
-            .spawner
-            .as_ref()
-            .map_or("none".to_string(), |s| format!("pid {}", s.pid()))
-    ));
+    announce(&server, log);
     let result = std::thread::scope(|scope| accept_loop(&server, &listener, &signals, scope, log));
     // Every connection thread has ended (the scope joined them): nothing uses the pools.
     let _ = std::fs::remove_file(&socket);
@@ -145,6 +121,40 @@ pub fn serve(
     let _ = reaper.join();
     log("stopped");
     result
+}
+
+/// The audit log the server writes every run to; `None` when it cannot be
+/// opened and the configuration allows running without it (said in the log).
+fn open_audit(
+    config: &Config,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Option<Arc<Mutex<crate::audit::AuditLog>>>, ServeError> {
+    match crate::session::audit::open(&config.audit) {
+        Ok(Ok(audit)) => Ok(Some(Arc::new(Mutex::new(audit)))),
+        Ok(Err(why)) => {
+            log(&format!(
+                "audit log disabled (audit.required is false): {why}"
+            ));
+            Ok(None)
+        }
+        Err(e) => Err(ServeError::Setup(format!("opening the audit log: {e}"))),
+    }
+}
+
+/// The line that says the server is up: where, which levels are warm, how.
+fn announce(server: &Server, log: &(dyn Fn(&str) + Sync)) {
+    let levels: Vec<String> = server.pools.iter().map(|p| p.level.to_string()).collect();
+    log(&format!(
+        "serving on {} (pid {}; warm levels: {}; warm mode: {}; spawner: {})",
+        server.socket.display(),
+        std::process::id(),
+        levels.join(", "),
+        server.cfg.warm_mode,
+        server
+            .spawner
+            .as_ref()
+            .map_or("none".to_string(), |s| format!("pid {}", s.pid()))
+    ));
 }
 
 /// The reaper: destroys remains as they come, and keeps the namespaces of the last
