@@ -287,11 +287,7 @@ impl<'t> Analyzer<'t> {
             }
             K::Call => {
                 self.note_mutator(node, scope);
-                let method = node
-                    .child(F::Function)
-                    .filter(|f| f.kind() == K::Attribute)
-                    .and_then(|f| f.child(F::Attribute))
-                    .map(|a| self.text(a));
+                let method = self.method_name(node);
                 self.calls.push(CallSite {
                     node,
                     scope,
