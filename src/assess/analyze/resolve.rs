@@ -287,22 +287,42 @@ pub(super) fn scope_binds<'a, 't>(
     by_scope.get(i).map(|(_, l)| l)
 }
 
+/// Spellings of the builtins module, rewritten to `builtins`.
+const BUILTIN_ALIASES: [&str; 4] = [
+    "builtins.__builtins__",
+    "__builtins__",
+    "builtins.builtins",
+    "__builtin__",
+];
+
+/// Modules reached under another name: `import os.path as p` and `from os
+/// import path` both reach posixpath's functions under os.path; cPickle and
+/// _pickle are pickle.
+const RENAMED_MODULES: [(&str, &str); 6] = [
+    ("posixpath.", "os.path."),
+    ("cPickle.", "pickle."),
+    ("_pickle.", "pickle."),
+    ("urllib2.", "urllib.request."),
+    ("nt.", "os."),
+    ("posix.", "os."),
+];
+
+/// The first bytes of every spelling `normalize` rewrites (the test
+/// `normalize_gate_covers_every_spelling` holds them to the lists).
+const REWRITTEN_FIRST_BYTES: &[u8] = b"b_pcun";
+
 fn normalize(q: String) -> String {
-    // Every spelling rewritten below starts with one of these bytes: most
-    // names (`os.`, `subprocess.`, `requests.`) need none of the thirteen
-    // prefix tests, and every level of every name resolved comes here.
-    if !matches!(
-        q.as_bytes().first(),
-        Some(b'b' | b'_' | b'p' | b'c' | b'u' | b'n')
-    ) {
+    // Most names (`os.`, `subprocess.`, `requests.`) need none of the
+    // thirteen prefix tests, and every level of every name resolved comes
+    // here.
+    if !q
+        .as_bytes()
+        .first()
+        .is_some_and(|b| REWRITTEN_FIRST_BYTES.contains(b))
+    {
         return q;
     }
-    for prefix in [
-        "builtins.__builtins__",
-        "__builtins__",
-        "builtins.builtins",
-        "__builtin__",
-    ] {
+    for prefix in BUILTIN_ALIASES {
         if let Some(rest) = q.strip_prefix(prefix) {
             if rest.is_empty() || rest.starts_with('.') {
                 return ["builtins", rest].concat();
@@ -316,16 +336,7 @@ fn normalize(q: String) -> String {
     if let Some(rest) = q.strip_prefix("builtins.__dict__.") {
         return ["builtins.", rest].concat();
     }
-    // `import os.path as p` and `from os import path` both reach posixpath's
-    // functions under os.path; cPickle and _pickle are pickle.
-    for (from, to) in [
-        ("posixpath.", "os.path."),
-        ("cPickle.", "pickle."),
-        ("_pickle.", "pickle."),
-        ("urllib2.", "urllib.request."),
-        ("nt.", "os."),
-        ("posix.", "os."),
-    ] {
+    for (from, to) in RENAMED_MODULES {
         if let Some(rest) = q.strip_prefix(from) {
             return [to, rest].concat();
         }
@@ -347,7 +358,20 @@ fn is_known_target(q: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{normalize, BUILTIN_ALIASES, RENAMED_MODULES, REWRITTEN_FIRST_BYTES};
+
+    /// The gate at the top of `normalize` lets through every spelling the
+    /// function rewrites (the `builtins.` ones start with `b`).
+    #[test]
+    fn normalize_gate_covers_every_spelling() {
+        let spellings = BUILTIN_ALIASES
+            .iter()
+            .chain(RENAMED_MODULES.iter().map(|(from, _)| from))
+            .chain(&["builtins."]);
+        for s in spellings {
+            assert!(REWRITTEN_FIRST_BYTES.contains(&s.as_bytes()[0]), "{s}");
+        }
+    }
 
     #[test]
     fn qualified_names_are_normalised() {

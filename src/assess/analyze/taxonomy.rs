@@ -451,8 +451,18 @@ pub(super) fn is_defence(word: &str) -> bool {
     w.len() <= LONGEST_DEFENCE && DEFENCES.contains(&w)
 }
 
-/// The length of the longest of [`DEFENCES`].
-const LONGEST_DEFENCE: usize = 20;
+/// The length of the longest of [`DEFENCES`], worked out when compiling so
+/// that a longer name added to the list cannot be turned away.
+const LONGEST_DEFENCE: usize = {
+    let (mut i, mut longest) = (0, 0);
+    while i < DEFENCES.len() {
+        if DEFENCES[i].len() > longest {
+            longest = DEFENCES[i].len();
+        }
+        i += 1;
+    }
+    longest
+};
 
 /// Programs that hand out a shell or run code: with the setuid bit or root
 /// capabilities they are a root shell for anyone. Files in a temporary
@@ -622,7 +632,10 @@ mod tests {
         assert!(defence_setting("/proc/sys/kernel/randomize_va_space"));
         assert!(is_defence("auditd.service") && is_defence("/usr/sbin/auditd"));
         assert!(!is_defence("nginx"));
-        assert!(DEFENCES.iter().all(|d| d.len() <= LONGEST_DEFENCE));
+        assert_eq!(
+            Some(LONGEST_DEFENCE),
+            DEFENCES.iter().map(|d| d.len()).max()
+        );
         assert!(root_shell_target("/bin/bash") && root_shell_target("/usr/bin/python3.11"));
         assert!(root_shell_target("/var/tmp/.x") && root_shell_target("<python>"));
         assert!(!root_shell_target("/usr/local/bin/ping-helper"));
