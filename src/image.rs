@@ -244,6 +244,41 @@ pub struct Built {
     pub python: PathBuf,
 }
 
+/// The standard library of the interpreter at `real` (a resolved path): for
+/// PREFIX/bin/pythonX.Y, PREFIX/lib/pythonX.Y, which must exist.
+fn stdlib_of(real: &Path) -> Result<PathBuf, ImageError> {
+    let name = real
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| ImageError::Other(format!("{} has no file name", real.display())))?;
+    let prefix = real
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| ImageError::Other(format!("{} is not in PREFIX/bin", real.display())))?;
+    let stdlib = prefix.join("lib").join(name);
+    if !stdlib.is_dir() {
+        return Err(ImageError::Other(format!(
+            "no standard library at {} for {}",
+            stdlib.display(),
+            real.display()
+        )));
+    }
+    Ok(stdlib)
+}
+
+/// The standard library's extension modules (lib-dynload/*.so) the recipe keeps:
+/// their shared libraries go into the image too.
+fn extension_modules(stdlib: &Path, recipe: &Recipe) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(stdlib.join("lib-dynload")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().map(|x| x == "so").unwrap_or(false))
+        .filter(|p| !recipe.prunes(p.strip_prefix("/").unwrap_or(p)))
+        .collect()
+}
+
 /// Builds an image in `dest` (which must be empty or absent) from the host python at
 /// `python`, leaving out what the recipe prunes.
 pub fn build(dest: &Path, python: &Path) -> Result<Built, ImageError> {
@@ -255,23 +290,7 @@ pub fn build(dest: &Path, python: &Path) -> Result<Built, ImageError> {
     std::fs::create_dir_all(dest).map_err(io("create the image directory".into()))?;
     let real =
         std::fs::canonicalize(python).map_err(io(format!("resolve {}", python.display())))?;
-    let name = real
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| ImageError::Other(format!("{} has no file name", real.display())))?
-        .to_string();
-    let prefix = real
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| ImageError::Other(format!("{} is not in PREFIX/bin", real.display())))?;
-    let stdlib = prefix.join("lib").join(&name);
-    if !stdlib.is_dir() {
-        return Err(ImageError::Other(format!(
-            "no standard library at {} for {}",
-            stdlib.display(),
-            real.display()
-        )));
-    }
+    let stdlib = stdlib_of(&real)?;
     let mut img = Image {
         dest: dest.to_path_buf(),
         files: 0,
@@ -281,15 +300,7 @@ pub fn build(dest: &Path, python: &Path) -> Result<Built, ImageError> {
     img.copy_path(&real)?;
     img.copy_tree(&stdlib)?;
     let mut elves = vec![real.clone()];
-    let dynload = stdlib.join("lib-dynload");
-    if let Ok(rd) = std::fs::read_dir(&dynload) {
-        elves.extend(
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().map(|x| x == "so").unwrap_or(false))
-                .filter(|p| !recipe.prunes(p.strip_prefix("/").unwrap_or(p))),
-        );
-    }
+    elves.extend(extension_modules(&stdlib, &recipe));
     for lib in shared_libraries(&elves)? {
         img.copy_path(&lib)?;
     }

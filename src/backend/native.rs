@@ -46,38 +46,17 @@ pub(crate) fn run(
     let cleaner = crate::teardown::arm(&plan(job, group.layout.as_ref()));
     // Allowlist mode: the proxy's socket is bound before the sandbox is cloned (the
     // supervisor must still be single-threaded then); its thread starts after.
-    let mut with_proxy;
-    let mut proxy = None;
-    let mut policy = job.policy;
-    if policy.network == NetworkMode::Allowlist {
-        match prepare_proxy(job) {
-            Ok(p) => {
-                with_proxy = policy.clone();
-                with_proxy.proxy_socket = Some(p.socket_path().to_path_buf());
-                proxy = Some(p);
-                policy = &with_proxy;
+    let (with_proxy, proxy) = match allowlist_proxy(job) {
+        Ok(p) => p,
+        Err(e) => {
+            if let Some(c) = cleaner {
+                c.finish();
             }
-            Err(e) => {
-                if let Some(c) = cleaner {
-                    c.finish();
-                }
-                return failed(policy, e);
-            }
+            return failed(job.policy, e);
         }
-    }
-    let stdin = match io.stdin {
-        Stdin::Null => StdinMode::Null,
-        _ => StdinMode::Pump,
     };
-    let ejob = engine::Job {
-        policy,
-        script: &job.code.bytes,
-        args: job.args,
-        stdin,
-        extra_fds: Vec::new(),
-        adopt: false,
-        spawner: job.spawner,
-    };
+    let policy = with_proxy.as_ref().unwrap_or(job.policy);
+    let ejob = engine_job(job, policy, &io.stdin);
     let mut make_group = |pid| {
         if let Some(c) = &cleaner {
             c.watch(pid);
@@ -106,6 +85,38 @@ pub(crate) fn run(
     let note = group.note.into_inner().flatten();
     let facts = facts(policy, &outcome, layout, note, proxy, setup);
     (outcome, facts)
+}
+
+/// In allowlist mode, the run's proxy (bound, not yet serving) and the policy that
+/// points the sandbox at its socket; in the other modes, neither.
+fn allowlist_proxy(
+    job: &Job,
+) -> Result<(Option<Policy>, Option<crate::net::PreparedProxy>), SetupError> {
+    if job.policy.network != NetworkMode::Allowlist {
+        return Ok((None, None));
+    }
+    let p = prepare_proxy(job)?;
+    let mut with_proxy = job.policy.clone();
+    with_proxy.proxy_socket = Some(p.socket_path().to_path_buf());
+    Ok((Some(with_proxy), Some(p)))
+}
+
+/// What the engine builds from: the policy (with the proxy's socket, if any), the
+/// code, and how its stdin is fed.
+fn engine_job<'a>(job: &'a Job, policy: &'a Policy, stdin: &Stdin) -> engine::Job<'a> {
+    let stdin = match stdin {
+        Stdin::Null => StdinMode::Null,
+        _ => StdinMode::Pump,
+    };
+    engine::Job {
+        policy,
+        script: &job.code.bytes,
+        args: job.args,
+        stdin,
+        extra_fds: Vec::new(),
+        adopt: false,
+        spawner: job.spawner,
+    }
 }
 
 type Supervised = (

@@ -68,32 +68,14 @@ extern "C" fn noop(_: libc::c_int) {}
 pub fn run(chan: &Channel, payload: &Payload) -> i32 {
     // PID 1 only receives signals it has a handler for; a no-op handler plus a
     // blocked mask lets sigwait pick them up in order.
-    for sig in handled() {
-        let sa = SigAction::new(
-            SigHandler::Handler(noop),
-            SaFlags::SA_NOCLDSTOP,
-            SigSet::empty(),
-        );
-        // SAFETY: installing a trivial async-signal-safe handler.
-        if unsafe { sigaction(sig, &sa) }.is_err() {
-            return fail(chan, SetupError::new(Step::Exec, "install signal handlers"));
-        }
+    if let Err(e) = install_handlers() {
+        return fail(chan, e);
     }
     if let Some(adopt) = &payload.adopt {
         return super::adopt::run(chan, adopt, payload);
     }
-    if let Some((port, sock)) = &payload.bridge {
-        // SAFETY: init is single-threaded; the child never returns here.
-        match unsafe { fork() } {
-            Ok(ForkResult::Child) => run_bridge(payload, *port, sock),
-            Ok(ForkResult::Parent { .. }) => {}
-            Err(e) => {
-                return fail(
-                    chan,
-                    SetupError::new(Step::Network, format!("fork the network bridge: {e}")),
-                )
-            }
-        }
+    if let Err(e) = start_bridge(payload) {
+        return fail(chan, e);
     }
     let (err_r, err_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
         Ok(p) => p,
@@ -134,6 +116,38 @@ pub fn run(chan: &Channel, payload: &Payload) -> i32 {
         let _ = nix::unistd::close(fd);
     }
     supervise(chan, child)
+}
+
+fn install_handlers() -> Result<(), SetupError> {
+    for sig in handled() {
+        let sa = SigAction::new(
+            SigHandler::Handler(noop),
+            SaFlags::SA_NOCLDSTOP,
+            SigSet::empty(),
+        );
+        // SAFETY: installing a trivial async-signal-safe handler.
+        if unsafe { sigaction(sig, &sa) }.is_err() {
+            return Err(SetupError::new(Step::Exec, "install signal handlers"));
+        }
+    }
+    Ok(())
+}
+
+/// Allowlist mode: forks the process that bridges the sandbox's loopback port to the
+/// proxy's socket; it lives until the namespace ends.
+fn start_bridge(payload: &Payload) -> Result<(), SetupError> {
+    let Some((port, sock)) = &payload.bridge else {
+        return Ok(());
+    };
+    // SAFETY: init is single-threaded; the child never returns here.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => run_bridge(payload, *port, sock),
+        Ok(ForkResult::Parent { .. }) => Ok(()),
+        Err(e) => Err(SetupError::new(
+            Step::Network,
+            format!("fork the network bridge: {e}"),
+        )),
+    }
 }
 
 pub(super) fn fail(chan: &Channel, e: SetupError) -> i32 {

@@ -185,31 +185,7 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
     let root = base.join("root");
     mkdir_p(Step::RootTmpfs, &root)?;
 
-    match &src.image {
-        Some(img) => {
-            let (upper, work) = (base.join("upper"), base.join("work"));
-            mkdir_p(Step::Overlay, &upper)?;
-            mkdir_p(Step::Overlay, &work)?;
-            let opts = format!(
-                "lowerdir={},upperdir={},workdir={}",
-                fd_path(img),
-                upper.display(),
-                work.display()
-            );
-            mount(
-                Some("overlay"),
-                &root,
-                Some("overlay"),
-                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-                Some(opts.as_str()),
-            )
-            .step(Step::Overlay, format!("mount overlay ({opts})"))?;
-        }
-        None => {
-            // pivot_root needs the new root to be a mount point.
-            bind(Step::RootTmpfs, &root.display().to_string(), &root, false)?;
-        }
-    }
+    mount_root(base, &root, src.image.as_ref())?;
 
     // /tmp first: a host bind whose path lies under /tmp (an interpreter prefix
     // there, say) must land on top of the sandbox's /tmp, not be hidden by it.
@@ -248,6 +224,32 @@ pub fn build(policy: &Policy, src: Sources, script: &[u8]) -> Result<(), SetupEr
     }
     std::env::set_current_dir(SCRIPT_DIR).step(Step::PivotRoot, "chdir /sandbox")?;
     Ok(())
+}
+
+/// Mounts what becomes `/`: an overlay over the image (writes go to the root tmpfs),
+/// or, without an image, the root tmpfs's own directory bound onto itself, because
+/// pivot_root needs the new root to be a mount point.
+fn mount_root(base: &Path, root: &Path, image: Option<&OwnedFd>) -> Result<(), SetupError> {
+    let Some(img) = image else {
+        return bind(Step::RootTmpfs, &root.display().to_string(), root, false);
+    };
+    let (upper, work) = (base.join("upper"), base.join("work"));
+    mkdir_p(Step::Overlay, &upper)?;
+    mkdir_p(Step::Overlay, &work)?;
+    let opts = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        fd_path(img),
+        upper.display(),
+        work.display()
+    );
+    mount(
+        Some("overlay"),
+        root,
+        Some("overlay"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(opts.as_str()),
+    )
+    .step(Step::Overlay, format!("mount overlay ({opts})"))
 }
 
 fn bind_host(root: &Path, b: &Source) -> Result<(), SetupError> {

@@ -118,31 +118,7 @@ pub fn spawn(
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let thread = std::thread::Builder::new()
         .name("maibox-proxy".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(format!("build runtime: {e}")));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let listener = match tokio::net::UnixListener::from_std(listener) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("register listener: {e}")));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(Ok(()));
-                serve(listener, state, stop_rx).await;
-            });
-            // Blocking DNS lookups may still be running; do not wait on them.
-            rt.shutdown_timeout(Duration::from_millis(200));
-        })
+        .spawn(move || proxy_thread(listener, state, stop_rx, ready_tx))
         .map_err(|e| NetError::Start(format!("spawn proxy thread: {e}")))?;
     let mut handle = Handle {
         shutdown: Some(stop_tx),
@@ -162,6 +138,39 @@ pub fn spawn(
             Err(NetError::Start(err))
         }
     }
+}
+
+/// The proxy thread's body: a current-thread runtime serving `listener` until `stop`,
+/// after it has said on `ready` whether it could start.
+fn proxy_thread(
+    listener: std::os::unix::net::UnixListener,
+    state: Arc<State>,
+    stop: oneshot::Receiver<()>,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("build runtime: {e}")));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        let listener = match tokio::net::UnixListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(format!("register listener: {e}")));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(()));
+        serve(listener, state, stop).await;
+    });
+    // Blocking DNS lookups may still be running; do not wait on them.
+    rt.shutdown_timeout(Duration::from_millis(200));
 }
 
 impl Handle {
@@ -464,61 +473,68 @@ where
     let start = Instant::now();
     let last = AtomicU64::new(0);
     let touch = || last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
-    let (mut cr, mut cw) = tokio::io::split(client);
-    let (mut ur, mut uw) = tokio::io::split(upstream);
-    let up = async {
-        let mut b = vec![0u8; 16 * 1024];
-        loop {
-            let n = cr
-                .read(&mut b)
-                .await
-                .map_err(|e| TunnelEnd::Io(format!("read client: {e}")))?;
-            if n == 0 {
-                let _ = uw.shutdown().await;
-                return Ok::<(), TunnelEnd>(());
-            }
-            check
-                .feed(&b[..n])
-                .map_err(|e| TunnelEnd::Policy(format!("after ClientHello: {e}")))?;
-            touch();
-            uw.write_all(&b[..n])
-                .await
-                .map_err(|e| TunnelEnd::Io(format!("write upstream: {e}")))?;
-        }
-    };
-    let down = async {
-        let mut b = vec![0u8; 16 * 1024];
-        loop {
-            let n = ur
-                .read(&mut b)
-                .await
-                .map_err(|e| TunnelEnd::Io(format!("read upstream: {e}")))?;
-            if n == 0 {
-                let _ = cw.shutdown().await;
-                return Ok::<(), TunnelEnd>(());
-            }
-            touch();
-            cw.write_all(&b[..n])
-                .await
-                .map_err(|e| TunnelEnd::Io(format!("write client: {e}")))?;
-        }
-    };
-    let watchdog = async {
-        let tick = (idle / 4).max(Duration::from_millis(50));
-        loop {
-            tokio::time::sleep(tick).await;
-            let quiet = start.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed);
-            if quiet > idle.as_millis() as u64 {
-                return Err::<(), TunnelEnd>(TunnelEnd::Io(format!(
-                    "idle timeout ({} ms)",
-                    idle.as_millis()
-                )));
-            }
-        }
-    };
+    let (cr, cw) = tokio::io::split(client);
+    let (ur, uw) = tokio::io::split(upstream);
+    let up = copy_until_closed(cr, uw, ("client", "upstream"), |b: &[u8]| {
+        check
+            .feed(b)
+            .map_err(|e| TunnelEnd::Policy(format!("after ClientHello: {e}")))?;
+        touch();
+        Ok(())
+    });
+    let down = copy_until_closed(ur, cw, ("upstream", "client"), |_: &[u8]| {
+        touch();
+        Ok(())
+    });
+    let watchdog = idle_watch(start, &last, idle);
     tokio::select! {
         r = async { tokio::try_join!(up, down) } => r.map(|_| ()),
         r = watchdog => r,
+    }
+}
+
+/// Copies `from` to `to` until `from` ends, then shuts `to`'s write side. `seen`
+/// checks each chunk before it is written; `ends` names the two sides in errors.
+async fn copy_until_closed<R, W>(
+    mut from: R,
+    mut to: W,
+    ends: (&str, &str),
+    mut seen: impl FnMut(&[u8]) -> Result<(), TunnelEnd>,
+) -> Result<(), TunnelEnd>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut b = vec![0u8; 16 * 1024];
+    loop {
+        let n = from
+            .read(&mut b)
+            .await
+            .map_err(|e| TunnelEnd::Io(format!("read {}: {e}", ends.0)))?;
+        if n == 0 {
+            let _ = to.shutdown().await;
+            return Ok(());
+        }
+        seen(&b[..n])?;
+        to.write_all(&b[..n])
+            .await
+            .map_err(|e| TunnelEnd::Io(format!("write {}: {e}", ends.1)))?;
+    }
+}
+
+/// Ends with an error once no byte has moved for `idle` (`last` is the time of the
+/// last byte, in ms since `start`).
+async fn idle_watch(start: Instant, last: &AtomicU64, idle: Duration) -> Result<(), TunnelEnd> {
+    let tick = (idle / 4).max(Duration::from_millis(50));
+    loop {
+        tokio::time::sleep(tick).await;
+        let quiet = start.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed);
+        if quiet > idle.as_millis() as u64 {
+            return Err(TunnelEnd::Io(format!(
+                "idle timeout ({} ms)",
+                idle.as_millis()
+            )));
+        }
     }
 }
 
@@ -680,24 +696,9 @@ async fn forward(
     tokio::spawn(async move {
         let _ = done_tx.send(conn_ticket_note(conn.await));
     });
-    let resp = match tokio::time::timeout(state.idle_timeout, sender.send_request(out)).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            let why = if limit_hit.load(Ordering::Relaxed) {
-                "byte limit reached".into()
-            } else {
-                format!("upstream: {e}")
-            };
-            ticket.note(why.clone());
-            return text(StatusCode::BAD_GATEWAY, format!("maibox proxy: {why}"));
-        }
-        Err(_) => {
-            ticket.note("timeout waiting for upstream response".into());
-            return text(
-                StatusCode::GATEWAY_TIMEOUT,
-                "maibox proxy: upstream timeout".into(),
-            );
-        }
+    let resp = match upstream_response(&state, &mut sender, out, &limit_hit, &ticket).await {
+        Ok(r) => r,
+        Err(answer) => return answer,
     };
     // Record how the upstream connection ended (e.g. cut by the byte limit)
     // once the body has been streamed, without holding up the response.
@@ -715,6 +716,39 @@ async fn forward(
     let (mut parts, body) = resp.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     Response::from_parts(parts, body.boxed())
+}
+
+/// The upstream's response head, or the proxy's own answer (noted on the ticket) when
+/// the upstream failed, hit the byte limit or did not answer within the idle timeout.
+async fn upstream_response(
+    state: &State,
+    sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    out: Request<Empty<Bytes>>,
+    limit_hit: &AtomicBool,
+    ticket: &Ticket,
+) -> Result<Response<hyper::body::Incoming>, Response<Body>> {
+    match tokio::time::timeout(state.idle_timeout, sender.send_request(out)).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => {
+            let why = if limit_hit.load(Ordering::Relaxed) {
+                "byte limit reached".into()
+            } else {
+                format!("upstream: {e}")
+            };
+            ticket.note(why.clone());
+            Err(text(
+                StatusCode::BAD_GATEWAY,
+                format!("maibox proxy: {why}"),
+            ))
+        }
+        Err(_) => {
+            ticket.note("timeout waiting for upstream response".into());
+            Err(text(
+                StatusCode::GATEWAY_TIMEOUT,
+                "maibox proxy: upstream timeout".into(),
+            ))
+        }
+    }
 }
 
 /// An upstream stream that counts bytes each way into the request's record and

@@ -104,27 +104,31 @@ impl Sandbox {
             .map_err(|e| Error::Invalid(format!("starting a zygote: {e}")))
     }
 
+    /// The level's policy, which a warm sandbox can serve only with the native
+    /// backend and no network.
+    fn warm_policy(&self, notices: &mut Notices) -> Result<Policy, Error> {
+        let policy = self.policy_for(self.level(), notices)?;
+        if policy.backend != Backend::Native || policy.network != NetworkMode::None {
+            return Err(Error::Invalid(
+                "warm sandboxes need the native backend and network none".into(),
+            ));
+        }
+        Ok(policy)
+    }
+
     fn prepare_warm_with(
         &self,
         preload: &[String],
         zygote: Option<&mut Zygote>,
     ) -> Result<Warm, Error> {
         let mut notices = Notices::new(None);
-        let policy = self.policy_for(self.level(), &mut notices)?;
-        if policy.backend != Backend::Native || policy.network != NetworkMode::None {
-            return Err(Error::Invalid(
-                "warm sandboxes need the native backend and network none".into(),
-            ));
-        }
+        let policy = self.warm_policy(&mut notices)?;
         let setup = |e: SetupError| Error::Invalid(format!("preparing a warm sandbox: {e}"));
-        let (code_r, code_w) = pipe().map_err(setup)?;
-        let (done_r, done_w) = pipe().map_err(setup)?;
-        // A fork reports its confinement with the seccomp listener attached: a socket.
-        let (ready_r, ready_w) = match zygote {
-            Some(_) => report_socket(),
-            None => pipe(),
-        }
-        .map_err(setup)?;
+        let Channels {
+            code: (code_r, code_w),
+            done: (done_r, done_w),
+            ready: (ready_r, ready_w),
+        } = channels(zygote.is_some()).map_err(setup)?;
         let run_id = new_run_id();
         let ejob = engine::Job {
             policy: &policy,
@@ -145,15 +149,8 @@ impl Sandbox {
             g.cpu_share(true);
         }
         let made_at = Instant::now();
-        let started = match zygote {
-            None => start(&prepared, &ready_r).map(|s| (s, hold_namespaces(prepared.pid))),
-            Some(z) => start_forked(&prepared, &policy, &group, z, &ready_r),
-        };
-        let (started, namespaces) = started.map_err(|e| {
-            // Its init is this thread's child: ended and reaped here, not left a zombie.
-            crate::engine::clone::end(prepared.pid);
-            setup(e)
-        })?;
+        let (started, namespaces) =
+            start_runner(&prepared, &policy, &group, zygote, &ready_r).map_err(setup)?;
         Ok(Warm {
             setup: (
                 prepared.setup_time.as_secs_f64() * 1000.0,
@@ -179,6 +176,23 @@ impl Sandbox {
             notices: notices.all,
         })
     }
+}
+
+/// The pipes a warm sandbox is driven through, each as (read end, write end): the
+/// code in, the runner's readiness out, and its word that the code has ended.
+struct Channels {
+    code: (OwnedFd, OwnedFd),
+    done: (OwnedFd, OwnedFd),
+    ready: (OwnedFd, OwnedFd),
+}
+
+fn channels(forked: bool) -> Result<Channels, SetupError> {
+    Ok(Channels {
+        code: pipe()?,
+        done: pipe()?,
+        // A fork reports its confinement with the seccomp listener attached: a socket.
+        ready: if forked { report_socket()? } else { pipe()? },
+    })
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), SetupError> {
@@ -231,6 +245,26 @@ fn native_job<'a>(policy: &'a Policy, run_id: &'a str, s: &'a Sandbox, t: &'a Ti
 }
 
 /// Starts the runner and waits until it is confined and ready.
+/// Starts the prepared sandbox's runner (fresh, or forked from `zygote`) and waits for
+/// its word that it is confined and ready; on failure its init is ended and reaped
+/// here (it is this thread's child), not left a zombie.
+fn start_runner(
+    p: &Prepared,
+    policy: &Policy,
+    group: &Group,
+    zygote: Option<&mut Zygote>,
+    ready: &OwnedFd,
+) -> Result<(Started, Vec<OwnedFd>), SetupError> {
+    let started = match zygote {
+        None => start(p, ready).map(|s| (s, hold_namespaces(p.pid))),
+        Some(z) => start_forked(p, policy, group, z, ready),
+    };
+    if started.is_err() {
+        crate::engine::clone::end(p.pid);
+    }
+    started
+}
+
 fn start(p: &Prepared, ready: &OwnedFd) -> Result<Started, SetupError> {
     p.start()?;
     let mut listener = None;

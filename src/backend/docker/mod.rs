@@ -63,6 +63,40 @@ fn step(name: &str, applied: &mut Applied, t: &mut std::time::Instant) {
     *t = std::time::Instant::now();
 }
 
+/// The run's image, pulled if the policy says so. A pull can take long: Ctrl-C
+/// meanwhile ends the run before any container exists.
+async fn ensure_image(
+    engine: &client::Engine,
+    policy: &crate::policy::Policy,
+    signals: &mut supervise::Signals,
+) -> Result<(), SetupError> {
+    tokio::select! {
+        r = image::ensure(engine, &policy.docker.image, policy.docker.pull) => r.map_err(SetupError::from),
+        sig = signals.recv() => Err(SetupError::new(
+            Step::Image,
+            format!("interrupted by {} before the code ran", crate::outcome::signal_name(sig)),
+        )),
+    }
+}
+
+/// Creates the run's container (not started); returns its id.
+async fn create(engine: &client::Engine, job: &Job<'_>, io: &Io<'_>) -> Result<String, SetupError> {
+    let req = spec::Request {
+        policy: job.policy,
+        args: job.args,
+        stdin: !matches!(io.stdin, Stdin::Null),
+        labels: labels::for_run(job.run_id),
+    };
+    match engine
+        .docker
+        .create_container(None, spec::container(&req))
+        .await
+    {
+        Ok(c) => Ok(c.id),
+        Err(e) => Err(error::DockerError::api(Step::Container, "creating the container", e).into()),
+    }
+}
+
 async fn session(job: &Job<'_>, io: Io<'_>, notices: &mut Notices<'_>) -> (Outcome, Applied) {
     let policy = job.policy;
     let t0 = std::time::Instant::now();
@@ -82,34 +116,13 @@ async fn session(job: &Job<'_>, io: Io<'_>, notices: &mut Notices<'_>) -> (Outco
     step("engine", &mut applied, &mut t);
     labels::cleanup_stale(&engine.docker).await;
     step("cleanup-stale", &mut applied, &mut t);
-    // A pull can take long: Ctrl-C meanwhile ends the run before any container exists.
-    let ensured = tokio::select! {
-        r = image::ensure(&engine, &policy.docker.image, policy.docker.pull) => r.map_err(SetupError::from),
-        sig = signals.recv() => Err(SetupError::new(
-            Step::Image,
-            format!("interrupted by {} before the code ran", crate::outcome::signal_name(sig)),
-        )),
-    };
-    if let Err(e) = ensured {
+    if let Err(e) = ensure_image(&engine, job.policy, &mut signals).await {
         return (Outcome::setup_failed(e), applied);
     }
     step("image", &mut applied, &mut t);
-    let req = spec::Request {
-        policy,
-        args: job.args,
-        stdin: !matches!(io.stdin, Stdin::Null),
-        labels: labels::for_run(job.run_id),
-    };
-    let created = engine
-        .docker
-        .create_container(None, spec::container(&req))
-        .await;
-    let id = match created {
-        Ok(c) => c.id,
-        Err(e) => {
-            let e = error::DockerError::api(Step::Container, "creating the container", e);
-            return (Outcome::setup_failed(e.into()), applied);
-        }
+    let id = match create(&engine, job, &io).await {
+        Ok(id) => id,
+        Err(e) => return (Outcome::setup_failed(e), applied),
     };
     if let Some(e) = applied.engine.as_mut() {
         e.container_id = Some(id.clone());

@@ -204,7 +204,37 @@ pub fn attach(dir: &Path, rules: &[(bool, String)]) -> Result<(), String> {
         .iter()
         .map(|(allow, r)| parse(*allow, r))
         .collect::<Result<_, _>>()?;
-    let prog = program(&rules);
+    let prog_fd = load(&program(&rules))?;
+    let group = std::fs::File::open(dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
+    let at = ProgAttach {
+        target_fd: group.as_raw_fd() as u32,
+        attach_bpf_fd: prog_fd.as_raw_fd() as u32,
+        attach_type: BPF_CGROUP_DEVICE,
+        attach_flags: BPF_F_ALLOW_MULTI,
+        replace_bpf_fd: 0,
+    };
+    // SAFETY: bpf(BPF_PROG_ATTACH) with a valid attr and open fds.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_ATTACH,
+            &at as *const ProgAttach,
+            std::mem::size_of::<ProgAttach>(),
+        )
+    };
+    if rc < 0 {
+        return Err(format!(
+            "attach the device program to {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // The attachment holds the program; our fds may close.
+    Ok(())
+}
+
+/// Loads `prog` as a cgroup device program; a refusal carries the verifier's log.
+fn load(prog: &[Insn]) -> Result<OwnedFd, String> {
     let license = c"Apache-2.0";
     let mut log = vec![0u8; 64 * 1024];
     let mut name = [0u8; 16];
@@ -234,43 +264,15 @@ pub fn attach(dir: &Path, rules: &[(bool, String)]) -> Result<(), String> {
         let e = std::io::Error::last_os_error();
         let verifier = String::from_utf8_lossy(&log);
         let verifier = verifier.trim_end_matches('\0').trim();
-        return Err(format!(
-            "load the cgroup v2 device program: {e}{}",
-            if verifier.is_empty() {
-                String::new()
-            } else {
-                format!(" (verifier: {verifier})")
-            }
-        ));
+        let verifier = if verifier.is_empty() {
+            String::new()
+        } else {
+            format!(" (verifier: {verifier})")
+        };
+        return Err(format!("load the cgroup v2 device program: {e}{verifier}"));
     }
     // SAFETY: bpf() returned a new fd that nothing else owns.
-    let prog_fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let group = std::fs::File::open(dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
-    let at = ProgAttach {
-        target_fd: group.as_raw_fd() as u32,
-        attach_bpf_fd: prog_fd.as_raw_fd() as u32,
-        attach_type: BPF_CGROUP_DEVICE,
-        attach_flags: BPF_F_ALLOW_MULTI,
-        replace_bpf_fd: 0,
-    };
-    // SAFETY: bpf(BPF_PROG_ATTACH) with a valid attr and open fds.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_ATTACH,
-            &at as *const ProgAttach,
-            std::mem::size_of::<ProgAttach>(),
-        )
-    };
-    if rc < 0 {
-        return Err(format!(
-            "attach the device program to {}: {}",
-            dir.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
-    // The attachment holds the program; our fds may close.
-    Ok(())
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 #[cfg(test)]

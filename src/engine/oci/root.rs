@@ -81,16 +81,15 @@ fn receive_bind_sources(chan: &Channel) -> Result<BTreeMap<usize, OwnedFd>, Setu
     Ok(out)
 }
 
-pub(crate) fn build_root(
+/// The spec's mounts in order, under the root (not yet pivoted). Returns the fresh
+/// tmpfs asked read-only, which are mounted writable here and turned read-only once
+/// the devices are in them.
+fn mount_spec(
     v: &OciView,
-    chan: &Channel,
     groups: &[(String, String)],
     sources: &BTreeMap<usize, OwnedFd>,
-) -> Result<Option<serde_json::Value>, SetupError> {
-    crate::engine::mounts::make_private()?;
+) -> Result<Vec<OciMount>, SetupError> {
     let root = &v.root;
-    // pivot_root needs the new root to be a mount point.
-    bind(Step::RootTmpfs, &root.display().to_string(), root, true)?;
     let mut read_only_later = Vec::new();
     for (i, m) in v.mounts.iter().enumerate() {
         if m.kind == "cgroup" {
@@ -108,6 +107,39 @@ pub(crate) fn build_root(
         }
         mount_one(root, &m, sources.get(&i))?;
     }
+    Ok(read_only_later)
+}
+
+/// linux.readonlyPaths, in the pivoted root: each that exists is bound onto itself
+/// read-only, nosuid, nodev and noexec.
+fn read_only_paths(paths: &[String]) -> Result<(), SetupError> {
+    for p in paths {
+        let path = Path::new(p);
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        bind(Step::ReadOnlyRoot, p, path, true)?;
+        set_attr(
+            Step::ReadOnlyRoot,
+            path,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            true,
+        )?;
+    }
+    Ok(())
+}
+
+pub(crate) fn build_root(
+    v: &OciView,
+    chan: &Channel,
+    groups: &[(String, String)],
+    sources: &BTreeMap<usize, OwnedFd>,
+) -> Result<Option<serde_json::Value>, SetupError> {
+    crate::engine::mounts::make_private()?;
+    let root = &v.root;
+    // pivot_root needs the new root to be a mount point.
+    bind(Step::RootTmpfs, &root.display().to_string(), root, true)?;
+    let read_only_later = mount_spec(v, groups, sources)?;
     default_devices(root, v.namespaces.user.is_some())?;
     spec_devices(root, &v.devices, v.namespaces.user.is_some())?;
     for m in &read_only_later {
@@ -134,19 +166,7 @@ pub(crate) fn build_root(
     }
     // Read-only paths first, then masks (runc's order): a mask inside a read-only
     // path must not take its nodev.
-    for p in &v.readonly_paths {
-        let path = Path::new(p);
-        if std::fs::symlink_metadata(path).is_err() {
-            continue;
-        }
-        bind(Step::ReadOnlyRoot, p, path, true)?;
-        set_attr(
-            Step::ReadOnlyRoot,
-            path,
-            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-            true,
-        )?;
-    }
+    read_only_paths(&v.readonly_paths)?;
     for p in &v.masked_paths {
         mask(p)?;
     }

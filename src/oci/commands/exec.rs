@@ -552,64 +552,11 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
         // SAFETY: _exit in a forked child.
         unsafe { libc::_exit(1) }
     };
-    let p = job.process;
-    // Only stdio, the descriptors the caller preserved and the report pipe
-    // (close-on-exec) reach the process: a leaked runtime fd is how
-    // CVE-2024-21626 reached the host.
-    let mut keep = vec![w.as_raw_fd()];
-    keep.extend(job.console.map(|c| c.as_raw_fd()));
-    keep.extend_from_slice(job.preserved);
-    keep.extend(job.listener_sock.map(|l| l.as_raw_fd()));
-    if let Err(e) = crate::engine::privs::close_fds_except(&keep) {
-        fail(e.to_string());
-    }
-    if let Some(c) = job.console {
-        let tty = nix::unistd::setsid()
-            .map_err(|e| e.to_string())
-            .and_then(|_| {
-                crate::engine::console::attach(c.as_fd(), p.uid, p.console_size)
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(e) = tty {
-            fail(e);
-        }
-        // SAFETY: closing our inherited copy of the console socket before exec.
-        unsafe { libc::close(c.as_raw_fd()) };
-    }
-    if let Err(e) = set_rlimits(p) {
-        fail(e);
-    }
-    // Before the identity switch: Landlock needs CAP_SYS_ADMIN or no_new_privs.
-    if let Some(exec_tmpfs) = job.landlock {
-        if let Err(e) = crate::confine::landlock_mounts::apply(exec_tmpfs) {
-            fail(format!("Landlock on the container's root: {e}"));
-        }
-    }
-    let steps = || -> Result<std::ffi::CString, crate::error::SetupError> {
-        if !p.no_new_privileges {
-            pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
-        }
-        let entered = std::env::set_current_dir(&p.cwd).is_ok();
-        engine::switch_identity(p, job.userns)?;
-        if entered {
-            engine::check_cwd(&p.cwd)?;
-        } else {
-            engine::enter_cwd(&p.cwd)?;
-        }
-        let program = engine::resolve_in_path(p)?;
-        // As runc: the spec's umask, or 022 rather than whatever the runtime had.
-        nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
-            p.umask.unwrap_or(0o022),
-        ));
-        if p.no_new_privileges {
-            pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
-        }
-        Ok(program)
-    };
-    let program = match steps() {
+    let program = match prepare_process(job, w) {
         Ok(prog) => prog,
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(e),
     };
+    let p = job.process;
     let _ = crate::engine::init::reset_signals();
     let cstr = |v: &[String]| -> Vec<std::ffi::CString> {
         v.iter()
@@ -620,4 +567,56 @@ fn start(job: &Job, w: &OwnedFd) -> ! {
         .map(|_| nix::errno::Errno::UnknownErrno)
         .unwrap_or_else(|e| e);
     fail(format!("execve {program:?}: {e}"))
+}
+
+/// The process's setup in order, up to the program to execve: descriptors, console,
+/// limits, Landlock, then identity and seccomp.
+fn prepare_process(job: &Job, w: &OwnedFd) -> Result<std::ffi::CString, String> {
+    // Only stdio, the descriptors the caller preserved and the report pipe
+    // (close-on-exec) reach the process: a leaked runtime fd is how
+    // CVE-2024-21626 reached the host.
+    let mut keep = vec![w.as_raw_fd()];
+    keep.extend(job.console.map(|c| c.as_raw_fd()));
+    keep.extend_from_slice(job.preserved);
+    keep.extend(job.listener_sock.map(|l| l.as_raw_fd()));
+    crate::engine::privs::close_fds_except(&keep).map_err(|e| e.to_string())?;
+    if let Some(c) = job.console {
+        nix::unistd::setsid().map_err(|e| e.to_string())?;
+        crate::engine::console::attach(c.as_fd(), job.process.uid, job.process.console_size)
+            .map_err(|e| e.to_string())?;
+        // SAFETY: closing our inherited copy of the console socket before exec.
+        unsafe { libc::close(c.as_raw_fd()) };
+    }
+    set_rlimits(job.process)?;
+    // Before the identity switch: Landlock needs CAP_SYS_ADMIN or no_new_privs.
+    if let Some(exec_tmpfs) = job.landlock {
+        crate::confine::landlock_mounts::apply(exec_tmpfs)
+            .map_err(|e| format!("Landlock on the container's root: {e}"))?;
+    }
+    identity_and_seccomp(job).map_err(|e| e.to_string())
+}
+
+/// Seccomp (before the identity switch unless no_new_privileges lets it wait until
+/// last), the working directory, the identity, the program found on PATH, the umask.
+fn identity_and_seccomp(job: &Job) -> Result<std::ffi::CString, crate::error::SetupError> {
+    let p = job.process;
+    if !p.no_new_privileges {
+        pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
+    }
+    let entered = std::env::set_current_dir(&p.cwd).is_ok();
+    engine::switch_identity(p, job.userns)?;
+    if entered {
+        engine::check_cwd(&p.cwd)?;
+    } else {
+        engine::enter_cwd(&p.cwd)?;
+    }
+    let program = engine::resolve_in_path(p)?;
+    // As runc: the spec's umask, or 022 rather than whatever the runtime had.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+        p.umask.unwrap_or(0o022),
+    ));
+    if p.no_new_privileges {
+        pass_listener(job, engine::install_seccomp(job.seccomp)?)?;
+    }
+    Ok(program)
 }
