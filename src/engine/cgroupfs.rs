@@ -59,30 +59,7 @@ pub fn mount_cgroups(
             .ok_or_else(|| SetupError::new(step, "no cgroup2 mount"))?;
         one(target, h, groups)?;
     } else {
-        mount(
-            Some("tmpfs"),
-            target,
-            Some("tmpfs"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-            Some("mode=755,size=64k"),
-        )
-        .step(step, format!("mount a tmpfs on {}", target.display()))?;
-        for h in &all {
-            let Some(name) = h.mount_point.file_name() else {
-                continue;
-            };
-            let sub = target.join(name);
-            mkdir_p(step, &sub)?;
-            one(&sub, h, groups)?;
-        }
-        // The host's aliases (cpu -> cpu,cpuacct).
-        if let Ok(rd) = std::fs::read_dir(HOST_ROOT) {
-            for e in rd.flatten() {
-                if let Ok(link) = std::fs::read_link(e.path()) {
-                    let _ = std::os::unix::fs::symlink(link, target.join(e.file_name()));
-                }
-            }
-        }
+        mount_hybrid(target, &all, groups)?;
     }
     let mut attrs = 0;
     for (f, a) in [
@@ -97,6 +74,40 @@ pub fn mount_cgroups(
     }
     if attrs != 0 {
         change_attr(step, target, attrs, 0, true)?;
+    }
+    Ok(())
+}
+
+/// A v1 or hybrid host: a small tmpfs on `target` with each host hierarchy mounted
+/// under its own name, and the host's aliases (cpu -> cpu,cpuacct) beside them.
+fn mount_hybrid(
+    target: &Path,
+    all: &[Hierarchy],
+    groups: &[(String, String)],
+) -> Result<(), SetupError> {
+    let step = Step::Cgroup;
+    mount(
+        Some("tmpfs"),
+        target,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("mode=755,size=64k"),
+    )
+    .step(step, format!("mount a tmpfs on {}", target.display()))?;
+    for h in all {
+        let Some(name) = h.mount_point.file_name() else {
+            continue;
+        };
+        let sub = target.join(name);
+        mkdir_p(step, &sub)?;
+        one(&sub, h, groups)?;
+    }
+    if let Ok(rd) = std::fs::read_dir(HOST_ROOT) {
+        for e in rd.flatten() {
+            if let Ok(link) = std::fs::read_link(e.path()) {
+                let _ = std::os::unix::fs::symlink(link, target.join(e.file_name()));
+            }
+        }
     }
     Ok(())
 }

@@ -115,6 +115,22 @@ pub struct Served {
 }
 
 impl Served {
+    /// A run served by this process, before anything is known of how.
+    fn by_this_server() -> Served {
+        Served {
+            warm: false,
+            warm_mode: None,
+            pid: std::process::id(),
+            queue_ms: 0.0,
+            pool_wait_ms: 0.0,
+            cold_because: None,
+            total_ms: 0.0,
+            phases_ms: Vec::new(),
+            admitted: None,
+            arrived: None,
+        }
+    }
+
     fn with_times(mut self, arrived: Instant, admitted: Instant) -> Served {
         self.queue_ms = admitted.duration_since(arrived).as_secs_f64() * 1e3;
         self.admitted = Some(admitted);
@@ -132,18 +148,7 @@ fn run(
     input: &Input,
     out: &mut Output,
 ) -> (Result<Run, Error>, Served) {
-    let mut served = Served {
-        warm: false,
-        warm_mode: None,
-        pid: std::process::id(),
-        queue_ms: 0.0,
-        pool_wait_ms: 0.0,
-        cold_because: None,
-        total_ms: 0.0,
-        phases_ms: Vec::new(),
-        admitted: None,
-        arrived: None,
-    };
+    let mut served = Served::by_this_server();
     let mut level = sandbox.level();
     // At most twice: the gate may send the code to another level's pool.
     for _ in 0..2 {

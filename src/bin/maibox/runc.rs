@@ -3,6 +3,43 @@
 
 use std::path::PathBuf;
 
+/// The options of runc's `exec` that maibox's own `exec` does not have.
+const RUNC_EXEC_FLAGS: [&str; 16] = [
+    "--process",
+    "-p",
+    "--pid-file",
+    "--detach",
+    "-d",
+    "--console-socket",
+    "--tty",
+    "-t",
+    "--user",
+    "-u",
+    "--cwd",
+    "--additional-gids",
+    "-g",
+    "--ignore-paused",
+    "--preserve-fds",
+    "--cgroup",
+];
+
+/// The OCI state root the command line names (`--root DIR` or `--root=DIR`), or the
+/// default one.
+fn state_root(args: &[std::ffi::OsString]) -> PathBuf {
+    args.iter()
+        .position(|a| a == "--root")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .or_else(|| {
+            args.iter().find_map(|a| {
+                a.to_str()
+                    .and_then(|s| s.strip_prefix("--root="))
+                    .map(PathBuf::from)
+            })
+        })
+        .unwrap_or_else(|| PathBuf::from(maibox::oci::state::DEFAULT_ROOT))
+}
+
 /// runc's `exec --process FILE ID` (how Docker and containerd run `docker exec`) shares
 /// its name with maibox's own `exec` of Python code; the runc form is told apart by
 /// its flags and routed to the hidden `oci-exec` verb.
@@ -14,45 +51,14 @@ pub fn route_oci_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
     let own = || args[pos + 1..].iter().take_while(|a| *a != "--");
     let oci_flag = own().any(|a| {
         let a = a.to_string_lossy();
-        [
-            "--process",
-            "-p",
-            "--pid-file",
-            "--detach",
-            "-d",
-            "--console-socket",
-            "--tty",
-            "-t",
-            "--user",
-            "-u",
-            "--cwd",
-            "--additional-gids",
-            "-g",
-            "--ignore-paused",
-            "--preserve-fds",
-            "--cgroup",
-        ]
-        .iter()
-        .any(|f| {
+        RUNC_EXEC_FLAGS.iter().any(|f| {
             a.strip_prefix(f)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
         })
     });
     // `exec ID CMD...` without flags (runc's plain form): an argument naming a
     // container under the state root, and no file of that name, means OCI.
-    let root = args
-        .iter()
-        .position(|a| a == "--root")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .or_else(|| {
-            args.iter().find_map(|a| {
-                a.to_str()
-                    .and_then(|s| s.strip_prefix("--root="))
-                    .map(PathBuf::from)
-            })
-        })
-        .unwrap_or_else(|| PathBuf::from(maibox::oci::state::DEFAULT_ROOT));
+    let root = state_root(&args);
     let names_container = || {
         own().any(|a| {
             let s = a.to_string_lossy();
