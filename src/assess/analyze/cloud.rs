@@ -11,6 +11,7 @@
 //! BLOCKED. Listing, tagging and rotating one's own key change nothing of
 //! this.
 
+use super::args::Args;
 use super::calls::{arg_values, kwarg};
 use super::effects::Effects;
 use super::literal::shorten;
@@ -225,26 +226,27 @@ impl<'t> Analyzer<'t> {
                 if kwarg(kw, "UserData")
                     .is_some_and(|u| fetches(&self.texts_in(u, site.scope))) =>
             {
-                (
-                    Abuse::Compute,
-                    "launches instances whose start-up script fetches code",
-                )
+                let what = "launches instances whose start-up script fetches code";
+                (Abuse::Compute, what)
             }
             "copy_object" | "put_object" | "upload_fileobj" | "upload_file"
-                if lists_buckets
-                    && (m == "copy_object" || self.reads_objects())
-                    && kwarg(kw, "Bucket")
-                        .or_else(|| pos.get(1).copied())
-                        .is_some_and(|b| self.fold(b, site.scope, 0).is_some()) =>
+                if lists_buckets && self.copies_to_fixed_bucket(site, (pos, kw)) =>
             {
-                (
-                    Abuse::Copy,
-                    "copies the listed buckets' objects into a fixed bucket",
-                )
+                let what = "copies the listed buckets' objects into a fixed bucket";
+                (Abuse::Copy, what)
             }
             _ => return None,
         };
         Some((kind, what.into()))
+    }
+
+    /// A copy or an upload (after objects were read back, for an upload) into a bucket
+    /// whose name folds to a constant.
+    fn copies_to_fixed_bucket(&self, site: &CallSite<'t>, (pos, kw): Args<'t>) -> bool {
+        (site.method == Some("copy_object") || self.reads_objects())
+            && kwarg(kw, "Bucket")
+                .or_else(|| pos.get(1).copied())
+                .is_some_and(|b| self.fold(b, site.scope, 0).is_some())
     }
 
     /// Objects read back out of storage (`get_object`, `download_fileobj`):

@@ -142,21 +142,8 @@ impl Lower {
     /// Loops, branches, `with`, `match`, `try`, imports and the one-word statements.
     fn control_stmt(&mut self, s: &mut Stmt, r: TextRange) {
         match s {
-            Stmt::For(f) => {
-                self.open_r(K::ForStatement, F::None, r);
-                self.expr(&mut f.target, F::Left);
-                self.expr(&mut f.iter, F::Right);
-                self.block(F::Body, &mut f.body, r);
-                self.else_block(&mut f.orelse, r);
-                self.close();
-            }
-            Stmt::While(w) => {
-                self.open_r(K::WhileStatement, F::None, r);
-                self.expr(&mut w.test, F::Condition);
-                self.block(F::Body, &mut w.body, r);
-                self.else_block(&mut w.orelse, r);
-                self.close();
-            }
+            Stmt::For(f) => self.for_stmt(f, r),
+            Stmt::While(w) => self.while_stmt(w, r),
             Stmt::If(i) => self.if_stmt(i, r),
             Stmt::With(w) => self.with_stmt(w, r),
             Stmt::Match(m) => self.match_stmt(m, r),
@@ -204,6 +191,23 @@ impl Lower {
             | Stmt::AugAssign(_)
             | Stmt::AnnAssign(_) => {}
         }
+    }
+
+    fn for_stmt(&mut self, f: &mut ast::StmtFor, r: TextRange) {
+        self.open_r(K::ForStatement, F::None, r);
+        self.expr(&mut f.target, F::Left);
+        self.expr(&mut f.iter, F::Right);
+        self.block(F::Body, &mut f.body, r);
+        self.else_block(&mut f.orelse, r);
+        self.close();
+    }
+
+    fn while_stmt(&mut self, w: &mut ast::StmtWhile, r: TextRange) {
+        self.open_r(K::WhileStatement, F::None, r);
+        self.expr(&mut w.test, F::Condition);
+        self.block(F::Body, &mut w.body, r);
+        self.else_block(&mut w.orelse, r);
+        self.close();
     }
 
     fn function_def(&mut self, f: &mut ast::StmtFunctionDef, r: TextRange) {

@@ -148,6 +148,39 @@ impl Lower {
     /// Literals, names, attribute access, subscripts and slices.
     fn atom(&mut self, e: &mut Expr, field: Field, r: TextRange) {
         match e {
+            Expr::Attribute(a) => {
+                self.open_r(K::Attribute, field, r);
+                self.expr(&mut a.value, F::Object);
+                self.leaf(K::Identifier, F::Attribute, a.attr.range);
+                self.close();
+            }
+            Expr::Subscript(s) => {
+                self.open_r(K::Subscript, field, r);
+                self.expr(&mut s.value, F::Value);
+                self.expr(&mut s.slice, F::Subscript);
+                self.close();
+            }
+            Expr::Name(_) => {
+                self.leaf(K::Identifier, field, r);
+            }
+            Expr::Slice(s) => {
+                self.open_r(K::Slice, field, r);
+                self.opt_expr(s.lower.as_deref_mut(), F::None);
+                self.opt_expr(s.upper.as_deref_mut(), F::None);
+                self.opt_expr(s.step.as_deref_mut(), F::None);
+                self.close();
+            }
+            Expr::IpyEscapeCommand(_) => {
+                self.leaf(K::IpythonCommand, field, r);
+            }
+            _ => self.literal(e, field, r),
+        }
+    }
+
+    /// Strings (f-strings and t-strings with their parts), bytes, numbers and the
+    /// constants.
+    fn literal(&mut self, e: &mut Expr, field: Field, r: TextRange) {
+        match e {
             Expr::FString(f) => self.fstring(f, field, r),
             Expr::TString(t) => {
                 let concatenated = t.value.is_implicit_concatenated();
@@ -186,31 +219,6 @@ impl Lower {
             }
             Expr::EllipsisLiteral(_) => {
                 self.leaf(K::Ellipsis, field, r);
-            }
-            Expr::Attribute(a) => {
-                self.open_r(K::Attribute, field, r);
-                self.expr(&mut a.value, F::Object);
-                self.leaf(K::Identifier, F::Attribute, a.attr.range);
-                self.close();
-            }
-            Expr::Subscript(s) => {
-                self.open_r(K::Subscript, field, r);
-                self.expr(&mut s.value, F::Value);
-                self.expr(&mut s.slice, F::Subscript);
-                self.close();
-            }
-            Expr::Name(_) => {
-                self.leaf(K::Identifier, field, r);
-            }
-            Expr::Slice(s) => {
-                self.open_r(K::Slice, field, r);
-                self.opt_expr(s.lower.as_deref_mut(), F::None);
-                self.opt_expr(s.upper.as_deref_mut(), F::None);
-                self.opt_expr(s.step.as_deref_mut(), F::None);
-                self.close();
-            }
-            Expr::IpyEscapeCommand(_) => {
-                self.leaf(K::IpythonCommand, field, r);
             }
             // Handled by `expr` and `collection`.
             _ => {}
