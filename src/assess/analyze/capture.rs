@@ -167,9 +167,7 @@ impl<'t> Analyzer<'t> {
         if let Some(fetched) = self.fetched_name(call) {
             return Some(Cow::Owned(fetched));
         }
-        call.method
-            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()))
-            .map(Cow::Borrowed)
+        call.method.or_else(|| call.q_last()).map(Cow::Borrowed)
     }
 
     /// The name a callee was fetched by: `getattr(lib, "Name")(...)`, or
@@ -197,7 +195,7 @@ impl<'t> Analyzer<'t> {
     /// camera by number in OpenCV) and keyboard hooks. A video file opened
     /// by OpenCV and PyAudio's output streams capture nothing.
     fn capture_library(&self, q: &str, call: &Call<'t>) -> Option<Captured> {
-        if super::names::KEYLOGGERS.contains(&q) {
+        if call.is(super::kinds::KEYLOGGER) {
             return Some(Captured::Keystrokes);
         }
         let (module, rest) = q.split_once('.')?;

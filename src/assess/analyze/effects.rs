@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::names::runs_command;
+use super::kinds;
 use super::needles::Lowered;
 use super::{Analyzer, Node, F, K};
 
@@ -81,7 +81,7 @@ impl<'t> Analyzer<'t> {
             if let Some(paths) = self.written_by(call, scope, q) {
                 fx.writes.push(Written { call, paths });
             }
-            let runs = q.is_some_and(runs_command);
+            let runs = self.site_kinds(site) & (kinds::SHELL | kinds::PROCESS) != 0;
             if runs {
                 let (pos, _) = self.args(call);
                 if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {

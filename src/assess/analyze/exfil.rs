@@ -36,7 +36,7 @@ const SEND_METHODS: &[&str] = &[
 ];
 
 /// Calls that resolve a host name.
-const DNS_LOOKUPS: &[&str] = &[
+pub(super) const DNS_LOOKUPS: &[&str] = &[
     "socket.gethostbyname",
     "socket.gethostbyname_ex",
     "socket.getaddrinfo",
@@ -103,15 +103,22 @@ struct EnvFlow {
     seen: Seen,
 }
 
+/// How a call with callee `q` and method `method` sends, if it does.
 pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKind> {
+    send_kind_of(q, q.map_or(0, super::kinds::of), method)
+}
+
+/// [`send_kind`], `k` being the callee lists of `q` ([`super::kinds::of`]).
+pub(super) fn send_kind_of(q: Option<&str>, k: u32, method: Option<&str>) -> Option<SendKind> {
+    use super::kinds::{DNS_LOOKUP, PROCESS, SHELL};
     match (q, method) {
-        (Some(q), _) if super::names::is_network_client(q) || q == "urllib.request.Request" => {
+        (Some(q), _) if super::names::network_client(q, k) || q == "urllib.request.Request" => {
             Some(SendKind::Client)
         }
         // A name looked up is sent to the resolver, and on to the name's
         // authoritative server: a way out past most egress filters.
-        (Some(q), _) if DNS_LOOKUPS.contains(&q) => Some(SendKind::Client),
-        (Some(q), _) if super::names::runs_command(q) => Some(SendKind::Command),
+        (Some(_), _) if k & DNS_LOOKUP != 0 => Some(SendKind::Client),
+        (Some(_), _) if k & (SHELL | PROCESS) != 0 => Some(SendKind::Command),
         (_, Some(m)) if SEND_METHODS.contains(&m) => Some(SendKind::Method),
         _ => None,
     }
