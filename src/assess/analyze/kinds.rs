@@ -70,13 +70,14 @@ fn lists() -> [(&'static [&'static str], u32); 15] {
     ]
 }
 
-/// Slots of the table: a power of two, about four times the names.
+/// Slots of a table: a power of two, three or more times its names.
 const SLOTS: usize = 512;
 
 /// Every listed name once, with the bits of its lists, and by [`slot`] the
 /// place of each in `names` plus one (0 is a free slot): small, so that a
-/// fresh process touches little memory to make it.
-struct Table {
+/// fresh process touches little memory to make it. Other fixed name lists
+/// asked of many strings use it too (`taxonomy::is_defence`).
+pub(super) struct Table {
     names: Vec<(&'static str, u32)>,
     slots: [u8; SLOTS],
 }
@@ -114,36 +115,51 @@ impl Table {
     }
 }
 
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(|| {
+impl Table {
+    /// The table of `lists`, each with its bit. At most a third of
+    /// [`SLOTS`] names in all, and under 255 (each list's tests check).
+    pub(super) fn new(lists: &[(&[&'static str], u32)]) -> Self {
         let mut t = Table {
             names: Vec::new(),
             slots: [0; SLOTS],
         };
-        for (list, bit) in lists() {
-            for name in list {
+        for (list, bit) in lists {
+            for name in *list {
                 match t.find(name) {
                     Ok(at) => t.names[at].1 |= bit,
                     Err(free) => {
-                        t.names.push((name, bit));
-                        // The test below keeps the names under 255.
+                        t.names.push((name, *bit));
                         t.slots[free] = u8::try_from(t.names.len()).unwrap_or(0);
                     }
                 }
             }
         }
         t
-    })
+    }
+
+    /// The bits of the lists `q` is in (0 for none).
+    pub(super) fn bits(&self, q: &str) -> u32 {
+        self.find(q)
+            .ok()
+            .and_then(|at| self.names.get(at))
+            .map_or(0, |e| e.1)
+    }
+
+    /// How many names it holds.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| Table::new(&lists()))
 }
 
 /// The lists `q` is in, as bits (0 for none).
 pub(super) fn of(q: &str) -> u32 {
-    let t = table();
-    t.find(q)
-        .ok()
-        .and_then(|at| t.names.get(at))
-        .map_or(0, |e| e.1)
+    table().bits(q)
 }
 
 /// Whether `q` is in the list of `bit`: `LIST.contains(&q)`.
@@ -176,7 +192,7 @@ mod tests {
         }
         let names: usize = lists().iter().map(|(l, _)| l.len()).sum();
         assert!(names * 3 <= SLOTS, "the table stays a third full at most");
-        assert!(table().names.len() < 255, "a slot holds a name's place");
+        assert!(table().len() < 255, "a slot holds a name's place");
         let all = lists().iter().fold(0, |acc, (_, b)| acc | b);
         assert_eq!(all.count_ones() as usize, lists().len(), "one bit per list");
     }
