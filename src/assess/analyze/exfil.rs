@@ -428,7 +428,14 @@ fn head_of(stage: &str) -> &str {
 /// `curl -d "$(cat ~/.ssh/id_rsa)"`, `env | curl -d @-`), or a network tool
 /// uploading a secret itself (`curl -d @/etc/shadow`, `nc h p < /etc/passwd`).
 fn exfil_in_command(lower: &str) -> Option<String> {
-    let lower = &piped_groups(lower);
+    // Without a group, `piped_groups` would copy the line unchanged.
+    let grouped;
+    let lower = if lower.contains('(') {
+        grouped = piped_groups(lower);
+        grouped.as_str()
+    } else {
+        lower
+    };
     let statements = lower
         .split([';', '\n'])
         .flat_map(|s| s.split("&&"))
