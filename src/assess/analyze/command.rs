@@ -637,13 +637,16 @@ pub(super) fn prints_secrets(lower: &str) -> bool {
     }
 }
 
+/// The programs whose saved downloads [`downloaded_then_run`] follows.
+const FETCHERS: &[&str] = &["wget", "curl"];
+
 /// A command line that saves a download (`wget -O p`, `curl -o p`) and
 /// then makes that file executable or runs it.
 fn downloaded_then_run(lower: &str) -> Option<String> {
-    // Nothing is saved without a stage headed `wget` or `curl`, and a
-    // stage's head is part of the line: a line without either word is not
-    // split into its stages' words.
-    if !lower.contains("wget") && !lower.contains("curl") {
+    // Nothing is saved without a stage headed by a fetcher, and a stage's
+    // head is part of the line: a line without one is not split into its
+    // stages' words.
+    if !FETCHERS.iter().any(|f| lower.contains(f)) {
         return None;
     }
     let mut saved: Option<String> = None;
@@ -652,7 +655,7 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
         let Some(head) = words.first().map(|h| h.rsplit('/').next().unwrap_or(h)) else {
             continue;
         };
-        if matches!(head, "wget" | "curl") {
+        if FETCHERS.contains(&head) {
             let out = words
                 .windows(2)
                 .find(|w| matches!(w[0], "-o" | "--output" | "--output-document"))

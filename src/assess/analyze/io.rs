@@ -13,7 +13,7 @@ use super::{taxonomy, Analyzer, Bind, CallSite, Node, Part, F, K};
 const OPEN_DEPTH: usize = 6;
 
 /// Calls that open a file (the path is their first argument).
-pub(super) const OPENERS: &[&str] = &[
+const OPENERS: &[&str] = &[
     "builtins.open",
     "io.open",
     "codecs.open",
@@ -24,7 +24,7 @@ pub(super) const OPENERS: &[&str] = &[
 ];
 
 /// Temporary files, open for writing from the start.
-pub(super) const TEMP_FILES: &[&str] = &[
+const TEMP_FILES: &[&str] = &[
     "tempfile.NamedTemporaryFile",
     "tempfile.TemporaryFile",
     "tempfile.SpooledTemporaryFile",

@@ -38,19 +38,15 @@ pub(super) const PICKLER: u32 = 1 << 7;
 pub(super) const IDENTITY: u32 = 1 << 8;
 /// [`super::dropper::LOADERS`].
 pub(super) const LOADER: u32 = 1 << 9;
-/// [`super::io::OPENERS`].
-pub(super) const OPENER: u32 = 1 << 10;
-/// [`super::io::TEMP_FILES`].
-pub(super) const TEMP_FILE: u32 = 1 << 11;
 /// [`super::ransom::ENUMERATORS`].
-pub(super) const ENUMERATOR: u32 = 1 << 12;
+pub(super) const ENUMERATOR: u32 = 1 << 10;
 /// [`super::ransom::REMOVERS`].
-pub(super) const REMOVER: u32 = 1 << 13;
+pub(super) const REMOVER: u32 = 1 << 11;
 /// [`super::exfil::DNS_LOOKUPS`].
-pub(super) const DNS_LOOKUP: u32 = 1 << 14;
+pub(super) const DNS_LOOKUP: u32 = 1 << 12;
 
 /// Every list, with its bit.
-fn lists() -> [(&'static [&'static str], u32); 15] {
+fn lists() -> [(&'static [&'static str], u32); 13] {
     [
         (SHELL_FUNCS, SHELL),
         (SUBPROCESS, PROCESS),
@@ -62,8 +58,6 @@ fn lists() -> [(&'static [&'static str], u32); 15] {
         (super::gadget::PICKLERS, PICKLER),
         (super::files::IDENTITY_CHANGES, IDENTITY),
         (super::dropper::LOADERS, LOADER),
-        (super::io::OPENERS, OPENER),
-        (super::io::TEMP_FILES, TEMP_FILE),
         (super::ransom::ENUMERATORS, ENUMERATOR),
         (super::ransom::REMOVERS, REMOVER),
         (super::exfil::DNS_LOOKUPS, DNS_LOOKUP),
