@@ -1,8 +1,23 @@
 //! Every call site, resolved once ([`Call`]) and handed to the behaviour
 //! families.
 
-use super::names::SUBPROCESS;
-use super::{exfil, pos, Analyzer, CallSite, Node, F, K};
+use std::rc::Rc;
+
+use super::{exfil, kinds, pos, Analyzer, CallSite, Node, F, K};
+
+/// What the families ask of every call site before anything else, worked
+/// out once when the walk is done, by the site's place in
+/// `Analyzer::calls`: each family that goes over the calls resolved the
+/// callee, compared it with its lists and worked out how the call sends,
+/// for every call.
+pub(super) struct SiteFacts {
+    /// The qualified name the callee resolves to.
+    pub q: Option<Rc<str>>,
+    /// The callee lists `q` is in ([`kinds::of`]).
+    pub kinds: u32,
+    /// How the call sends data, if it does ([`exfil::send_kind`]).
+    pub send: Option<exfil::SendKind>,
+}
 
 /// A call site with what every family asks of it, computed once.
 pub(super) struct Call<'t> {
@@ -13,7 +28,7 @@ pub(super) struct Call<'t> {
     /// Innermost loop in the same function, and whether it is unbounded.
     pub loop_node: Option<(Node<'t>, bool)>,
     /// The qualified name the callee resolves to, e.g. "os.system".
-    pub q: Option<std::rc::Rc<str>>,
+    pub q: Option<Rc<str>>,
     pub pos: &'t [Node<'t>],
     pub kw: &'t [(&'t str, Node<'t>)],
     /// The attribute name when the callee is `obj.method`.
@@ -22,8 +37,21 @@ pub(super) struct Call<'t> {
     pub written: &'t str,
     /// A `shell=` argument that is not false.
     pub shell_kw: Option<Node<'t>>,
+    /// The callee lists `q` is in ([`kinds::of`]), looked up once for the
+    /// families, which each compared `q` with their lists.
+    pub kinds: u32,
+    /// How the call sends data, if it does (see [`SiteFacts`]).
+    pub send: Option<exfil::SendKind>,
     /// See [`Call::via`].
     via: std::cell::OnceCell<String>,
+}
+
+/// The part of a dotted name after its last dot (all of it without one).
+pub(super) fn last_part(q: &str) -> &str {
+    match memchr::memrchr(b'.', q.as_bytes()) {
+        Some(i) => q.get(i + 1..).unwrap_or(""),
+        None => q,
+    }
 }
 
 /// The keyword argument `name` of a call's keyword arguments `kw`.
@@ -55,6 +83,18 @@ impl<'t> Call<'t> {
         self.pos.get(i).copied().or_else(|| self.kwarg(name))
     }
 
+    /// Whether `q` is in the callee list of `bit` (see [`kinds`]).
+    pub fn is(&self, bit: u32) -> bool {
+        self.kinds & bit != 0
+    }
+
+    /// The last dotted part of `q` (`os.path.join` gives `join`), as
+    /// `q.rsplit('.').next()` gives it: found with memrchr, which several
+    /// per-call checks each asked `rsplit` for at every call.
+    pub fn q_last(&self) -> Option<&str> {
+        self.q.as_deref().map(last_part)
+    }
+
     /// How the call reached its callee `q`: its name, or the alias that
     /// resolved to it. Made at the first finding that shows it, once: three
     /// families asked for it at every resolved call, each making a string.
@@ -82,15 +122,34 @@ impl<'t> Analyzer<'t> {
     /// What the callee of `site` (one of `calls`) resolves to: the same as
     /// `callee`, kept by the call's place once the walk is done.
     pub(super) fn site_q(&self, site: &CallSite<'t>) -> Option<&str> {
-        self.call_qs().get(site.index).and_then(|q| q.as_deref())
+        self.facts_of(site).and_then(|f| f.q.as_deref())
     }
 
-    /// The callee of each of `calls` (see `call_qs`).
-    fn call_qs(&self) -> &[Option<std::rc::Rc<str>>] {
-        self.call_qs.get_or_init(|| {
+    /// The callee lists the callee of `site` is in (see [`SiteFacts`]).
+    pub(super) fn site_kinds(&self, site: &CallSite<'t>) -> u32 {
+        self.facts_of(site).map_or(0, |f| f.kinds)
+    }
+
+    /// How the call at `site` sends data, if it does (see [`SiteFacts`]).
+    pub(super) fn site_send(&self, site: &CallSite<'t>) -> Option<exfil::SendKind> {
+        self.facts_of(site).and_then(|f| f.send)
+    }
+
+    fn facts_of(&self, site: &CallSite<'t>) -> Option<&SiteFacts> {
+        self.site_facts().get(site.index)
+    }
+
+    /// The facts of each of `calls` (see [`SiteFacts`]).
+    fn site_facts(&self) -> &[SiteFacts] {
+        self.site_facts.get_or_init(|| {
             self.calls
                 .iter()
-                .map(|c| self.callee(c.node, c.scope))
+                .map(|c| {
+                    let q = self.callee(c.node, c.scope);
+                    let kinds = q.as_deref().map_or(0, kinds::of);
+                    let send = exfil::send_kind_of(q.as_deref(), kinds, c.method);
+                    SiteFacts { q, kinds, send }
+                })
                 .collect()
         })
     }
@@ -141,7 +200,8 @@ impl<'t> Analyzer<'t> {
     fn call(&self, site: CallSite<'t>) -> Option<Call<'t>> {
         let node = site.node;
         let func = node.child(F::Function)?;
-        let q = self.call_qs().get(site.index).cloned().flatten();
+        let facts = self.facts_of(&site)?;
+        let (q, kinds, send) = (facts.q.clone(), facts.kinds, facts.send);
         self.reset_budget();
         let (pos, kw) = self.args(node);
         let shell_kw = kw
@@ -161,6 +221,8 @@ impl<'t> Analyzer<'t> {
             method,
             written: self.text(func),
             shell_kw,
+            kinds,
+            send,
             via: std::cell::OnceCell::new(),
         })
     }
@@ -190,7 +252,7 @@ impl<'t> Analyzer<'t> {
         self.check_lateral(call);
         self.check_truncate_method(call);
         self.note_kill(call);
-        let read = self.read_paths(call.q.as_deref(), call.node, call.scope);
+        let read = self.read_paths(call.q.as_deref(), call.method, call.node, call.scope);
         self.check_host(call, &read);
         self.check_harness_call(call, &read);
         self.check_kernel_call(call);
@@ -198,14 +260,14 @@ impl<'t> Analyzer<'t> {
         self.check_abuse_call(call);
         self.note_file_steps(call);
         self.note_secret_read(call, &read);
-        if let Some(kind) = exfil::send_kind(call.q.as_deref(), call.method) {
+        if let Some(kind) = call.send {
             self.sends.push(exfil::Send {
                 node,
                 scope: call.scope,
                 kind,
             });
         }
-        let is_subprocess = call.q.as_deref().is_some_and(|q| SUBPROCESS.contains(&q));
+        let is_subprocess = call.is(kinds::PROCESS);
         if call.shell_kw.is_some() && !is_subprocess {
             self.add("MB604", node, format!("{}(..., shell=True)", call.written));
             if let Some(cmd) = call

@@ -5,14 +5,14 @@
 use super::calls::Call;
 use super::literal::is_blob;
 use super::names::*;
-use super::{gadget, pos, Analyzer};
+use super::{pos, Analyzer};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_capabilities(&mut self, q: &str, call: &Call<'t>) {
         let node = call.node;
         self.check_deserialise(q, call);
         self.check_socket(q, call);
-        if is_network_client(q) {
+        if network_client(q, call.kinds) {
             self.add("MB310", node, call.via());
             self.facts.network = true;
         }
@@ -32,7 +32,7 @@ impl<'t> Analyzer<'t> {
         if q == "sys._getframe" || q == "inspect.currentframe" {
             self.add("MB415", node, call.via());
         }
-        if DECODERS.contains(&q) {
+        if call.is(super::kinds::DECODER) {
             let blob = call.pos.first().and_then(|a| {
                 self.reset_budget();
                 self.fold(*a, call.scope, 0)
@@ -47,10 +47,10 @@ impl<'t> Analyzer<'t> {
     /// the gadget check.
     fn check_deserialise(&mut self, q: &str, call: &Call<'t>) {
         let node = call.node;
-        if gadget::PICKLERS.contains(&q) {
+        if call.is(super::kinds::PICKLER) {
             self.pickle_dumps.push((node, call.scope));
         }
-        if DESERIALIZERS.contains(&q) {
+        if call.is(super::kinds::DESERIALIZER) {
             self.add("MB301", node, call.via());
         } else if matches!(q, "marshal.loads" | "marshal.load") {
             self.add("MB302", node, call.via());

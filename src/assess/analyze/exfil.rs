@@ -36,7 +36,7 @@ const SEND_METHODS: &[&str] = &[
 ];
 
 /// Calls that resolve a host name.
-const DNS_LOOKUPS: &[&str] = &[
+pub(super) const DNS_LOOKUPS: &[&str] = &[
     "socket.gethostbyname",
     "socket.gethostbyname_ex",
     "socket.getaddrinfo",
@@ -103,15 +103,22 @@ struct EnvFlow {
     seen: Seen,
 }
 
+/// How a call with callee `q` and method `method` sends, if it does.
 pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKind> {
+    send_kind_of(q, q.map_or(0, super::kinds::of), method)
+}
+
+/// [`send_kind`], `k` being the callee lists of `q` ([`super::kinds::of`]).
+pub(super) fn send_kind_of(q: Option<&str>, k: u32, method: Option<&str>) -> Option<SendKind> {
+    use super::kinds::{DNS_LOOKUP, PROCESS, SHELL};
     match (q, method) {
-        (Some(q), _) if super::names::is_network_client(q) || q == "urllib.request.Request" => {
+        (Some(q), _) if super::names::network_client(q, k) || q == "urllib.request.Request" => {
             Some(SendKind::Client)
         }
         // A name looked up is sent to the resolver, and on to the name's
         // authoritative server: a way out past most egress filters.
-        (Some(q), _) if DNS_LOOKUPS.contains(&q) => Some(SendKind::Client),
-        (Some(q), _) if super::names::runs_command(q) => Some(SendKind::Command),
+        (Some(_), _) if k & DNS_LOOKUP != 0 => Some(SendKind::Client),
+        (Some(_), _) if k & (SHELL | PROCESS) != 0 => Some(SendKind::Command),
         (_, Some(m)) if SEND_METHODS.contains(&m) => Some(SendKind::Method),
         _ => None,
     }
@@ -421,7 +428,14 @@ fn head_of(stage: &str) -> &str {
 /// `curl -d "$(cat ~/.ssh/id_rsa)"`, `env | curl -d @-`), or a network tool
 /// uploading a secret itself (`curl -d @/etc/shadow`, `nc h p < /etc/passwd`).
 fn exfil_in_command(lower: &str) -> Option<String> {
-    let lower = &piped_groups(lower);
+    // Without a group, `piped_groups` would copy the line unchanged.
+    let grouped;
+    let lower = if lower.contains('(') {
+        grouped = piped_groups(lower);
+        grouped.as_str()
+    } else {
+        lower
+    };
     let statements = lower
         .split([';', '\n'])
         .flat_map(|s| s.split("&&"))

@@ -20,7 +20,7 @@ const DELETES: &[&str] = &[
 ];
 
 /// Calls that change the process's user or group identity.
-const IDENTITY_CHANGES: &[&str] = &[
+pub(super) const IDENTITY_CHANGES: &[&str] = &[
     "os.setuid",
     "os.setgid",
     "os.seteuid",
@@ -54,7 +54,7 @@ impl<'t> Analyzer<'t> {
             self.check_deferred_delete(call);
         }
         self.check_truncating_open(q, call);
-        if IDENTITY_CHANGES.contains(&q) {
+        if call.is(super::kinds::IDENTITY) {
             let arg = call.pos.first().map(|a| self.text(*a)).unwrap_or("");
             if self.drops_privilege(q, call) {
                 if matches!(q, "os.setuid" | "os.setreuid" | "os.setresuid") {

@@ -7,8 +7,8 @@
 use super::calls::Call;
 use super::command::program_name;
 use super::flow::{Source, Taint};
+use super::kinds;
 use super::literal::shorten;
-use super::names::{DESERIALIZERS, EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
 use super::{Analyzer, Bind, Node, F, K};
 
 /// Levels of indirection followed to find what a dispatch table holds.
@@ -28,11 +28,13 @@ enum Sink {
 }
 
 fn sink_of(q: &str, shell_kw: bool) -> Option<Sink> {
-    if SHELL_FUNCS.contains(&q) || q == "asyncio.create_subprocess_shell" {
+    // The callee lists are looked up once (see `kinds`).
+    let k = kinds::of(q);
+    if k & kinds::SHELL != 0 || q == "asyncio.create_subprocess_shell" {
         Some(Sink::Shell)
-    } else if SUBPROCESS.contains(&q) {
+    } else if k & kinds::PROCESS != 0 {
         Some(if shell_kw { Sink::Shell } else { Sink::Argv })
-    } else if EXEC_FUNCS.contains(&q) || q.starts_with("os.exec") || q.starts_with("os.spawn") {
+    } else if k & kinds::EXEC != 0 || q.starts_with("os.exec") || q.starts_with("os.spawn") {
         Some(Sink::Argv)
     } else if matches!(
         q,
@@ -43,7 +45,7 @@ fn sink_of(q: &str, shell_kw: bool) -> Option<Sink> {
             | "types.FunctionType"
     ) {
         Some(Sink::Code)
-    } else if DESERIALIZERS.contains(&q)
+    } else if k & kinds::DESERIALIZER != 0
         || matches!(
             q,
             "marshal.loads"

@@ -318,18 +318,20 @@ impl<'t> Analyzer<'t> {
     pub(super) fn paths_read(&self) -> Vec<String> {
         self.calls
             .iter()
-            .flat_map(|c| self.read_paths(self.site_q(c), c.node, c.scope))
+            .flat_map(|c| self.read_paths(self.site_q(c), c.method, c.node, c.scope))
             .collect()
     }
 
     /// Paths read by a call (`open(p)`, `p.read_bytes()`, copies' sources,
     /// archive members added), for the secret and device checks.
-    pub(super) fn read_paths(&self, q: Option<&str>, call: Node<'t>, scope: usize) -> Vec<String> {
-        let func = call.child(F::Function);
-        let method = func
-            .filter(|f| f.kind() == K::Attribute)
-            .and_then(|f| f.child(F::Attribute))
-            .map(|a| self.text(a));
+    /// `method` is the call's (see `CallSite::method`).
+    pub(super) fn read_paths(
+        &self,
+        q: Option<&str>,
+        method: Option<&str>,
+        call: Node<'t>,
+        scope: usize,
+    ) -> Vec<String> {
         let reads = match (q, method) {
             (Some(q), _) => OPENERS.contains(&q) || q == "os.open" || q.starts_with("shutil.copy"),
             (None, Some(m)) => matches!(m, "open" | "read_bytes" | "read_text" | "write" | "add"),
@@ -352,7 +354,8 @@ impl<'t> Analyzer<'t> {
                 Some((paths, mode)) if !mode.contains(['w', 'a', 'x']) => paths,
                 _ => Vec::new(),
             },
-            (None, Some("read_bytes" | "read_text")) => func
+            (None, Some("read_bytes" | "read_text")) => call
+                .child(F::Function)
                 .and_then(|f| f.child(F::Object))
                 .map(|o| self.paths(o, scope))
                 .unwrap_or_default(),

@@ -6,7 +6,6 @@
 //! judged in [`super::resource`].
 
 use super::calls::Call;
-use super::names::SUBPROCESS;
 use super::{Analyzer, Bind, Node, Part, F, K};
 
 /// How deep the search for the loop a password comes from goes (through
@@ -74,8 +73,7 @@ impl<'t> Analyzer<'t> {
         if let Some(found) = self.argv_password(call) {
             return Some(found);
         }
-        let q = call.q.as_deref()?;
-        if SUBPROCESS.contains(&q) {
+        if call.is(super::kinds::PROCESS) {
             let input = call.kwarg("input")?;
             let cmd = self.text(*call.pos.first()?).to_ascii_lowercase();
             let asks = (cmd.contains("sudo") && (cmd.contains("-s") || cmd.contains("--stdin")))
@@ -92,9 +90,7 @@ impl<'t> Analyzer<'t> {
     /// spraying against a web sign-in are this login in a loop.
     fn posted_password(&self, call: &Call<'t>) -> Option<Node<'t>> {
         const VERBS: &[&str] = &["post", "put", "patch", "request", "fetch"];
-        let verb = call
-            .method
-            .or_else(|| call.q.as_deref()?.rsplit('.').next())?;
+        let verb = call.method.or_else(|| call.q_last())?;
         if !VERBS.contains(&verb) {
             return None;
         }

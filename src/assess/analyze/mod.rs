@@ -70,6 +70,7 @@ mod host;
 mod intercept;
 mod io;
 mod kernel;
+mod kinds;
 mod lateral;
 mod literal;
 mod mail;
@@ -436,10 +437,11 @@ struct Analyzer<'t> {
     signs: Signs<'t>,
     /// What each call's callee resolves to, by the call's node id.
     callees: RefCell<FxHashMap<u32, Option<std::rc::Rc<str>>>>,
-    /// The same for each of `calls`, by its place there (see
-    /// `Analyzer::site_q`): the families that go over every call asked the
-    /// map above for each, a dozen times per call.
-    call_qs: std::cell::OnceCell<Vec<Option<std::rc::Rc<str>>>>,
+    /// The same for each of `calls`, by its place there, with the other
+    /// facts every family asks first (see [`calls::SiteFacts`]): the
+    /// families that go over every call asked the map above for each, a
+    /// dozen times per call.
+    site_facts: std::cell::OnceCell<Vec<calls::SiteFacts>>,
     /// The top-level modules the script imports (see
     /// `Analyzer::imports_any_module`), gathered once the walk is done.
     imported: std::cell::OnceCell<Vec<&'t str>>,
@@ -504,7 +506,7 @@ impl<'t> Analyzer<'t> {
             downloads: Vec::new(),
             signs: Signs::default(),
             callees: RefCell::new(FxHashMap::default()),
-            call_qs: std::cell::OnceCell::new(),
+            site_facts: std::cell::OnceCell::new(),
             imported: std::cell::OnceCell::new(),
             taint_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),

@@ -3,7 +3,13 @@
 //! libc calls, keyboard hooks; and the paths and hosts that matter.
 
 pub(super) fn is_network_client(q: &str) -> bool {
-    NETWORK_CLIENTS.contains(&q)
+    network_client(q, super::kinds::of(q))
+}
+
+/// [`is_network_client`], `k` being the callee lists of `q`
+/// ([`super::kinds::of`]), looked up once per call.
+pub(super) fn network_client(q: &str, k: u32) -> bool {
+    k & super::kinds::NETWORK != 0
         || ["requests.", "httpx.", "aiohttp.", "urllib3."]
             .iter()
             .any(|p| {
@@ -85,7 +91,7 @@ pub(super) const SUBPROCESS: &[&str] = &[
 /// Does the callee `q` (qualified) run a command: a shell function of
 /// [`SHELL_FUNCS`] or a process call of [`SUBPROCESS`]?
 pub(super) fn runs_command(q: &str) -> bool {
-    SHELL_FUNCS.contains(&q) || SUBPROCESS.contains(&q)
+    super::kinds::is(q, super::kinds::SHELL | super::kinds::PROCESS)
 }
 
 pub(super) const EXEC_FUNCS: &[&str] = &[

@@ -19,7 +19,7 @@ use super::{Analyzer, Node};
 pub(super) struct Lowered<'t> {
     pub texts: Vec<(Node<'t>, String)>,
     /// For each of `texts`, [`needles_in`] of it.
-    pub found: Vec<u16>,
+    pub found: Vec<u32>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -38,32 +38,48 @@ impl<'t> Analyzer<'t> {
     }
 }
 
-pub(super) const METADATA: u16 = 1;
-pub(super) const CREDENTIAL: u16 = 1 << 1;
-pub(super) const DEV_TCP: u16 = 1 << 2;
-pub(super) const MINER: u16 = 1 << 3;
-pub(super) const PRELOAD: u16 = 1 << 4;
-pub(super) const DOCKER: u16 = 1 << 5;
+pub(super) const METADATA: u32 = 1;
+pub(super) const CREDENTIAL: u32 = 1 << 1;
+pub(super) const DEV_TCP: u32 = 1 << 2;
+pub(super) const MINER: u32 = 1 << 3;
+pub(super) const PRELOAD: u32 = 1 << 4;
+pub(super) const DOCKER: u32 = 1 << 5;
 /// [`super::database::CATALOGUES`].
-pub(super) const CATALOGUE: u16 = 1 << 6;
+pub(super) const CATALOGUE: u32 = 1 << 6;
 /// [`super::database::FOREIGN_DATABASES`].
-pub(super) const FOREIGN_DB: u16 = 1 << 7;
+pub(super) const FOREIGN_DB: u32 = 1 << 7;
 /// [`PASSWORD_FIELDS`].
-pub(super) const PASSWORD_FORM: u16 = 1 << 8;
+pub(super) const PASSWORD_FORM: u32 = 1 << 8;
 /// [`PROXY_VARIABLES`].
-pub(super) const PROXY_VAR: u16 = 1 << 9;
+pub(super) const PROXY_VAR: u32 = 1 << 9;
 /// [`super::covert::DROP_SERVICES`].
-pub(super) const DROP_SERVICE: u16 = 1 << 10;
+pub(super) const DROP_SERVICE: u32 = 1 << 10;
 /// A Kubernetes API path (see `strings::kube_workloads`).
-pub(super) const KUBE_API: u16 = 1 << 11;
+pub(super) const KUBE_API: u32 = 1 << 11;
 /// [`super::supply::INDEX_OPTIONS`].
-pub(super) const INDEX_OPTION: u16 = 1 << 12;
+pub(super) const INDEX_OPTION: u32 = 1 << 12;
 /// [`super::supply::MANIFESTS`].
-pub(super) const MANIFEST: u16 = 1 << 13;
+pub(super) const MANIFEST: u32 = 1 << 13;
 /// [`super::browser::TAKEOVER_SETTINGS`].
-pub(super) const TAKEOVER: u16 = 1 << 14;
-/// [`METADATA_DESCRIBES`]. (The last bit of a `u16`.)
-pub(super) const DESCRIBES: u16 = 1 << 15;
+pub(super) const TAKEOVER: u32 = 1 << 14;
+/// [`METADATA_DESCRIBES`].
+pub(super) const DESCRIBES: u32 = 1 << 15;
+/// [`NAT_TOOLS`]. (The bits were a `u16` up to here, then full.)
+pub(super) const NAT_TOOL: u32 = 1 << 16;
+/// [`GRANT_WORDS`].
+pub(super) const GRANT: u32 = 1 << 17;
+/// [`REMOTE_NODE`].
+pub(super) const NODE: u32 = 1 << 18;
+
+/// The programs that write NAT rules (see `traffic::nat_rules`).
+pub(super) const NAT_TOOLS: &[&str] = &["iptables", "nft "];
+
+/// Words every statement that makes an all-powerful account holds (see
+/// `database::grants_all`).
+pub(super) const GRANT_WORDS: &[&str] = &["grant", "superuser"];
+
+/// WMIC's remote target (see `remote::remote_program`).
+pub(super) const REMOTE_NODE: &[&str] = &["/node:"];
 
 /// Paths of the metadata service that describe the instance (see
 /// `strings::metadata_without_credentials`).
@@ -84,8 +100,8 @@ pub(super) const PASSWORD_FIELDS: &[&str] =
 pub(super) const PROXY_VARIABLES: &[&str] = &["http_proxy", "https_proxy", "all_proxy"];
 
 /// Every needle, with its list's bit.
-fn needle_table() -> Vec<(&'static str, u16)> {
-    let lists: [(&[&'static str], u16); 17] = [
+fn needle_table() -> Vec<(&'static str, u32)> {
+    let lists: [(&[&'static str], u32); 20] = [
         (METADATA_HOSTS, METADATA),
         (LOGIN_FILES, CREDENTIAL),
         (CREDENTIAL_STORES, CREDENTIAL),
@@ -103,6 +119,9 @@ fn needle_table() -> Vec<(&'static str, u16)> {
         (super::supply::MANIFESTS, MANIFEST),
         (super::browser::TAKEOVER_SETTINGS, TAKEOVER),
         (METADATA_DESCRIBES, DESCRIBES),
+        (NAT_TOOLS, NAT_TOOL),
+        (GRANT_WORDS, GRANT),
+        (REMOTE_NODE, NODE),
     ];
     lists
         .iter()
@@ -120,24 +139,24 @@ const PAIRED: usize = 128;
 /// 0.6 M instructions, a quarter of a millisecond's work, for a scan no faster
 /// on literals this short.
 struct Pairs {
-    needles: Vec<(&'static str, u16)>,
+    needles: Vec<(&'static str, u32)>,
     first: [u128; 256],
     second: [u128; 256],
     /// Needles the table cannot hold (shorter than two bytes, or past
     /// [`PAIRED`]): searched one by one.
-    rest: Vec<(&'static str, u16)>,
+    rest: Vec<(&'static str, u32)>,
 }
 
-fn pairs() -> &'static Pairs {
-    static PAIRS: OnceLock<Pairs> = OnceLock::new();
-    PAIRS.get_or_init(|| {
+impl Pairs {
+    /// The pair table of `table`'s needles.
+    fn new(table: Vec<(&'static str, u32)>) -> Self {
         let mut p = Pairs {
             needles: Vec::new(),
             first: [0; 256],
             second: [0; 256],
             rest: Vec::new(),
         };
-        for (n, bit) in needle_table() {
+        for (n, bit) in table {
             match n.as_bytes() {
                 [a, b, ..] if p.needles.len() < PAIRED => {
                     let one = 1u128 << p.needles.len();
@@ -149,30 +168,39 @@ fn pairs() -> &'static Pairs {
             }
         }
         p
-    })
-}
+    }
 
-/// Which needle lists occur in `lower` (already lower-cased), as bits.
-pub(super) fn needles_in(lower: &str) -> u16 {
-    let p = pairs();
-    let text = lower.as_bytes();
-    let mut found = 0;
-    for (i, pair) in text.windows(2).enumerate() {
-        let mut maybe = p.first[usize::from(pair[0])] & p.second[usize::from(pair[1])];
-        while maybe != 0 {
-            let j = maybe.trailing_zeros() as usize;
-            maybe &= maybe - 1;
-            if let Some((n, bit)) = p.needles.get(j) {
-                if text[i..].starts_with(n.as_bytes()) {
-                    found |= bit;
+    /// Which of the needle lists occur in `text`, as bits.
+    fn scan(&self, text: &str) -> u32 {
+        let bytes = text.as_bytes();
+        let mut found = 0;
+        for (i, pair) in bytes.windows(2).enumerate() {
+            let mut maybe = self.first[usize::from(pair[0])] & self.second[usize::from(pair[1])];
+            while maybe != 0 {
+                let j = maybe.trailing_zeros() as usize;
+                maybe &= maybe - 1;
+                if let Some((n, bit)) = self.needles.get(j) {
+                    if bytes[i..].starts_with(n.as_bytes()) {
+                        found |= bit;
+                    }
                 }
             }
         }
+        self.rest
+            .iter()
+            .filter(|(n, _)| text.contains(n))
+            .fold(found, |acc, (_, bit)| acc | bit)
     }
-    p.rest
-        .iter()
-        .filter(|(n, _)| lower.contains(n))
-        .fold(found, |acc, (_, bit)| acc | bit)
+}
+
+fn pairs() -> &'static Pairs {
+    static PAIRS: OnceLock<Pairs> = OnceLock::new();
+    PAIRS.get_or_init(|| Pairs::new(needle_table()))
+}
+
+/// Which needle lists occur in `lower` (already lower-cased), as bits.
+pub(super) fn needles_in(lower: &str) -> u32 {
+    pairs().scan(lower)
 }
 
 /// Which byte pairs a short text holds, hashed into 256 bits: a needle

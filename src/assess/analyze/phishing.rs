@@ -8,7 +8,7 @@
 
 use super::calls::kwarg;
 use super::effects::Effects;
-use super::exfil::{send_kind, SendKind};
+use super::exfil::SendKind;
 use super::flow::{parses_arguments, source_of, Source};
 use super::literal::shorten;
 use super::{line, Analyzer, Node};
@@ -97,13 +97,12 @@ impl<'t> Analyzer<'t> {
         let net = self.facts.network || self.facts.net_import;
         let sites = self.calls.clone();
         for site in sites {
-            let q = self.site_q(&site);
             let method = site.method;
-            let sink = match send_kind(q, method) {
+            let sink = match self.site_send(&site) {
                 Some(SendKind::Client) => "sent",
                 Some(SendKind::Method) if net => "sent",
                 _ if method.is_some_and(|m| FILE_SINKS.contains(&m)) => "written",
-                _ if q == Some("json.dump") => "written",
+                _ if self.site_q(&site) == Some("json.dump") => "written",
                 _ => continue,
             };
             let args: Vec<Node<'t>> = self.arg_values(site.node).collect();

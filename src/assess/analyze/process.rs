@@ -1,7 +1,7 @@
 //! Processes: shells, subprocesses, exec/spawn, forks and fork bombs.
 
 use super::calls::Call;
-use super::names::{EXEC_FUNCS, SHELL_FUNCS, SUBPROCESS};
+use super::kinds::{EXEC, PROCESS, SHELL};
 use super::{pos, Analyzer, Bind, Node, Part, F, K};
 
 /// Values of a computed command checked, at most.
@@ -16,7 +16,7 @@ const BLOCKING_CALLS: &[&str] = &[
 impl<'t> Analyzer<'t> {
     pub(super) fn check_process(&mut self, q: &str, call: &Call<'t>) {
         let (node, scope) = (call.node, call.scope);
-        if SUBPROCESS.contains(&q) {
+        if call.is(PROCESS) {
             self.note_piped_shell(call);
         }
         let command = || {
@@ -25,14 +25,14 @@ impl<'t> Analyzer<'t> {
                 .map(|a| self.command_values(*a, scope))
                 .unwrap_or_default()
         };
-        if SHELL_FUNCS.contains(&q) {
+        if call.is(SHELL) {
             let cmds = command();
             self.check_capture_commands(call, &cmds);
             self.add("MB605", node, call.via());
             for c in cmds {
                 self.check_command(&c, node);
             }
-        } else if SUBPROCESS.contains(&q) {
+        } else if call.is(PROCESS) {
             let cmds = command();
             self.check_capture_commands(call, &cmds);
             if call.shell_kw.is_some() || q == "asyncio.create_subprocess_shell" {
@@ -44,7 +44,7 @@ impl<'t> Analyzer<'t> {
             for c in cmds {
                 self.check_command(&c, node);
             }
-        } else if EXEC_FUNCS.contains(&q) || q.starts_with("os.exec") || q.starts_with("os.spawn") {
+        } else if call.is(EXEC) || q.starts_with("os.exec") || q.starts_with("os.spawn") {
             self.add("MB606", node, call.via());
             let parts: Vec<String> = call
                 .pos
@@ -357,8 +357,7 @@ impl<'t> Analyzer<'t> {
                 _ => {}
             }
         }
-        let spawns_self =
-            SUBPROCESS.contains(&q) || SHELL_FUNCS.contains(&q) || q.starts_with("os.spawn");
+        let spawns_self = call.is(PROCESS | SHELL) || q.starts_with("os.spawn");
         if let (true, Some((l, true))) = (spawns_self, call.loop_node) {
             let arg_text = call.pos.first().map(|a| self.text(*a)).unwrap_or("");
             if (arg_text.contains("__file__")

@@ -8,7 +8,7 @@ use super::calls::Call;
 use super::{Analyzer, Node};
 
 /// Calls that walk, list or glob directories.
-const ENUMERATORS: &[&str] = &[
+pub(super) const ENUMERATORS: &[&str] = &[
     "os.walk",
     "os.fwalk",
     "os.scandir",
@@ -18,7 +18,7 @@ const ENUMERATORS: &[&str] = &[
 ];
 
 /// Calls and path methods that delete or move files.
-const REMOVERS: &[&str] = &[
+pub(super) const REMOVERS: &[&str] = &[
     "os.remove",
     "os.unlink",
     "os.rename",
@@ -29,15 +29,14 @@ const REMOVERS: &[&str] = &[
 impl<'t> Analyzer<'t> {
     /// Notes the enumeration and removal steps.
     pub(super) fn note_file_steps(&mut self, call: &Call<'t>) {
-        let q = call.q.as_deref().unwrap_or("");
         let m = call.method.unwrap_or("");
-        if ENUMERATORS.contains(&q)
+        if call.is(super::kinds::ENUMERATOR)
             || matches!(m, "rglob" | "glob" | "iterdir" | "walk" | "scandir")
         {
             self.signs.walks.push((call.node, call.scope));
         }
         let path_method = call.q.is_none() && matches!(m, "unlink" | "rename" | "replace");
-        if REMOVERS.contains(&q) || path_method {
+        if call.is(super::kinds::REMOVER) || path_method {
             self.signs.deletes.get_or_insert(call.node);
         }
     }

@@ -14,6 +14,7 @@
 //! The literals are read once (the shared lower-cased list); the helpers a
 //! script wraps `ssh` in hide the data flow, but not the words.
 
+use super::needles::NODE;
 use super::{line, Analyzer, Node};
 
 /// Where hosts a user reached before are written down.
@@ -21,9 +22,10 @@ const HOST_RECORDS: &[&str] = &["known_hosts", "bash_history", "zsh_history"];
 
 /// Whether a lower-cased literal names an SSH program, and whether it
 /// names a Windows remote-execution tool.
-fn remote_program(v: &str) -> (bool, bool) {
+/// `found` holds the needle lists `v` holds (see [`super::needles`]).
+fn remote_program(v: &str, found: u32) -> (bool, bool) {
     let ssh = matches!(v, "ssh" | "plink" | "ssh-copy-id") || v.starts_with("ssh ");
-    let windows = v.contains("/node:") || v == "psexec";
+    let windows = found & NODE != 0 || v == "psexec";
     (ssh, windows)
 }
 
@@ -73,16 +75,16 @@ impl<'t> Analyzer<'t> {
         // Nothing is found without a program or call that reaches another
         // machine: looked for first, the other needles are searched in
         // every literal only when there is one.
-        let remote_named = lowered.texts.iter().any(|(_, v)| {
-            let (ssh, windows) = remote_program(v);
+        let remote_named = lowered.texts.iter().zip(&lowered.found).any(|((_, v), f)| {
+            let (ssh, windows) = remote_program(v, *f);
             ssh || windows
         });
         if exec.is_none() && !remote_named {
             return r;
         }
-        for (n, v) in &lowered.texts {
+        for ((n, v), f) in lowered.texts.iter().zip(&lowered.found) {
             let v = v.as_str();
-            let (ssh, windows) = remote_program(v);
+            let (ssh, windows) = remote_program(v, *f);
             if ssh || windows {
                 r.remote.get_or_insert(*n);
             }

@@ -26,7 +26,7 @@ impl<'t> Analyzer<'t> {
 
     /// One decoded literal `v`, with its lower-cased form and the needle
     /// lists found in that (see [`super::needles`]).
-    fn check_string(&mut self, v: &str, lower: &str, found: u16, node: Node<'t>) {
+    fn check_string(&mut self, v: &str, lower: &str, found: u32, node: Node<'t>) {
         if found & KUBE_API != 0 && kube_workloads(lower) {
             // The Kubernetes API's workloads are the container runtime too,
             // one level up.

@@ -444,11 +444,36 @@ pub(super) const DEFENCES: &[&str] = &[
 /// Whether a word names a defence (`auditd`, `auditd.service`, `/usr/sbin/auditd`).
 pub(super) fn is_defence(word: &str) -> bool {
     let w = word.trim_matches(|c: char| "'\"".contains(c));
-    let w = w.rsplit('/').next().unwrap_or(w);
+    let Some(w) = last_segment_within(w, LONGEST_DEFENCE + ".service".len()) else {
+        return false;
+    };
     let w = w.strip_suffix(".service").unwrap_or(w);
     // Whole literals are asked too: most are longer than any name, and
     // need not be compared with forty.
-    w.len() <= LONGEST_DEFENCE && DEFENCES.contains(&w)
+    w.len() <= LONGEST_DEFENCE && defences().bits(w) != 0
+}
+
+/// [`DEFENCES`] as a table: a short literal was compared with all forty.
+fn defences() -> &'static super::kinds::Table {
+    static TABLE: std::sync::OnceLock<super::kinds::Table> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| super::kinds::Table::new(&[(DEFENCES, 1)]))
+}
+
+/// `text.rsplit('/').next()`, when that is at most `max` bytes long (`None`
+/// when longer). Only the last `max + 1` bytes are searched for the slash:
+/// every literal of a file is asked whether it names a defence, and
+/// searching a long one from its end for its last slash cost more than the
+/// rest of the question.
+fn last_segment_within(text: &str, max: usize) -> Option<&str> {
+    let from = text.len().saturating_sub(max + 1);
+    let tail = text.as_bytes().get(from..)?;
+    match memchr::memrchr(b'/', tail) {
+        // After an ASCII slash: a character boundary.
+        Some(i) => text.get(from + i + 1..),
+        None if from == 0 => Some(text).filter(|t| t.len() <= max),
+        // No slash in the last `max + 1` bytes: the last part is longer.
+        None => None,
+    }
 }
 
 /// The length of the longest of [`DEFENCES`], worked out when compiling so
@@ -601,6 +626,31 @@ pub(super) fn foreign_root(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The last part is found as `rsplit` finds it, whenever it is short
+    /// enough, and every defence is still recognised after a path.
+    #[test]
+    fn last_segment_matches_rsplit() {
+        let texts = [
+            "", "/", "a", "a/", "/a", "ab/cd", "x/é/ü", "//", "a/bcdef", "abcdef",
+        ];
+        for t in texts {
+            let seg = t.rsplit('/').next().unwrap_or(t);
+            for max in 0..8 {
+                let want = (seg.len() <= max).then_some(seg);
+                assert_eq!(last_segment_within(t, max), want, "{t:?} {max}");
+            }
+        }
+        for d in DEFENCES {
+            let long = format!("/usr/lib/systemd/system/with/a/long/path/{d}.service");
+            assert!(is_defence(d) && is_defence(&long), "{d}");
+            assert!(is_defence(&format!("'{d}'")), "{d}");
+        }
+        for w in ["", "falco2", "auditd ", "sshd", "x/falc"] {
+            assert_eq!(defences().bits(w) != 0, DEFENCES.contains(&w), "{w}");
+        }
+        assert!(defences().len() * 3 <= 512 && defences().len() < 255);
+    }
 
     #[test]
     fn taxonomy() {

@@ -10,6 +10,7 @@ use std::cell::OnceCell;
 
 use super::effects::Effects;
 use super::literal::{b64decode, hexdecode, shorten, string_value};
+use super::needles::NAT_TOOL;
 use super::{line, Analyzer, Node};
 
 /// Where the system and browsers keep the certificates they trust.
@@ -244,9 +245,9 @@ impl<'t> Analyzer<'t> {
                 !fx.commands.is_empty() || self.call_text_has(&["subprocess", "system("])
             })
         };
-        for (n, t) in fx.texts() {
-            let nat = (t.contains("iptables") || t.contains("nft "))
-                && (t.contains("redirect") || t.contains("dnat"));
+        for (i, (n, t)) in fx.texts().iter().enumerate() {
+            // The programs from the literals' needle bits (see `needles`).
+            let nat = fx.holds(i, NAT_TOOL) && (t.contains("redirect") || t.contains("dnat"));
             // Asked only of a NAT rule: seven searches of every literal.
             let others = || {
                 [" 80 ", " 443 ", " 53 ", "dport 80", "dport 443", "dport 53"]

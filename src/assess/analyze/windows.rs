@@ -21,9 +21,7 @@ impl<'t> Analyzer<'t> {
     pub(super) fn check_raw_open(&mut self, call: &Call<'t>) {
         const GENERIC_WRITE: i64 = 0x4000_0000;
         const GENERIC_ALL: i64 = 0x1000_0000;
-        let name = call
-            .method
-            .or_else(|| call.q.as_deref().and_then(|q| q.rsplit('.').next()));
+        let name = call.method.or_else(|| call.q_last());
         let Some(name @ ("CreateFileW" | "CreateFileA")) = name else {
             return;
         };
@@ -48,9 +46,11 @@ impl<'t> Analyzer<'t> {
     }
 
     pub(super) fn check_windows_call(&mut self, q: &str, call: &Call<'t>) {
-        let Some((module, f)) = q.rsplit_once('.') else {
+        // `q.rsplit_once('.')`, with memrchr (asked of every call).
+        let Some(dot) = memchr::memrchr(b'.', q.as_bytes()) else {
             return;
         };
+        let (module, f) = (&q[..dot], &q[dot + 1..]);
         let winreg = matches!(module, "winreg" | "_winreg");
         if winreg && matches!(f, "OpenKey" | "OpenKeyEx" | "CreateKey" | "CreateKeyEx") {
             let key = call
