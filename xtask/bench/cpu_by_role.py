@@ -16,7 +16,7 @@ import re
 import sys
 
 
-def samples(path):
+def samples(path: str) -> list[tuple[str, int, list[str]]]:
     """(comm, pid, [frames]) for each sample, frames innermost first."""
     out, cur = [], None
     head = re.compile(r"^\s*(\S.*?)\s+(\d+)\s*$")
@@ -38,7 +38,8 @@ def samples(path):
     return out
 
 
-def role(comm, ss):
+def role(comm: str, ss: list[tuple[str, int, list[str]]]) -> str:
+    """The role of one process (its name and its samples) in a served run."""
     text = " ".join(" ".join(s[2]) for s in ss)
     if comm.startswith("python3"):
         if len(ss) >= 40:
@@ -63,7 +64,7 @@ def role(comm, ss):
     return "idle" if comm == "swapper" else "other: " + comm
 
 
-def main():
+def main() -> None:
     path, runs, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     by_pid = collections.defaultdict(list)
     for s in samples(path):
@@ -76,7 +77,7 @@ def main():
             sys_ = [f for f in s[2] if f.startswith(("__x64_sys_", "__do_sys_")) or f == "exc_page_fault"]
             calls[r][sys_[-1] if sys_ else "user and the rest"] += 1
 
-    def ms(n):
+    def ms(n: int) -> float:
         return n / hz * 1000 / runs
 
     busy = sum(n for r, n in total.items() if r != "idle")
