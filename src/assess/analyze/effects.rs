@@ -49,7 +49,7 @@ impl<'t> Effects<'t> {
     /// Whether literal `i` of [`Self::texts`] holds a needle of list `bit`
     /// (see [`super::needles`]).
     pub fn holds(&self, i: usize, bit: u32) -> bool {
-        self.literals.found.get(i).is_some_and(|f| f & bit != 0)
+        self.found(i) & bit != 0
     }
 
     /// The first literal that `pred` accepts.
@@ -86,7 +86,7 @@ impl<'t> Analyzer<'t> {
             if let Some(paths) = self.written_by(call, scope, q) {
                 fx.writes.push(Written { call, paths });
             }
-            let runs = self.site_kinds(site) & (kinds::SHELL | kinds::PROCESS) != 0;
+            let runs = self.site_kinds(site) & kinds::COMMAND != 0;
             if runs {
                 let (pos, _) = self.args(call);
                 if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {

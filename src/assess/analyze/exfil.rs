@@ -110,7 +110,7 @@ pub(super) fn send_kind(q: Option<&str>, method: Option<&str>) -> Option<SendKin
 
 /// [`send_kind`], `k` being the callee lists of `q` ([`super::kinds::of`]).
 pub(super) fn send_kind_of(q: Option<&str>, k: u32, method: Option<&str>) -> Option<SendKind> {
-    use super::kinds::{DNS_LOOKUP, PROCESS, SHELL};
+    use super::kinds::{COMMAND, DNS_LOOKUP};
     match (q, method) {
         (Some(q), _) if super::names::network_client(q, k) || q == "urllib.request.Request" => {
             Some(SendKind::Client)
@@ -118,7 +118,7 @@ pub(super) fn send_kind_of(q: Option<&str>, k: u32, method: Option<&str>) -> Opt
         // A name looked up is sent to the resolver, and on to the name's
         // authoritative server: a way out past most egress filters.
         (Some(_), _) if k & DNS_LOOKUP != 0 => Some(SendKind::Client),
-        (Some(_), _) if k & (SHELL | PROCESS) != 0 => Some(SendKind::Command),
+        (Some(_), _) if k & COMMAND != 0 => Some(SendKind::Command),
         (_, Some(m)) if SEND_METHODS.contains(&m) => Some(SendKind::Method),
         _ => None,
     }

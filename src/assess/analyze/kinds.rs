@@ -45,6 +45,10 @@ pub(super) const REMOVER: u32 = 1 << 11;
 /// [`super::exfil::DNS_LOOKUPS`].
 pub(super) const DNS_LOOKUP: u32 = 1 << 12;
 
+/// The calls that run a command: [`SHELL_FUNCS`] and [`SUBPROCESS`] (see
+/// `names::runs_command`).
+pub(super) const COMMAND: u32 = SHELL | PROCESS;
+
 /// Every list, with its bit.
 fn lists() -> [(&'static [&'static str], u32); 13] {
     [
@@ -107,9 +111,7 @@ impl Table {
             i = (i + 1) & (SLOTS - 1);
         }
     }
-}
 
-impl Table {
     /// The table of `lists`, each with its bit. At most a third of
     /// [`SLOTS`] names in all, and under 255 (each list's tests check).
     pub(super) fn new(lists: &[(&[&'static str], u32)]) -> Self {

@@ -91,7 +91,7 @@ pub(super) const SUBPROCESS: &[&str] = &[
 /// Does the callee `q` (qualified) run a command: a shell function of
 /// [`SHELL_FUNCS`] or a process call of [`SUBPROCESS`]?
 pub(super) fn runs_command(q: &str) -> bool {
-    super::kinds::is(q, super::kinds::SHELL | super::kinds::PROCESS)
+    super::kinds::is(q, super::kinds::COMMAND)
 }
 
 pub(super) const EXEC_FUNCS: &[&str] = &[
