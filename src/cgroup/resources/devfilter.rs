@@ -213,16 +213,8 @@ pub fn attach(dir: &Path, rules: &[(bool, String)]) -> Result<(), String> {
         attach_flags: BPF_F_ALLOW_MULTI,
         replace_bpf_fd: 0,
     };
-    // SAFETY: bpf(BPF_PROG_ATTACH) with a valid attr and open fds.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_ATTACH,
-            &at as *const ProgAttach,
-            std::mem::size_of::<ProgAttach>(),
-        )
-    };
-    if rc < 0 {
+    // SAFETY: the fds in `at` are open: `group` and `prog_fd` live past the call.
+    if unsafe { bpf(BPF_PROG_ATTACH, &at) } < 0 {
         return Err(format!(
             "attach the device program to {}: {}",
             dir.display(),
@@ -231,6 +223,25 @@ pub fn attach(dir: &Path, rules: &[(bool, String)]) -> Result<(), String> {
     }
     // The attachment holds the program; our fds may close.
     Ok(())
+}
+
+/// bpf(2) with command `cmd` and its attribute `attr` (a `#[repr(C)]` mirror of the
+/// member of the kernel's `bpf_attr` that `cmd` reads), whose size is passed with it.
+///
+/// # Safety
+/// Every address `attr` holds (program, license, log buffer) must be valid for the
+/// kernel to read, or write for the log, for the whole call, and every fd open.
+unsafe fn bpf<T>(cmd: libc::c_long, attr: &T) -> libc::c_long {
+    // SAFETY: `attr` is a valid, initialised value of its size for the whole call,
+    // and the caller vouches for what it points to.
+    unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr as *const T,
+            std::mem::size_of::<T>(),
+        )
+    }
 }
 
 /// Loads `prog` as a cgroup device program; a refusal carries the verifier's log.
@@ -250,16 +261,10 @@ fn load(prog: &[Insn]) -> Result<OwnedFd, String> {
         prog_name: name,
         ..Default::default()
     };
-    // SAFETY: bpf(BPF_PROG_LOAD) with a valid attr whose pointers (program,
-    // license, log buffer) outlive the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_LOAD,
-            &load as *const ProgLoad,
-            std::mem::size_of::<ProgLoad>(),
-        )
-    };
+    // SAFETY: the addresses in `load` (program, license, log buffer) are of
+    // values that outlive the call; the log buffer is writable and its size is
+    // `log_size`.
+    let fd = unsafe { bpf(BPF_PROG_LOAD, &load) };
     if fd < 0 {
         let e = std::io::Error::last_os_error();
         let verifier = String::from_utf8_lossy(&log);
