@@ -259,6 +259,33 @@ fn owner_alive(name: &str) -> bool {
 
 /// How many processes the groups at `dirs` already hold (each counted once):
 /// another container's, when an OCI `cgroupsPath` names a group in use.
+/// `rel` under every hierarchy's root: one directory on v2, one a controller on v1.
+fn dirs_at(layout: &Layout, rel: &Path) -> Vec<PathBuf> {
+    match layout {
+        Layout::V2 { root } => vec![root.join(rel)],
+        Layout::V1 { controllers } => controllers.values().map(|m| m.join(rel)).collect(),
+        Layout::None => Vec::new(),
+    }
+}
+
+/// Makes (or, with `join_existing`, joins) the group `rel` with `limits` under
+/// every hierarchy; `parent` is where v2 enables the controllers it needs.
+fn make_dirs(
+    layout: &Layout,
+    parent: &Path,
+    rel: &Path,
+    limits: &Limits,
+    join_existing: bool,
+) -> Result<BTreeMap<String, PathBuf>, CgroupError> {
+    match layout {
+        Layout::V2 { root } => v2::create(root, parent, rel, limits, join_existing),
+        Layout::V1 { controllers } => v1::create(controllers, rel, limits, join_existing),
+        Layout::None => Err(CgroupError::Invalid(
+            "no cgroup hierarchy with a memory controller is mounted".into(),
+        )),
+    }
+}
+
 pub fn processes_in(dirs: &[PathBuf]) -> usize {
     pids_in(dirs.iter()).len()
 }
@@ -280,12 +307,7 @@ impl RunCgroup {
     /// The directories [`RunCgroup::create`] would make for `run_id`, known before
     /// they exist (a cleaner armed before them removes them, see [`crate::teardown`]).
     pub fn planned_dirs(layout: &Layout, cfg: &CgroupConfig, run_id: &str) -> Vec<PathBuf> {
-        let rel = run_rel(cfg, run_id);
-        let mut dirs: Vec<PathBuf> = match layout {
-            Layout::V2 { root } => vec![root.join(&rel)],
-            Layout::V1 { controllers } => controllers.values().map(|m| m.join(&rel)).collect(),
-            Layout::None => Vec::new(),
-        };
+        let mut dirs = dirs_at(layout, &run_rel(cfg, run_id));
         dirs.sort();
         dirs.dedup();
         dirs
@@ -298,21 +320,8 @@ impl RunCgroup {
         limits: Limits,
     ) -> Result<RunCgroup, CgroupError> {
         let rel = run_rel(cfg, run_id);
-        let dirs = match layout {
-            Layout::V2 { root } => v2::create(
-                root,
-                Path::new(cfg.parent.trim_start_matches('/')),
-                &rel,
-                &limits,
-                false,
-            )?,
-            Layout::V1 { controllers } => v1::create(controllers, &rel, &limits, false)?,
-            Layout::None => {
-                return Err(CgroupError::Invalid(
-                    "no cgroup hierarchy with a memory controller is mounted".into(),
-                ))
-            }
-        };
+        let parent = Path::new(cfg.parent.trim_start_matches('/'));
+        let dirs = make_dirs(layout, parent, &rel, &limits, false)?;
         Ok(RunCgroup {
             layout: layout.clone(),
             dirs,
@@ -335,24 +344,12 @@ impl RunCgroup {
         limits: Limits,
     ) -> Result<RunCgroup, CgroupError> {
         let parent = rel.parent().unwrap_or(Path::new(""));
-        let joined: Vec<PathBuf> = match layout {
-            Layout::V2 { root } => vec![root.join(rel)],
-            Layout::V1 { controllers } => controllers.values().map(|m| m.join(rel)).collect(),
-            Layout::None => Vec::new(),
-        }
-        .into_iter()
-        .filter(|d| d.is_dir())
-        .collect();
+        let joined: Vec<PathBuf> = dirs_at(layout, rel)
+            .into_iter()
+            .filter(|d| d.is_dir())
+            .collect();
         let shared = processes_in(&joined) > 0;
-        let dirs = match layout {
-            Layout::V2 { root } => v2::create(root, parent, rel, &limits, true)?,
-            Layout::V1 { controllers } => v1::create(controllers, rel, &limits, true)?,
-            Layout::None => {
-                return Err(CgroupError::Invalid(
-                    "no cgroup hierarchy with a memory controller is mounted".into(),
-                ))
-            }
-        };
+        let dirs = make_dirs(layout, parent, rel, &limits, true)?;
         Ok(RunCgroup {
             layout: layout.clone(),
             dirs,
