@@ -339,6 +339,24 @@ async fn open_upstream(
     }
 }
 
+/// The checked host and an open connection to it, its address on the ticket;
+/// or the response that refuses it (the policy's 403, or the 502 of a lookup or
+/// connect that failed). Nothing is sent upstream here.
+async fn reach(
+    state: &State,
+    ticket: &Ticket,
+    host_raw: &str,
+    port: u16,
+    kind: Kind,
+) -> Result<(String, TcpStream), Response<Body>> {
+    let host = check_target(state, host_raw, port, kind).map_err(|why| refused(ticket, why))?;
+    let (stream, addr) = open_upstream(state, &host, port)
+        .await
+        .map_err(|e| upstream_error(ticket, e))?;
+    ticket.set_address(addr);
+    Ok((host, stream))
+}
+
 enum Upstream {
     Resolve(ResolveError),
     Failed(String),
@@ -368,17 +386,12 @@ async fn connect(
     host_raw: String,
     port: u16,
 ) -> Response<Body> {
-    let host = match check_target(&state, &host_raw, port, Kind::Connect) {
-        Ok(h) => h,
-        Err(why) => return refused(&ticket, why),
-    };
     // Resolve and check before answering 200, so that a name resolving to a
     // refused address is a visible 403 rather than a dead tunnel.
-    let (upstream, addr) = match open_upstream(&state, &host, port).await {
+    let (host, upstream) = match reach(&state, &ticket, &host_raw, port, Kind::Connect).await {
         Ok(x) => x,
-        Err(e) => return upstream_error(&ticket, e),
+        Err(response) => return response,
     };
-    ticket.set_address(addr);
     tokio::spawn(async move {
         let client = match hyper::upgrade::on(req).await {
             Ok(u) => TokioIo::new(u),
@@ -580,15 +593,10 @@ async fn plain(
     if let Err(why) = plain_allowed(&req) {
         return refused(&ticket, why);
     }
-    let host = match check_target(&state, &host_raw, port, Kind::PlainHttp) {
-        Ok(h) => h,
-        Err(why) => return refused(&ticket, why),
-    };
-    let (stream, addr) = match open_upstream(&state, &host, port).await {
+    let (host, stream) = match reach(&state, &ticket, &host_raw, port, Kind::PlainHttp).await {
         Ok(x) => x,
-        Err(e) => return upstream_error(&ticket, e),
+        Err(response) => return response,
     };
-    ticket.set_address(addr);
     let out = match upstream_request(&req, &host, port) {
         Ok(r) => r,
         Err(why) => return refused(&ticket, why),
