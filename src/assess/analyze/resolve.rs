@@ -89,20 +89,31 @@ impl<'t> Analyzer<'t> {
         None
     }
 
-    fn scope_chain_stars(&self, scope: usize) -> Vec<&'t str> {
-        let mut out = Vec::new();
+    /// The qualified name `name` has through a star import (`from os import
+    /// *` then `system(...)`) in `scope` or a scope around it, when that is
+    /// a known target: modules tried innermost scope first. A module
+    /// star-imported twice is tried twice, with the same answer. (Asked of
+    /// every name that is not bound, builtins included: the modules were
+    /// collected into a vector, and each candidate copied, every time.)
+    fn star_target(&self, scope: usize, name: &str) -> Option<String> {
+        if self.star_imports.is_empty() {
+            return None;
+        }
+        let mut q = String::new();
         let mut s = Some(scope);
         while let Some(id) = s {
             for (_, m) in self.star_imports.iter().filter(|(sc, _)| *sc == id) {
-                // A module star-imported twice resolves names the same way
-                // twice: once is enough.
-                if !out.contains(m) {
-                    out.push(*m);
+                q.clear();
+                q.push_str(m);
+                q.push('.');
+                q.push_str(name);
+                if is_known_target(&q) {
+                    return Some(q);
                 }
             }
             s = self.scopes.get(id).and_then(|sc| sc.parent);
         }
-        out
+        None
     }
 
     /// The qualified name a call's callee resolves to (with a budget of its
@@ -152,11 +163,7 @@ impl<'t> Analyzer<'t> {
                         _ => None,
                     }),
                     None => {
-                        let star = self
-                            .scope_chain_stars(scope)
-                            .into_iter()
-                            .map(|m| [m, ".", name].concat())
-                            .find(|q| is_known_target(q));
+                        let star = self.star_target(scope, name);
                         star.or_else(|| is_builtin(name).then(|| ["builtins.", name].concat()))
                     }
                 }
