@@ -17,6 +17,7 @@
 //! evaluators are bounded both in depth and in total steps, so hostile input
 //! can neither overflow the stack nor make the assessor exponential.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -394,8 +395,9 @@ struct Analyzer<'t> {
     strings: Vec<Node<'t>>,
     /// The decoded value of each of `strings` (`None` for f-strings and
     /// what does not decode), made at the first family that reads them:
-    /// four do, and each decoded every literal again.
-    decoded: std::cell::OnceCell<Vec<Option<String>>>,
+    /// four do, and each decoded every literal again. (Borrowed from the
+    /// source when nothing is unescaped.)
+    decoded: std::cell::OnceCell<Vec<Option<Cow<'t, str>>>>,
     /// The literals lower-cased, with the needles in each (see [`needles`]).
     lowered: std::cell::OnceCell<std::rc::Rc<needles::Lowered<'t>>>,
     /// `__reduce__`-style methods of classes: the def (or lambda) and its scope.
@@ -527,11 +529,11 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The decoded value of each of `strings` (see `decoded`).
-    fn decoded_values(&self) -> &[Option<String>] {
+    fn decoded_values(&self) -> &[Option<Cow<'t, str>>] {
         self.decoded.get_or_init(|| {
             self.strings
                 .iter()
-                .map(|s| literal::string_value(self.src, *s))
+                .map(|s| literal::string_cow(self.src, *s))
                 .collect()
         })
     }
@@ -544,7 +546,7 @@ impl<'t> Analyzer<'t> {
     fn string_value(&self, n: Node<'t>) -> Option<String> {
         let kept = self.strings.binary_search_by_key(&n.id(), |s| s.id()).ok();
         match kept {
-            Some(i) => self.decoded_values().get(i).cloned().flatten(),
+            Some(i) => self.decoded_values().get(i)?.as_deref().map(str::to_owned),
             None => literal::string_value(self.src, n),
         }
     }
