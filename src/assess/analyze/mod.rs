@@ -379,17 +379,24 @@ impl<'t> Signs<'t> {
     }
 }
 
-/// One name's bindings in one scope: where each takes effect, in source order.
-type Bindings<'t> = Vec<(usize, Bind<'t>)>;
+/// One binding of a name: the scope that makes it, where it takes effect,
+/// and what it binds.
+#[derive(Clone, Copy)]
+struct Binding<'t> {
+    scope: usize,
+    at: usize,
+    bind: Bind<'t>,
+}
 
 struct Analyzer<'t> {
     src: &'t str,
     /// Every call's arguments, split once.
     arg_table: &'t args::ArgTable<'t>,
     scopes: Vec<Scope<'t>>,
-    /// Bindings by name, then by scope (sorted by scope number), in source
-    /// order of where they take effect.
-    binds: NameMap<'t, Vec<(usize, Bindings<'t>)>>,
+    /// Bindings by name, sorted by scope number and then by where they take
+    /// effect. (One vector per name: a vector per scope inside a vector per
+    /// name made two allocations for most names, which are bound once.)
+    binds: NameMap<'t, Vec<Binding<'t>>>,
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
     strings: Vec<Node<'t>>,
@@ -584,16 +591,8 @@ impl<'t> Analyzer<'t> {
         // Kept sorted by scope: a common name (`self`, `path`) is bound in
         // hundreds of functions, and a linear scan per lookup made long files
         // quadratic.
-        let scopes = self.binds.entry(name).or_default();
-        let i = match scopes.binary_search_by_key(&scope, |(s, _)| *s) {
-            Ok(i) => i,
-            Err(i) => {
-                scopes.insert(i, (scope, Vec::new()));
-                i
-            }
-        };
-        let list = &mut scopes[i].1;
-        let i = list.partition_point(|(p, _)| *p <= at);
+        let list = self.binds.entry(name).or_default();
+        let i = list.partition_point(|x| x.scope < scope || (x.scope == scope && x.at <= at));
         // `except ImportError: mod = None` right after `import mod`: the
         // fallback of an optional import names nothing, so the import
         // keeps naming the module (checked here, once per binding, rather
@@ -601,9 +600,9 @@ impl<'t> Analyzer<'t> {
         let fallback = matches!(b, Bind::Expr(v, _) if v.kind() == K::None)
             && i.checked_sub(1)
                 .and_then(|j| list.get(j))
-                .is_some_and(|(_, prev)| matches!(prev, Bind::Module(..)));
+                .is_some_and(|prev| prev.scope == scope && matches!(prev.bind, Bind::Module(..)));
         if !fallback {
-            list.insert(i, (at, b));
+            list.insert(i, Binding { scope, at, bind: b });
         }
     }
 }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::args::Args;
 use super::literal::{int_value, string_value};
 use super::names::*;
-use super::{Analyzer, Bind, Bindings, Node, F, K};
+use super::{Analyzer, Bind, Binding, Node, F, K};
 use super::{EVAL_BUDGET, EVAL_DEPTH};
 
 /// A module's name as the start of a dotted name: with room for `attr`
@@ -72,15 +72,15 @@ impl<'t> Analyzer<'t> {
                 .then(|| scope_binds(by_scope, id))
                 .flatten();
             if let Some(list) = here {
-                let before = list.partition_point(|(p, _)| *p < at);
+                let before = list.partition_point(|x| x.at < at);
                 let i = if before > 0 {
                     before - 1
                 } else {
                     list.len().saturating_sub(1)
                 };
-                if let Some((start, b)) = list.get(i) {
-                    let end = list.get(i + 1).map_or(usize::MAX, |(p, _)| *p);
-                    return Some((*b, *start..end));
+                if let Some(b) = list.get(i) {
+                    let end = list.get(i + 1).map_or(usize::MAX, |x| x.at);
+                    return Some((b.bind, b.at..end));
                 }
             }
             first = false;
@@ -284,14 +284,21 @@ impl<'t> Analyzer<'t> {
     }
 }
 
-/// The bindings of one name in scope `id`, from the name's list sorted by
-/// scope.
-pub(super) fn scope_binds<'a, 't>(
-    by_scope: &'a [(usize, Bindings<'t>)],
-    id: usize,
-) -> Option<&'a Bindings<'t>> {
-    let i = by_scope.binary_search_by_key(&id, |(s, _)| *s).ok()?;
-    by_scope.get(i).map(|(_, l)| l)
+/// The bindings of one name in scope `id` (in source order), from the
+/// name's list sorted by scope; `None` when the scope binds it nowhere.
+pub(super) fn scope_binds<'a, 't>(all: &'a [Binding<'t>], id: usize) -> Option<&'a [Binding<'t>]> {
+    // Most names are bound in one scope only: the whole list is that
+    // scope's, or no scope asked about but that one has any.
+    let (first, last) = (all.first()?, all.last()?);
+    if first.scope == last.scope {
+        return (first.scope == id).then_some(all);
+    }
+    if id < first.scope || id > last.scope {
+        return None;
+    }
+    let lo = all.partition_point(|x| x.scope < id);
+    let hi = all.partition_point(|x| x.scope <= id);
+    all.get(lo..hi).filter(|l| !l.is_empty())
 }
 
 /// Spellings of the builtins module, rewritten to `builtins`.
