@@ -409,10 +409,25 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Constant argv or command string as one text, for command checks.
+    /// Remembered by node and scope, with the budget it leaves: several
+    /// families fold the command of the same call, each from a fresh
+    /// budget and once the walk is done, so the answer and what is left of
+    /// the budget are the same each time (and the caller goes on with the
+    /// same budget as before).
     pub(super) fn fold_command(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        let key = (n.id(), scope);
+        if let Some((v, left)) = self.command_memo.borrow().get(&key) {
+            self.budget.set(*left);
+            return v.clone();
+        }
         self.reset_budget();
-        self.fold(n, scope, 0)
-            .or_else(|| self.fold_list(n, scope, 0).map(|v| v.join(" ")))
+        let v = self
+            .fold(n, scope, 0)
+            .or_else(|| self.fold_list(n, scope, 0).map(|v| v.join(" ")));
+        self.command_memo
+            .borrow_mut()
+            .insert(key, (v.clone(), self.budget.get()));
+        v
     }
 
     pub(super) fn fold_int(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<i64> {

@@ -456,6 +456,9 @@ struct Analyzer<'t> {
     imported: std::cell::OnceCell<Vec<&'t str>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
+    /// What `fold_command` gave for a node in a scope, and the budget it
+    /// left (see there).
+    command_memo: RefCell<FxHashMap<(u32, usize), (Option<String>, u32)>>,
     /// Functions a stream server calls with each connection (see
     /// `stream_callback`), found at the first question.
     stream_callbacks: std::cell::OnceCell<Vec<usize>>,
@@ -518,6 +521,7 @@ impl<'t> Analyzer<'t> {
             site_facts: std::cell::OnceCell::new(),
             imported: std::cell::OnceCell::new(),
             taint_memo: RefCell::new(FxHashMap::default()),
+            command_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),
             has_tables: false,
