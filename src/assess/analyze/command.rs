@@ -288,6 +288,11 @@ fn windows_defender_off(words: &[&str]) -> bool {
     fn bare(w: &str) -> &str {
         w.trim_matches(['"', '\''])
     }
+    // Both cmdlets below end in `mppreference`: a command without that
+    // word is not unquoted word by word (this is asked of every command).
+    if !words.iter().any(|w| w.contains("mppreference")) {
+        return false;
+    }
     let has = |x: &str| words.iter().any(|w| bare(w) == x);
     // `-DisableRealtimeMonitoring $false` turns protection back on.
     let disables = || {
@@ -701,7 +706,21 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::downloaded_then_run;
+    use super::{downloaded_then_run, windows_defender_off};
+
+    /// The gate on `mppreference` keeps Defender's settings, quoted or not.
+    #[test]
+    fn defender_switched_off() {
+        let off = |l: &str| windows_defender_off(&l.split_whitespace().collect::<Vec<_>>());
+        assert!(off("set-mppreference -disablerealtimemonitoring $true"));
+        assert!(off(
+            "powershell \"set-mppreference\" '-disableioavprotection' 1"
+        ));
+        assert!(off("add-mppreference -exclusionpath c:\\temp"));
+        assert!(!off("set-mppreference -disablerealtimemonitoring $false"));
+        assert!(!off("get-mppreference"));
+        assert!(!off("rm -rf /tmp/x"));
+    }
 
     /// The gate on `wget` and `curl` keeps every download that is run,
     /// the program named by path too.

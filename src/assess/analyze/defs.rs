@@ -74,6 +74,10 @@ fn names_only(v: Node<'_>) -> bool {
 impl<'t> Analyzer<'t> {
     /// Records, for each function, the calls that reach it.
     pub(super) fn index_callers(&mut self) {
+        // Every call's callee is resolved below, into the memo: sized once
+        // rather than grown (nine rehashes for 1,000 lines).
+        let calls = self.calls.len();
+        self.callees.get_mut().reserve(calls);
         // Most scripts bind no dict holding names: calls through tables are
         // looked for only when one does.
         let tables = self.binds.values().flatten().any(|b| match b.bind {
