@@ -388,6 +388,10 @@ struct Binding<'t> {
     bind: Bind<'t>,
 }
 
+/// `fold_command`'s answers by node id and scope, each with the budget it
+/// left.
+type CommandMemo = FxHashMap<(u32, usize), (Option<String>, u32)>;
+
 struct Analyzer<'t> {
     src: &'t str,
     /// Every call's arguments, split once.
@@ -458,7 +462,7 @@ struct Analyzer<'t> {
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
     /// What `fold_command` gave for a node in a scope, and the budget it
     /// left (see there).
-    command_memo: RefCell<FxHashMap<(u32, usize), (Option<String>, u32)>>,
+    command_memo: RefCell<CommandMemo>,
     /// Functions a stream server calls with each connection (see
     /// `stream_callback`), found at the first question.
     stream_callbacks: std::cell::OnceCell<Vec<usize>>,
@@ -494,7 +498,8 @@ impl<'t> Analyzer<'t> {
             }],
             binds: NameMap::default(),
             star_imports: Vec::new(),
-            calls: Vec::new(),
+            // Every call the walk meets is one of the table's.
+            calls: Vec::with_capacity(arg_table.calls()),
             strings: Vec::new(),
             decoded: std::cell::OnceCell::new(),
             lowered: std::cell::OnceCell::new(),
