@@ -560,10 +560,16 @@ impl<'t> Analyzer<'t> {
     /// visit. (Found by node number, the order the walk records them in; a
     /// literal the search does not find, such as a docstring, is decoded.)
     fn string_value(&self, n: Node<'t>) -> Option<String> {
+        self.string_ref(n).map(Cow::into_owned)
+    }
+
+    /// [`Self::string_value`], borrowed where no copy is needed: the kept
+    /// value, or the source's text when there is nothing to unescape.
+    fn string_ref(&self, n: Node<'t>) -> Option<Cow<'_, str>> {
         let kept = self.strings.binary_search_by_key(&n.id(), |s| s.id()).ok();
         match kept {
-            Some(i) => self.decoded_values().get(i)?.as_deref().map(str::to_owned),
-            None => literal::string_value(self.src, n),
+            Some(i) => self.decoded_values().get(i)?.as_deref().map(Cow::Borrowed),
+            None => literal::string_cow(self.src, n),
         }
     }
 
