@@ -29,10 +29,12 @@ pub(super) type Args<'t> = (&'t [Node<'t>], &'t [(&'t str, Node<'t>)]);
 
 impl<'t> ArgTable<'t> {
     pub(super) fn build(tree: &'t Tree, src: &'t str) -> Self {
+        // One start per call and an end marker; about as many positional
+        // arguments as calls (a guess: the vector still grows past it).
         let mut t = ArgTable {
             at: vec![NONE; tree.len()],
-            starts: Vec::new(),
-            pos: Vec::new(),
+            starts: Vec::with_capacity(tree.calls + 1),
+            pos: Vec::with_capacity(tree.calls),
             kw: Vec::new(),
         };
         for n in tree.nodes().filter(|n| n.kind() == K::Call) {
@@ -65,6 +67,11 @@ impl<'t> ArgTable<'t> {
                 _ => self.pos.push(a),
             }
         }
+    }
+
+    /// How many calls the table holds: every call of the tree.
+    pub(super) fn calls(&self) -> usize {
+        self.starts.len().saturating_sub(1)
     }
 
     /// The arguments of `call` (none for a node that is not a call).

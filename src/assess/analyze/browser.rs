@@ -42,7 +42,7 @@ fn takes_over<'f, 't>(fx: &'f Effects<'t>) -> Option<(Node<'t>, &'f str)> {
         .find(|(i, (_, t))| {
             t.starts_with("default_search_provider") || fx.holds(*i, super::needles::TAKEOVER)
         })
-        .map(|(_, (n, t))| (*n, t.as_str()))
+        .map(|(_, (n, t))| (*n, &**t))
 }
 
 /// Protections that count only when set false.
@@ -108,7 +108,7 @@ impl<'t> Analyzer<'t> {
             // The literal is the key alone: its value follows in the source.
             let key_only = !inside.contains([',', ':', '=', ' ']);
             let off = inside.contains("false") || (key_only && entry(after).contains("false"));
-            off.then_some((*n, t.as_str()))
+            off.then_some((*n, &**t))
         })
     }
 }

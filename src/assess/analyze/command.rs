@@ -1,6 +1,8 @@
 //! Command lines (folded shell strings and argv lists): privilege, system
 //! administration, destruction, reverse shells, download-and-run, miners.
 
+use std::borrow::Cow;
+
 use super::literal::shorten;
 use super::{pos, taxonomy, Analyzer, Node};
 
@@ -286,6 +288,11 @@ fn windows_defender_off(words: &[&str]) -> bool {
     fn bare(w: &str) -> &str {
         w.trim_matches(['"', '\''])
     }
+    // Both cmdlets below end in `mppreference`: a command without that
+    // word is not unquoted word by word (this is asked of every command).
+    if !words.iter().any(|w| w.contains("mppreference")) {
+        return false;
+    }
     let has = |x: &str| words.iter().any(|w| bare(w) == x);
     // `-DisableRealtimeMonitoring $false` turns protection back on.
     let disables = || {
@@ -431,20 +438,33 @@ pub(super) fn program_name(path: &str) -> String {
     }
 }
 
+/// [`program_name`], borrowed when the word needs no change of case (a
+/// command's words are lower-cased already): `classify` asks it of every
+/// command's head, and a copy each time was an allocation per command.
+fn program_word(path: &str) -> Cow<'_, str> {
+    let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    if base.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Cow::Owned(program_name(path));
+    }
+    Cow::Borrowed(base.strip_suffix(".exe").unwrap_or(base))
+}
+
 /// Classifies one command (lower-cased words, the first being the program).
 fn classify(words: &[&str]) -> Stage {
     let Some(head) = words.first() else {
         return Stage::Other;
     };
-    let head = program_name(head);
-    let head = head.as_str();
+    let head = program_word(head);
+    let head = head.as_ref();
     if let Some(stage) = classify_tamper(head, words).or_else(|| classify_privilege(head, words)) {
         return stage;
     }
     if read_only(head, words) {
         return Stage::Other;
     }
-    let rest = words[1..].join(" ");
+    // Whether the arguments, joined by spaces, contain `p`: `p` holds no
+    // space, so it is inside one word (the join was a copy per command).
+    let rest_has = |p: &str| words[1..].iter().any(|w| w.contains(p));
     let wipes_root = || {
         words.iter().any(|w| w.starts_with('-') && w.contains('r'))
             && words
@@ -468,7 +488,7 @@ fn classify(words: &[&str]) -> Stage {
         | "sysctl" | "crontab" | "systemctl" | "mount" | "umount" | "chattr" | "setcap" => {
             Stage::Rule("MB208")
         }
-        "chmod" if rest.contains("+s") || words.get(1).is_some_and(|m| setuid_mode(m)) => {
+        "chmod" if rest_has("+s") || words.get(1).is_some_and(|m| setuid_mode(m)) => {
             Stage::Rule("MB203")
         }
         h if SHELLS.contains(&h) => Stage::Shell,
@@ -481,7 +501,7 @@ fn classify(words: &[&str]) -> Stage {
         {
             Stage::Rule("MB901")
         }
-        "socat" if rest.contains("exec:") => Stage::Rule("MB901"),
+        "socat" if rest_has("exec:") => Stage::Rule("MB901"),
         _ => Stage::Other,
     }
 }
@@ -499,8 +519,11 @@ pub(super) fn covering_tracks(words: &[&str]) -> Option<&'static str> {
 impl<'t> Analyzer<'t> {
     pub(super) fn check_command(&mut self, cmd: &str, node: Node<'t>) {
         let lower = cmd.to_ascii_lowercase();
+        // One buffer for every stage's words, not a vector per stage.
+        let mut words: Vec<&str> = Vec::new();
         for seg in lower.split(['&', '|', ';', '\n', '`', '(', ')']) {
-            let words: Vec<&str> = seg.split_whitespace().collect();
+            words.clear();
+            words.extend(seg.split_whitespace());
             self.judge_words(&words, seg, node);
             // `sudo -n chmod 4755 f`: what runs as root is judged too.
             if let Some(inner) = elevated(&words) {
@@ -572,6 +595,10 @@ impl<'t> Analyzer<'t> {
     /// judged like any other write (kernel triggers, persistence, system
     /// paths). Descriptor duplications (`2>&1`) write no file.
     fn check_redirects(&mut self, lower: &str, node: Node<'t>) {
+        // Every redirect has a `>`: a line without one is not split.
+        if !lower.contains('>') {
+            return;
+        }
         let words: Vec<&str> = lower.split_whitespace().collect();
         for (i, w) in words.iter().enumerate() {
             let target = match w.trim_start_matches(['1', '2']) {
@@ -650,8 +677,10 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
         return None;
     }
     let mut saved: Option<String> = None;
+    let mut words: Vec<&str> = Vec::new();
     for seg in lower.split(['&', '|', ';', '\n']) {
-        let words: Vec<&str> = seg.split_whitespace().collect();
+        words.clear();
+        words.extend(seg.split_whitespace());
         let Some(head) = words.first().map(|h| h.rsplit('/').next().unwrap_or(h)) else {
             continue;
         };
@@ -677,7 +706,21 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::downloaded_then_run;
+    use super::{downloaded_then_run, windows_defender_off};
+
+    /// The gate on `mppreference` keeps Defender's settings, quoted or not.
+    #[test]
+    fn defender_switched_off() {
+        let off = |l: &str| windows_defender_off(&l.split_whitespace().collect::<Vec<_>>());
+        assert!(off("set-mppreference -disablerealtimemonitoring $true"));
+        assert!(off(
+            "powershell \"set-mppreference\" '-disableioavprotection' 1"
+        ));
+        assert!(off("add-mppreference -exclusionpath c:\\temp"));
+        assert!(!off("set-mppreference -disablerealtimemonitoring $false"));
+        assert!(!off("get-mppreference"));
+        assert!(!off("rm -rf /tmp/x"));
+    }
 
     /// The gate on `wget` and `curl` keeps every download that is run,
     /// the program named by path too.

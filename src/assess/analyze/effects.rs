@@ -3,6 +3,7 @@
 //! traffic hijacking): the paths it writes, the command lines it runs, and
 //! the text of its string literals (f-strings included, as written).
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use super::kinds;
@@ -42,7 +43,7 @@ pub(super) struct Effects<'t> {
 
 impl<'t> Effects<'t> {
     /// String literals, lower-cased (decoded when constant, else as written).
-    pub fn texts(&self) -> &[(Node<'t>, String)] {
+    pub fn texts(&self) -> &[(Node<'t>, Cow<'t, str>)] {
         &self.literals.texts
     }
 
@@ -57,7 +58,7 @@ impl<'t> Effects<'t> {
         self.texts()
             .iter()
             .find(|(_, t)| pred(t))
-            .map(|(n, t)| (*n, t.as_str()))
+            .map(|(n, t)| (*n, &**t))
     }
 
     /// The needle lists literal `i` of [`Self::texts`] holds, as bits.
@@ -68,7 +69,7 @@ impl<'t> Effects<'t> {
     /// The first literal holding a needle of list `bit`.
     pub fn text_holding(&self, bit: u32) -> Option<(Node<'t>, &str)> {
         let i = self.literals.found.iter().position(|f| f & bit != 0)?;
-        self.texts().get(i).map(|(n, t)| (*n, t.as_str()))
+        self.texts().get(i).map(|(n, t)| (*n, &**t))
     }
 }
 

@@ -441,20 +441,18 @@ fn exfil_in_command(lower: &str) -> Option<String> {
         .flat_map(|s| s.split("&&"))
         .flat_map(|s| s.split("||"));
     for stmt in statements {
-        // Pipeline stages and command substitutions.
-        let stages: Vec<&str> = stmt
-            .split(['|', '`', '(', ')'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
-        let Some(tool) = stages
-            .iter()
-            .map(|s| head_of(s))
-            .find(|h| NET_TOOLS.contains(h))
-        else {
+        // Pipeline stages and command substitutions, split again for the
+        // statements that have a network tool rather than collected for
+        // every statement.
+        let stages = || {
+            stmt.split(['|', '`', '(', ')'])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
+        let Some(tool) = stages().map(head_of).find(|h| NET_TOOLS.contains(h)) else {
             continue;
         };
-        for stage in &stages {
+        for stage in stages() {
             let leak = if NET_TOOLS.contains(&head_of(stage)) {
                 uploaded_secret(stage)
             } else if matches!(head_of(stage), "env" | "printenv")

@@ -417,8 +417,8 @@ impl<'t> Analyzer<'t> {
     ) -> Option<(Bind<'t>, std::ops::Range<usize>)> {
         let at = n.start_byte();
         let list = super::resolve::scope_binds(self.binds.get(self.text(n))?, scope)?;
-        let after = list.partition_point(|(p, _)| *p <= at);
-        let (later, _) = *list.get(after)?;
+        let after = list.partition_point(|x| x.at <= at);
+        let later = list.get(after)?.at;
         // The innermost loop around the use, within its function.
         let mut cur = n.parent();
         while let Some(p) = cur {

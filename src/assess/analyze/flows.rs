@@ -27,9 +27,9 @@ enum Sink {
     Deserialise,
 }
 
-fn sink_of(q: &str, shell_kw: bool) -> Option<Sink> {
-    // The callee lists are looked up once (see `kinds`).
-    let k = kinds::of(q);
+/// The sink a call of `q` is, `k` being the callee lists `q` is in
+/// ([`kinds::of`], which a call's facts hold already).
+fn sink_of(q: &str, k: u32, shell_kw: bool) -> Option<Sink> {
     if k & kinds::SHELL != 0 || q == "asyncio.create_subprocess_shell" {
         Some(Sink::Shell)
     } else if k & kinds::PROCESS != 0 {
@@ -78,16 +78,24 @@ fn runs_its_arguments(program: &str) -> bool {
 impl<'t> Analyzer<'t> {
     /// Checks a call as a sink of network, request and user data.
     pub(super) fn check_flows(&mut self, call: &Call<'t>) {
-        let targets = match &call.q {
-            Some(q) => vec![(q.clone(), false)],
+        // The callee, with the callee lists the call's facts hold; or, for
+        // a callee that does not resolve, the functions a table it is
+        // taken from holds. (The callee alone was put in a vector of its
+        // own at every call.)
+        let direct = call.q.clone().map(|q| (q, call.kinds, false));
+        let tabled: Vec<_> = match direct {
+            Some(_) => Vec::new(),
             None => self
                 .dispatch_targets(call.func, call.scope, 0)
                 .into_iter()
-                .map(|q| (std::rc::Rc::from(q), true))
+                .map(|q| {
+                    let k = kinds::of(&q);
+                    (std::rc::Rc::from(q), k, true)
+                })
                 .collect(),
         };
-        for (q, dispatched) in targets {
-            let Some(sink) = sink_of(&q, call.shell_kw.is_some()) else {
+        for (q, k, dispatched) in direct.into_iter().chain(tabled) {
+            let Some(sink) = sink_of(&q, k, call.shell_kw.is_some()) else {
                 continue;
             };
             let Some(arg) = call
@@ -221,7 +229,7 @@ impl<'t> Analyzer<'t> {
                 self.reset_budget();
                 self.resolve(v, s, 0)
             })
-            .filter(|q| sink_of(q, false).is_some())
+            .filter(|q| sink_of(q, kinds::of(q), false).is_some())
             .collect()
     }
 

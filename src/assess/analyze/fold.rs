@@ -2,6 +2,8 @@
 //! expression through bindings and the usual disguises (concatenation,
 //! join, reversal, chr, base64, hex, rot13).
 
+use std::borrow::Cow;
+
 use ruff_python_ast::Operator;
 
 use super::calls::kwarg;
@@ -43,7 +45,7 @@ impl<'t> Analyzer<'t> {
             K::ConcatenatedString => {
                 let mut out = String::new();
                 for k in n.children() {
-                    out.push_str(&self.fold(k, scope, depth + 1)?);
+                    out.push_str(&self.fold_part(k, scope, depth + 1)?);
                 }
                 Some(out)
             }
@@ -52,7 +54,7 @@ impl<'t> Analyzer<'t> {
                     return None;
                 }
                 let l = self.fold(n.child(F::Left)?, scope, depth + 1)?;
-                let r = self.fold(n.child(F::Right)?, scope, depth + 1)?;
+                let r = self.fold_part(n.child(F::Right)?, scope, depth + 1)?;
                 Some(l + &r)
             }
             K::Identifier => {
@@ -409,10 +411,60 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Constant argv or command string as one text, for command checks.
+    /// Remembered by node and scope, with the budget it leaves: several
+    /// families fold the command of the same call, each from a fresh
+    /// budget and once the walk is done, so the answer and what is left of
+    /// the budget are the same each time (and the caller goes on with the
+    /// same budget as before).
     pub(super) fn fold_command(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        let key = (n.id(), scope);
+        if let Some((v, left)) = self.command_memo.borrow().get(&key) {
+            self.budget.set(*left);
+            return v.clone();
+        }
         self.reset_budget();
-        self.fold(n, scope, 0)
-            .or_else(|| self.fold_list(n, scope, 0).map(|v| v.join(" ")))
+        let v = self
+            .fold(n, scope, 0)
+            .or_else(|| self.fold_list_joined(n, scope));
+        self.command_memo
+            .borrow_mut()
+            .insert(key, (v.clone(), self.budget.get()));
+        v
+    }
+
+    /// `fold_list(n, scope, 0)` joined by spaces; a list, tuple or set
+    /// literal's items are appended as they fold (literals without a copy),
+    /// not collected into a vector of copies first. The same checks, in the
+    /// same order, as `fold_list` and `fold`.
+    fn fold_list_joined(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        if !matches!(n.kind(), K::List | K::Tuple | K::Set) {
+            return self.fold_list(n, scope, 0).map(|v| v.join(" "));
+        }
+        if !self.tick() {
+            return None;
+        }
+        let mut out = String::new();
+        for (i, k) in n.children().enumerate() {
+            let part = self.fold_part(k, scope, 1)?;
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(&part);
+        }
+        Some(out)
+    }
+
+    /// [`Self::fold`], borrowing a string literal's value instead of
+    /// copying it, for callers that append what they fold to a text of
+    /// their own. The same depth, budget and length checks as `fold`.
+    fn fold_part(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Cow<'_, str>> {
+        if n.kind() != K::String {
+            return self.fold(n, scope, depth).map(Cow::Owned);
+        }
+        if depth > EVAL_DEPTH || !self.tick() {
+            return None;
+        }
+        self.string_ref(n).filter(|v| v.len() <= MAX_FOLD_LEN)
     }
 
     pub(super) fn fold_int(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<i64> {

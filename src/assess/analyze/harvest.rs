@@ -125,12 +125,12 @@ impl<'t> Analyzer<'t> {
     fn named_peer(&self) -> Option<String> {
         let lowered = self.lowered();
         lowered.texts.iter().find_map(|(n, v)| {
-            let v: String = if self.reversed_in_place(*n) {
-                v.chars().rev().collect()
-            } else {
-                v.clone()
-            };
-            is_peer(&v).then_some(v)
+            if self.reversed_in_place(*n) {
+                let r: String = v.chars().rev().collect();
+                return is_peer(&r).then_some(r);
+            }
+            // Copied only when it is the peer, not for every literal.
+            is_peer(v).then(|| v.to_string())
         })
     }
 

@@ -88,17 +88,17 @@ impl<'t> Analyzer<'t> {
     /// The host of a URL a module-level name is bound to by a call or an
     /// expression (a decoder, a join), when no literal names that host.
     fn hidden_module_url(&self) -> Option<String> {
-        self.binds.values().flatten().find_map(|(scope, list)| {
-            if *scope != 0 {
+        self.binds.values().flatten().find_map(|b| {
+            if b.scope != 0 {
                 return None;
             }
-            list.iter().find_map(|(_, b)| {
-                let Bind::Expr(v, _) = b else { return None };
-                if matches!(v.kind(), K::String | K::ConcatenatedString) {
-                    return None;
-                }
-                self.unwritten_host(*v, 0)
-            })
+            let Bind::Expr(v, _) = b.bind else {
+                return None;
+            };
+            if matches!(v.kind(), K::String | K::ConcatenatedString) {
+                return None;
+            }
+            self.unwritten_host(v, 0)
         })
     }
 }

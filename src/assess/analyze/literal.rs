@@ -1,6 +1,8 @@
 //! Literal values: string bodies with escapes, integers, permission
 //! constants, and the decoders the folder undoes (base64, hex, rot13).
 
+use std::borrow::Cow;
+
 use super::BLOB_LEN;
 use super::{Node, K};
 
@@ -22,6 +24,13 @@ pub(super) fn shorten(s: &str) -> String {
 
 /// The value of a string literal without interpolations, escapes decoded.
 pub(super) fn string_value(src: &str, n: Node) -> Option<String> {
+    string_cow(src, n).map(Cow::into_owned)
+}
+
+/// [`string_value`], borrowed from the source when there is nothing to
+/// unescape (most literals): the analysis keeps every literal's value, and
+/// each was a copy.
+pub(super) fn string_cow<'s>(src: &'s str, n: Node) -> Option<Cow<'s, str>> {
     if n.children().any(|k| k.kind() == K::Interpolation) {
         return None;
     }
@@ -35,15 +44,15 @@ pub(super) fn string_value(src: &str, n: Node) -> Option<String> {
         1
     };
     if body.len() < 2 * q {
-        return Some(String::new());
+        return Some(Cow::Borrowed(""));
     }
     let inner = body.get(q..body.len() - q)?;
-    // Without a backslash there is nothing to unescape, and the copy is one
-    // `memcpy` instead of a push per character.
+    // Without a backslash there is nothing to unescape: the value is the
+    // source's text.
     if prefix.contains('r') || !inner.contains('\\') {
-        return Some(inner.to_string());
+        return Some(Cow::Borrowed(inner));
     }
-    Some(unescape(inner))
+    Some(Cow::Owned(unescape(inner)))
 }
 
 pub(super) fn unescape(s: &str) -> String {

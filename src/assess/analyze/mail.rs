@@ -124,7 +124,7 @@ impl<'t> Analyzer<'t> {
         if let Some((n, k)) = fx
             .texts()
             .iter()
-            .find(|(_, t)| RULE_FORWARD_KEYS.contains(&t.as_str()))
+            .find(|(_, t)| RULE_FORWARD_KEYS.contains(&&**t))
         {
             return Some((*n, format!("makes an inbox rule that uses `{k}`")));
         }

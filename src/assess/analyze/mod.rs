@@ -17,6 +17,7 @@
 //! evaluators are bounded both in depth and in total steps, so hostile input
 //! can neither overflow the stack nor make the assessor exponential.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -378,24 +379,36 @@ impl<'t> Signs<'t> {
     }
 }
 
-/// One name's bindings in one scope: where each takes effect, in source order.
-type Bindings<'t> = Vec<(usize, Bind<'t>)>;
+/// One binding of a name: the scope that makes it, where it takes effect,
+/// and what it binds.
+#[derive(Clone, Copy)]
+struct Binding<'t> {
+    scope: usize,
+    at: usize,
+    bind: Bind<'t>,
+}
+
+/// `fold_command`'s answers by node id and scope, each with the budget it
+/// left.
+type CommandMemo = FxHashMap<(u32, usize), (Option<String>, u32)>;
 
 struct Analyzer<'t> {
     src: &'t str,
     /// Every call's arguments, split once.
     arg_table: &'t args::ArgTable<'t>,
     scopes: Vec<Scope<'t>>,
-    /// Bindings by name, then by scope (sorted by scope number), in source
-    /// order of where they take effect.
-    binds: NameMap<'t, Vec<(usize, Bindings<'t>)>>,
+    /// Bindings by name, sorted by scope number and then by where they take
+    /// effect. (One vector per name: a vector per scope inside a vector per
+    /// name made two allocations for most names, which are bound once.)
+    binds: NameMap<'t, Vec<Binding<'t>>>,
     star_imports: Vec<(usize, &'t str)>,
     calls: Vec<CallSite<'t>>,
     strings: Vec<Node<'t>>,
     /// The decoded value of each of `strings` (`None` for f-strings and
     /// what does not decode), made at the first family that reads them:
-    /// four do, and each decoded every literal again.
-    decoded: std::cell::OnceCell<Vec<Option<String>>>,
+    /// four do, and each decoded every literal again. (Borrowed from the
+    /// source when nothing is unescaped.)
+    decoded: std::cell::OnceCell<Vec<Option<Cow<'t, str>>>>,
     /// The literals lower-cased, with the needles in each (see [`needles`]).
     lowered: std::cell::OnceCell<std::rc::Rc<needles::Lowered<'t>>>,
     /// `__reduce__`-style methods of classes: the def (or lambda) and its scope.
@@ -447,6 +460,9 @@ struct Analyzer<'t> {
     imported: std::cell::OnceCell<Vec<&'t str>>,
     /// The sources of bound values, by the value's node id.
     taint_memo: RefCell<FxHashMap<u32, flow::Taint<'t>>>,
+    /// What `fold_command` gave for a node in a scope, and the budget it
+    /// left (see there).
+    command_memo: RefCell<CommandMemo>,
     /// Functions a stream server calls with each connection (see
     /// `stream_callback`), found at the first question.
     stream_callbacks: std::cell::OnceCell<Vec<usize>>,
@@ -482,7 +498,8 @@ impl<'t> Analyzer<'t> {
             }],
             binds: NameMap::default(),
             star_imports: Vec::new(),
-            calls: Vec::new(),
+            // Every call the walk meets is one of the table's.
+            calls: Vec::with_capacity(arg_table.calls()),
             strings: Vec::new(),
             decoded: std::cell::OnceCell::new(),
             lowered: std::cell::OnceCell::new(),
@@ -509,6 +526,7 @@ impl<'t> Analyzer<'t> {
             site_facts: std::cell::OnceCell::new(),
             imported: std::cell::OnceCell::new(),
             taint_memo: RefCell::new(FxHashMap::default()),
+            command_memo: RefCell::new(FxHashMap::default()),
             stream_callbacks: std::cell::OnceCell::new(),
             endless_loops: Vec::new(),
             has_tables: false,
@@ -527,11 +545,11 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The decoded value of each of `strings` (see `decoded`).
-    fn decoded_values(&self) -> &[Option<String>] {
+    fn decoded_values(&self) -> &[Option<Cow<'t, str>>] {
         self.decoded.get_or_init(|| {
             self.strings
                 .iter()
-                .map(|s| literal::string_value(self.src, *s))
+                .map(|s| literal::string_cow(self.src, *s))
                 .collect()
         })
     }
@@ -542,10 +560,16 @@ impl<'t> Analyzer<'t> {
     /// visit. (Found by node number, the order the walk records them in; a
     /// literal the search does not find, such as a docstring, is decoded.)
     fn string_value(&self, n: Node<'t>) -> Option<String> {
+        self.string_ref(n).map(Cow::into_owned)
+    }
+
+    /// [`Self::string_value`], borrowed where no copy is needed: the kept
+    /// value, or the source's text when there is nothing to unescape.
+    fn string_ref(&self, n: Node<'t>) -> Option<Cow<'_, str>> {
         let kept = self.strings.binary_search_by_key(&n.id(), |s| s.id()).ok();
         match kept {
-            Some(i) => self.decoded_values().get(i).cloned().flatten(),
-            None => literal::string_value(self.src, n),
+            Some(i) => self.decoded_values().get(i)?.as_deref().map(Cow::Borrowed),
+            None => literal::string_cow(self.src, n),
         }
     }
 
@@ -582,16 +606,8 @@ impl<'t> Analyzer<'t> {
         // Kept sorted by scope: a common name (`self`, `path`) is bound in
         // hundreds of functions, and a linear scan per lookup made long files
         // quadratic.
-        let scopes = self.binds.entry(name).or_default();
-        let i = match scopes.binary_search_by_key(&scope, |(s, _)| *s) {
-            Ok(i) => i,
-            Err(i) => {
-                scopes.insert(i, (scope, Vec::new()));
-                i
-            }
-        };
-        let list = &mut scopes[i].1;
-        let i = list.partition_point(|(p, _)| *p <= at);
+        let list = self.binds.entry(name).or_default();
+        let i = list.partition_point(|x| x.scope < scope || (x.scope == scope && x.at <= at));
         // `except ImportError: mod = None` right after `import mod`: the
         // fallback of an optional import names nothing, so the import
         // keeps naming the module (checked here, once per binding, rather
@@ -599,9 +615,9 @@ impl<'t> Analyzer<'t> {
         let fallback = matches!(b, Bind::Expr(v, _) if v.kind() == K::None)
             && i.checked_sub(1)
                 .and_then(|j| list.get(j))
-                .is_some_and(|(_, prev)| matches!(prev, Bind::Module(..)));
+                .is_some_and(|prev| prev.scope == scope && matches!(prev.bind, Bind::Module(..)));
         if !fallback {
-            list.insert(i, (at, b));
+            list.insert(i, Binding { scope, at, bind: b });
         }
     }
 }

@@ -6,6 +6,7 @@
 //! another list's match still counts: a bit is set exactly when some needle
 //! of its list occurs.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -17,7 +18,7 @@ use super::{Analyzer, Node};
 /// configuration families and the string checks each lower-cased and
 /// searched every literal themselves.
 pub(super) struct Lowered<'t> {
-    pub texts: Vec<(Node<'t>, String)>,
+    pub texts: Vec<(Node<'t>, Cow<'t, str>)>,
     /// For each of `texts`, [`needles_in`] of it.
     pub found: Vec<u32>,
 }
@@ -27,14 +28,31 @@ impl<'t> Analyzer<'t> {
     pub(super) fn lowered(&self) -> Rc<Lowered<'t>> {
         self.lowered
             .get_or_init(|| {
-                let texts: Vec<(Node<'t>, String)> = self
-                    .literals()
-                    .map(|(s, v)| (s, v.unwrap_or_else(|| self.text(s)).to_ascii_lowercase()))
+                let texts: Vec<(Node<'t>, Cow<'t, str>)> = self
+                    .strings
+                    .iter()
+                    .zip(self.decoded_values())
+                    .map(|(s, v)| (*s, self.lower_literal(*s, v)))
                     .collect();
                 let found = texts.iter().map(|(_, t)| needles_in(t)).collect();
                 Rc::new(Lowered { texts, found })
             })
             .clone()
+    }
+
+    /// The lower-cased form of literal `s` (its decoded value `v`, or its
+    /// text): the same text, borrowed, when it has no capital letter (most
+    /// literals; each was copied).
+    fn lower_literal(&self, s: Node<'t>, v: &Option<Cow<'t, str>>) -> Cow<'t, str> {
+        let text = v.as_deref().unwrap_or_else(|| self.text(s));
+        if text.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Cow::Owned(text.to_ascii_lowercase());
+        }
+        match v {
+            Some(Cow::Borrowed(b)) => Cow::Borrowed(b),
+            Some(Cow::Owned(o)) => Cow::Owned(o.clone()),
+            None => Cow::Borrowed(self.text(s)),
+        }
     }
 }
 

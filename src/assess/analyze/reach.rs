@@ -99,12 +99,10 @@ impl<'t> Analyzer<'t> {
             .min_by_key(|(n, _)| n.start_byte())
             .map(|(n, v)| (n, v.to_string()));
         let mut folded = 0;
-        for per_scope in self.binds.values() {
-            let Some((_, list)) = per_scope.first().filter(|(s, _)| *s == 0) else {
-                continue;
-            };
-            for (_, b) in list {
-                let Bind::Expr(v, s) = *b else { continue };
+        for per_name in self.binds.values() {
+            // The module's own bindings: scope 0, first in each name's list.
+            for b in per_name.iter().take_while(|b| b.scope == 0) {
+                let Bind::Expr(v, s) = b.bind else { continue };
                 let composite = matches!(v.kind(), K::BinaryOperator | K::Call);
                 if !composite || folded >= MAX_CONSTANTS {
                     continue;

@@ -95,8 +95,7 @@ impl<'t> Analyzer<'t> {
                 .binds
                 .values()
                 .flatten()
-                .flat_map(|(_, list)| list.iter())
-                .filter_map(|(_, b)| match b {
+                .filter_map(|b| match b.bind {
                     Bind::Module(m, _) => m.split('.').next(),
                     _ => None,
                 })

@@ -83,7 +83,7 @@ impl<'t> Analyzer<'t> {
             return r;
         }
         for ((n, v), f) in lowered.texts.iter().zip(&lowered.found) {
-            let v = v.as_str();
+            let v: &str = v;
             let (ssh, windows) = remote_program(v, *f);
             if ssh || windows {
                 r.remote.get_or_insert(*n);

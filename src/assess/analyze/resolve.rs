@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::args::Args;
 use super::literal::{int_value, string_value};
 use super::names::*;
-use super::{Analyzer, Bind, Bindings, Node, F, K};
+use super::{Analyzer, Bind, Binding, Node, F, K};
 use super::{EVAL_BUDGET, EVAL_DEPTH};
 
 /// A module's name as the start of a dotted name: with room for `attr`
@@ -72,15 +72,15 @@ impl<'t> Analyzer<'t> {
                 .then(|| scope_binds(by_scope, id))
                 .flatten();
             if let Some(list) = here {
-                let before = list.partition_point(|(p, _)| *p < at);
+                let before = list.partition_point(|x| x.at < at);
                 let i = if before > 0 {
                     before - 1
                 } else {
                     list.len().saturating_sub(1)
                 };
-                if let Some((start, b)) = list.get(i) {
-                    let end = list.get(i + 1).map_or(usize::MAX, |(p, _)| *p);
-                    return Some((*b, *start..end));
+                if let Some(b) = list.get(i) {
+                    let end = list.get(i + 1).map_or(usize::MAX, |x| x.at);
+                    return Some((b.bind, b.at..end));
                 }
             }
             first = false;
@@ -89,20 +89,31 @@ impl<'t> Analyzer<'t> {
         None
     }
 
-    fn scope_chain_stars(&self, scope: usize) -> Vec<&'t str> {
-        let mut out = Vec::new();
+    /// The qualified name `name` has through a star import (`from os import
+    /// *` then `system(...)`) in `scope` or a scope around it, when that is
+    /// a known target: modules tried innermost scope first. A module
+    /// star-imported twice is tried twice, with the same answer. (Asked of
+    /// every name that is not bound, builtins included: the modules were
+    /// collected into a vector, and each candidate copied, every time.)
+    fn star_target(&self, scope: usize, name: &str) -> Option<String> {
+        if self.star_imports.is_empty() {
+            return None;
+        }
+        let mut q = String::new();
         let mut s = Some(scope);
         while let Some(id) = s {
             for (_, m) in self.star_imports.iter().filter(|(sc, _)| *sc == id) {
-                // A module star-imported twice resolves names the same way
-                // twice: once is enough.
-                if !out.contains(m) {
-                    out.push(*m);
+                q.clear();
+                q.push_str(m);
+                q.push('.');
+                q.push_str(name);
+                if is_known_target(&q) {
+                    return Some(q);
                 }
             }
             s = self.scopes.get(id).and_then(|sc| sc.parent);
         }
-        out
+        None
     }
 
     /// The qualified name a call's callee resolves to (with a budget of its
@@ -152,11 +163,7 @@ impl<'t> Analyzer<'t> {
                         _ => None,
                     }),
                     None => {
-                        let star = self
-                            .scope_chain_stars(scope)
-                            .into_iter()
-                            .map(|m| [m, ".", name].concat())
-                            .find(|q| is_known_target(q));
+                        let star = self.star_target(scope, name);
                         star.or_else(|| is_builtin(name).then(|| ["builtins.", name].concat()))
                     }
                 }
@@ -277,14 +284,21 @@ impl<'t> Analyzer<'t> {
     }
 }
 
-/// The bindings of one name in scope `id`, from the name's list sorted by
-/// scope.
-pub(super) fn scope_binds<'a, 't>(
-    by_scope: &'a [(usize, Bindings<'t>)],
-    id: usize,
-) -> Option<&'a Bindings<'t>> {
-    let i = by_scope.binary_search_by_key(&id, |(s, _)| *s).ok()?;
-    by_scope.get(i).map(|(_, l)| l)
+/// The bindings of one name in scope `id` (in source order), from the
+/// name's list sorted by scope; `None` when the scope binds it nowhere.
+pub(super) fn scope_binds<'a, 't>(all: &'a [Binding<'t>], id: usize) -> Option<&'a [Binding<'t>]> {
+    // Most names are bound in one scope only: the whole list is that
+    // scope's, or no scope asked about but that one has any.
+    let (first, last) = (all.first()?, all.last()?);
+    if first.scope == last.scope {
+        return (first.scope == id).then_some(all);
+    }
+    if id < first.scope || id > last.scope {
+        return None;
+    }
+    let lo = all.partition_point(|x| x.scope < id);
+    let hi = all.partition_point(|x| x.scope <= id);
+    all.get(lo..hi).filter(|l| !l.is_empty())
 }
 
 /// Spellings of the builtins module, rewritten to `builtins`.

@@ -240,7 +240,7 @@ impl<'t> Analyzer<'t> {
         // The literals the script uses (docstrings are not among them), and
         // its code for the decoders.
         let lowered = self.lowered();
-        let literals = || lowered.texts.iter().map(|(_, t)| t.as_str());
+        let literals = || lowered.texts.iter().map(|(_, t)| &**t);
         // Whether a literal holds one of `METADATA_DESCRIBES` is in its
         // needle bits: six searches of every literal before.
         let describes = super::needles::DESCRIBES;

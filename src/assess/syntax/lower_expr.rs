@@ -136,6 +136,7 @@ impl Lower {
                 self.close();
             }
             Expr::Call(c) => {
+                self.tree.calls += 1;
                 self.open_r(K::Call, field, r);
                 self.expr(&mut c.func, F::Function);
                 self.arguments(&mut c.arguments, F::Arguments);

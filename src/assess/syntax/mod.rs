@@ -45,6 +45,10 @@ pub(super) struct Tree {
     pub errors: Vec<(usize, String)>,
     /// Byte offset of the first expression nested past the depth cap.
     pub truncated_at: Option<usize>,
+    /// How many calls the tree holds, counted as they are lowered: the
+    /// tables made of every call are sized once from it (they grew by
+    /// doubling, each step a copy).
+    pub calls: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +72,7 @@ pub(super) fn parse(text: &str, max_depth: usize) -> Tree {
         line_starts: line_starts(text),
         errors,
         truncated_at: None,
+        calls: 0,
     };
     lower::lower_module(tree, module, text.len(), max_depth)
 }
