@@ -256,6 +256,13 @@ fn refused(ticket: &Ticket, reason: String) -> Response<Body> {
     )
 }
 
+/// An allowed request the upstream side could not carry out: noted on the ticket
+/// (not a refusal), answered 502.
+fn bad_gateway(ticket: &Ticket, why: String) -> Response<Body> {
+    ticket.note(why.clone());
+    text(StatusCode::BAD_GATEWAY, format!("maibox proxy: {why}"))
+}
+
 async fn handle(state: Arc<State>, req: Request<hyper::body::Incoming>) -> Response<Body> {
     let method = req.method().clone();
     let kind = if method == Method::CONNECT {
@@ -368,14 +375,8 @@ enum Upstream {
 fn upstream_error(ticket: &Ticket, err: Upstream) -> Response<Body> {
     match err {
         Upstream::Resolve(e @ ResolveError::Refused { .. }) => refused(ticket, e.to_string()),
-        Upstream::Resolve(e) => {
-            ticket.note(e.to_string());
-            text(StatusCode::BAD_GATEWAY, format!("maibox proxy: {e}"))
-        }
-        Upstream::Failed(e) => {
-            ticket.note(e.clone());
-            text(StatusCode::BAD_GATEWAY, format!("maibox proxy: {e}"))
-        }
+        Upstream::Resolve(e) => bad_gateway(ticket, e.to_string()),
+        Upstream::Failed(e) => bad_gateway(ticket, e),
     }
 }
 
@@ -743,11 +744,7 @@ async fn upstream_response(
             } else {
                 format!("upstream: {e}")
             };
-            ticket.note(why.clone());
-            Err(text(
-                StatusCode::BAD_GATEWAY,
-                format!("maibox proxy: {why}"),
-            ))
+            Err(bad_gateway(ticket, why))
         }
         Err(_) => {
             ticket.note("timeout waiting for upstream response".into());
