@@ -135,7 +135,7 @@ impl<'t> Analyzer<'t> {
         self.facts_of(site).and_then(|f| f.send)
     }
 
-    fn facts_of(&self, site: &CallSite<'t>) -> Option<&SiteFacts> {
+    pub(super) fn facts_of(&self, site: &CallSite<'t>) -> Option<&SiteFacts> {
         self.site_facts().get(site.index)
     }
 

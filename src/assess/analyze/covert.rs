@@ -160,11 +160,14 @@ impl<'t> Analyzer<'t> {
         kw: &[(&str, Node<'t>)],
     ) -> bool {
         let verb = method.is_some_and(|m| HTTP_VERBS.contains(&m));
-        let k = self.site_kinds(site);
-        self.site_q(site)
+        // The call's facts read once (each accessor looked them up again).
+        let facts = self.facts_of(site);
+        let k = facts.map_or(0, |f| f.kinds);
+        facts
+            .and_then(|f| f.q.as_deref())
             .is_some_and(|q| super::names::network_client(q, k))
             || matches!(
-                self.site_send(site),
+                facts.and_then(|f| f.send),
                 Some(SendKind::Method | SendKind::Client)
             )
             || (verb && (kwarg(kw, "headers").is_some() || kwarg(kw, "cookies").is_some()))
