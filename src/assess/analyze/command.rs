@@ -542,10 +542,13 @@ impl<'t> Analyzer<'t> {
     /// Whether some literal is a URL or a command that fetches (`curl`,
     /// `wget`): what a scheduled job would reach out to.
     pub(super) fn names_remote_literal(&self) -> bool {
-        self.lowered()
-            .texts
-            .iter()
-            .any(|(_, v)| v.contains("://") || super::exfil::mentions_net_tool(v))
+        // The literals do not change: searched once, not at each command.
+        *self.remote_literal.get_or_init(|| {
+            self.lowered()
+                .texts
+                .iter()
+                .any(|(_, v)| v.contains("://") || super::exfil::mentions_net_tool(v))
+        })
     }
 
     /// The finding one command's words make.
