@@ -189,9 +189,10 @@ impl<'t> Analyzer<'t> {
     }
 
     pub(super) fn check_calls(&mut self) {
-        let calls = self.calls.clone();
-        for site in &calls {
-            if let Some(call) = self.call(*site) {
+        // By place, not over a copy of the list: the checks add findings,
+        // never calls (the walk made them all).
+        for i in 0..self.calls.len() {
+            if let Some(call) = self.call(self.calls[i]) {
                 self.check_call(&call);
             }
         }

@@ -631,7 +631,7 @@ impl<'t> Analyzer<'t> {
         if (has("curl") || has("wget")) && PIPED_INTERPRETERS.iter().any(|p| has(p)) {
             self.add("MB908", node, "remote script piped into an interpreter");
         }
-        self.check_exfil_command(lower, node);
+        self.check_exfil_command(lower, &g, node);
         if let Some(path) = downloaded_then_run(lower, &g) {
             self.add(
                 "MB915",
