@@ -116,6 +116,17 @@ fn product(a: &[String], b: &[String], f: impl Fn(&str, &str) -> String) -> Vec<
     out
 }
 
+/// `out` followed by `more`: `more` itself when `out` is empty (a name's
+/// values are most often its one binding's, which were moved into a new
+/// vector).
+fn append(out: &mut Vec<String>, more: Vec<String>) {
+    if out.is_empty() {
+        *out = more;
+    } else {
+        out.extend(more);
+    }
+}
+
 /// The values of one side of a [`product`], an unknown side being a
 /// borrowed `*` (it was a `String` made at every product).
 fn side(v: &[String]) -> impl Iterator<Item = &str> + Clone {
@@ -292,16 +303,18 @@ impl<'t> Analyzer<'t> {
         let mut out = Vec::new();
         for b in binds {
             match b {
-                Bind::Expr(v, s) => out.extend(self.pv(v, s, depth)),
+                Bind::Expr(v, s) => append(&mut out, self.pv(v, s, depth)),
                 Bind::Param { param, func, index } => {
                     if let Some(default) = param.child(F::Value) {
-                        out.extend(self.pv(default, func, depth));
+                        append(&mut out, self.pv(default, func, depth));
                     }
                     for (arg, s) in self.passed(func, index, name) {
-                        out.extend(self.pv(arg, s, depth));
+                        append(&mut out, self.pv(arg, s, depth));
                     }
                 }
-                Bind::Part { of, scope: s, how } => out.extend(self.pv_part(of, s, how, depth)),
+                Bind::Part { of, scope: s, how } => {
+                    append(&mut out, self.pv_part(of, s, how, depth));
+                }
                 _ => {}
             }
         }
@@ -314,7 +327,7 @@ impl<'t> Analyzer<'t> {
                     .flat_map(|a| self.pv(a, s, depth)),
             );
             if v.kind() != K::ArgumentList {
-                out.extend(self.pv(v, s, depth));
+                append(&mut out, self.pv(v, s, depth));
             }
         }
         out
