@@ -135,7 +135,7 @@ impl<'t> Analyzer<'t> {
         self.facts_of(site).and_then(|f| f.send)
     }
 
-    fn facts_of(&self, site: &CallSite<'t>) -> Option<&SiteFacts> {
+    pub(super) fn facts_of(&self, site: &CallSite<'t>) -> Option<&SiteFacts> {
         self.site_facts().get(site.index)
     }
 
@@ -189,9 +189,10 @@ impl<'t> Analyzer<'t> {
     }
 
     pub(super) fn check_calls(&mut self) {
-        let calls = self.calls.clone();
-        for site in &calls {
-            if let Some(call) = self.call(*site) {
+        // By place, not over a copy of the list: the checks add findings,
+        // never calls (the walk made them all).
+        for i in 0..self.calls.len() {
+            if let Some(call) = self.call(self.calls[i]) {
                 self.check_call(&call);
             }
         }

@@ -272,12 +272,16 @@ impl<'t> Analyzer<'t> {
     fn cloud_argv(&self, site: &CallSite<'t>) -> Option<String> {
         let (pos, _) = self.args(site.node);
         let first = *pos.first()?;
-        let words: Vec<String> = if first.kind().is_sequence() {
-            self.command_words(first, site.scope)?
-                .split(' ')
-                .map(str::to_string)
-                .collect()
-        } else {
+        if first.kind().is_sequence() {
+            // The words are joined by spaces already: judged as they are,
+            // not split into a vector of copies and joined again.
+            let line = self.command_words(first, site.scope)?;
+            let head = line.split(' ').next()?.rsplit('/').next()?;
+            return CLOUD_CLIS
+                .contains(&head)
+                .then(|| line.to_ascii_lowercase());
+        }
+        let words: Vec<String> = {
             // The count first: folding the first argument of every call, in
             // any script that runs a command, was most of this family's cost.
             if pos.len() < 3 {

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use super::literal::shorten;
+use super::needles::Grams;
 use super::{pos, taxonomy, Analyzer, Node};
 
 /// What one command of a command line does, judged from its words.
@@ -541,10 +542,13 @@ impl<'t> Analyzer<'t> {
     /// Whether some literal is a URL or a command that fetches (`curl`,
     /// `wget`): what a scheduled job would reach out to.
     pub(super) fn names_remote_literal(&self) -> bool {
-        self.lowered()
-            .texts
-            .iter()
-            .any(|(_, v)| v.contains("://") || super::exfil::mentions_net_tool(v))
+        // The literals do not change: searched once, not at each command.
+        *self.remote_literal.get_or_init(|| {
+            self.lowered()
+                .texts
+                .iter()
+                .any(|(_, v)| v.contains("://") || super::exfil::mentions_net_tool(v))
+        })
     }
 
     /// The finding one command's words make.
@@ -616,35 +620,36 @@ impl<'t> Analyzer<'t> {
 
     /// Shapes that span the whole (lower-cased) command line.
     pub(super) fn check_command_line(&mut self, lower: &str, node: Node<'t>) {
-        if lower.contains("/dev/tcp/")
-            || lower.contains("/dev/udp/")
-            || (lower.contains("mkfifo") && lower.contains("nc "))
-        {
+        // One fingerprint of the line's byte pairs turns away the needles
+        // it cannot hold: sixteen `str::contains`, each setting a searcher
+        // up, were most of this function's cost on every command line.
+        let g = Grams::of(lower);
+        let has = |needle: &str| g.contains(lower, needle);
+        if has("/dev/tcp/") || has("/dev/udp/") || (has("mkfifo") && has("nc ")) {
             self.add("MB901", node, "shell redirection to a network socket");
         }
-        if (lower.contains("curl") || lower.contains("wget"))
-            && ["| sh", "|sh", "| bash", "|bash", "| python", "|python"]
-                .iter()
-                .any(|p| lower.contains(p))
-        {
+        if (has("curl") || has("wget")) && PIPED_INTERPRETERS.iter().any(|p| has(p)) {
             self.add("MB908", node, "remote script piped into an interpreter");
         }
-        self.check_exfil_command(lower, node);
-        if let Some(path) = downloaded_then_run(lower) {
+        self.check_exfil_command(lower, &g, node);
+        if let Some(path) = downloaded_then_run(lower, &g) {
             self.add(
                 "MB915",
                 node,
                 format!("downloads {path}, then makes it executable or runs it"),
             );
         }
-        if lower.contains(":(){") || lower.contains(":() {") {
+        if has(":(){") || has(":() {") {
             self.add("MB902", node, "shell fork bomb");
         }
-        if lower.contains("xmrig") || lower.contains("stratum+") {
+        if has("xmrig") || has("stratum+") {
             self.add("MB905", node, "miner in a command");
         }
     }
 }
+
+/// A download piped into an interpreter, as a command line spells it.
+const PIPED_INTERPRETERS: &[&str] = &["| sh", "|sh", "| bash", "|bash", "| python", "|python"];
 
 /// Does the (lower-cased) command line print stored secrets: the whole
 /// macOS keychain dumped, a browser's or chat app's "Safe Storage" key (what
@@ -669,11 +674,11 @@ const FETCHERS: &[&str] = &["wget", "curl"];
 
 /// A command line that saves a download (`wget -O p`, `curl -o p`) and
 /// then makes that file executable or runs it.
-fn downloaded_then_run(lower: &str) -> Option<String> {
+fn downloaded_then_run(lower: &str, g: &Grams) -> Option<String> {
     // Nothing is saved without a stage headed by a fetcher, and a stage's
     // head is part of the line: a line without one is not split into its
     // stages' words.
-    if !FETCHERS.iter().any(|f| lower.contains(f)) {
+    if !FETCHERS.iter().any(|f| g.contains(lower, f)) {
         return None;
     }
     let mut saved: Option<String> = None;
@@ -706,7 +711,7 @@ fn downloaded_then_run(lower: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{downloaded_then_run, windows_defender_off};
+    use super::{downloaded_then_run, windows_defender_off, Grams};
 
     /// The gate on `mppreference` keeps Defender's settings, quoted or not.
     #[test]
@@ -726,7 +731,7 @@ mod tests {
     /// the program named by path too.
     #[test]
     fn downloads_then_runs() {
-        let found = |l: &str| downloaded_then_run(l);
+        let found = |l: &str| downloaded_then_run(l, &Grams::of(l));
         assert_eq!(
             found("wget -o /tmp/x http://h/x; chmod +x /tmp/x").as_deref(),
             Some("/tmp/x")

@@ -9,6 +9,7 @@
 
 use super::calls::kwarg;
 use super::flow::{Source, Taint};
+use super::kinds;
 use super::literal::shorten;
 use super::needles::{needles_in, DROP_SERVICE};
 use super::{exfil::SendKind, line, Analyzer, CallSite, Node, F, K};
@@ -24,15 +25,6 @@ const CARGO: &[Source] = &[
 
 /// Cargo worth hiding even without encoding it first (a pixel, a pause).
 const SENSITIVE: &[Source] = &[Source::Secret, Source::Mail, Source::Environment];
-
-/// Calls that resolve a name.
-const LOOKUPS: &[&str] = &[
-    "socket.gethostbyname",
-    "socket.gethostbyname_ex",
-    "socket.getaddrinfo",
-    "dns.resolver.resolve",
-    "dns.resolver.query",
-];
 
 /// Header names whose values are credentials or digests by design.
 const AUTH_HEADER_WORDS: &[&str] = &[
@@ -111,7 +103,10 @@ impl<'t> Analyzer<'t> {
     fn covert_call(&self, site: &CallSite<'t>, dns: bool) -> Option<String> {
         let (q, method) = (self.site_q(site), site.method);
         let (pos, kw) = self.args(site.node);
-        let lookup = q.is_some_and(|q| LOOKUPS.contains(&q))
+        // A call that resolves a name ([`super::exfil::DNS_LOOKUPS`], read
+        // from the call's facts: this kept a copy of that list and compared
+        // every callee with each of its names).
+        let lookup = self.site_kinds(site) & kinds::DNS_LOOKUP != 0
             || (dns && matches!(method, Some("resolve" | "query")));
         if lookup {
             let name = pos.first().copied().or_else(|| kwarg(kw, "qname"))?;
@@ -160,11 +155,14 @@ impl<'t> Analyzer<'t> {
         kw: &[(&str, Node<'t>)],
     ) -> bool {
         let verb = method.is_some_and(|m| HTTP_VERBS.contains(&m));
-        let k = self.site_kinds(site);
-        self.site_q(site)
+        // The call's facts read once (each accessor looked them up again).
+        let facts = self.facts_of(site);
+        let k = facts.map_or(0, |f| f.kinds);
+        facts
+            .and_then(|f| f.q.as_deref())
             .is_some_and(|q| super::names::network_client(q, k))
             || matches!(
-                self.site_send(site),
+                facts.and_then(|f| f.send),
                 Some(SendKind::Method | SendKind::Client)
             )
             || (verb && (kwarg(kw, "headers").is_some() || kwarg(kw, "cookies").is_some()))

@@ -150,11 +150,17 @@ fn runs_in_command(cmd: &str, path: &str) -> bool {
         return false;
     }
     cmd.split(['&', '|', ';', '\n']).any(|seg| {
-        let words: Vec<&str> = seg.split_whitespace().collect();
-        match words.first() {
-            Some(w) if *w == path => true,
-            Some(&("chmod" | "nohup" | "setsid" | "exec" | "sh" | "bash")) => {
-                words.last() == Some(&path) || words.get(1) == Some(&path)
+        // The first, second and last words, without collecting them all.
+        let mut words = seg.split_whitespace();
+        let Some(first) = words.next() else {
+            return false;
+        };
+        let second = words.next();
+        let last = words.last().or(second).unwrap_or(first);
+        match first {
+            w if w == path => true,
+            "chmod" | "nohup" | "setsid" | "exec" | "sh" | "bash" => {
+                last == path || second == Some(path)
             }
             _ => false,
         }

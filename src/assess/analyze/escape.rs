@@ -84,8 +84,7 @@ impl<'t> Analyzer<'t> {
     /// `setns` on a descriptor of another process's namespace (`/proc/N/ns/...`
     /// named in the script): joining the host's namespaces from a container.
     fn check_setns(&mut self, call: &Call<'t>) {
-        let strings = self.strings.clone();
-        let named = strings.iter().find_map(|s| {
+        let named = self.strings.iter().find_map(|s| {
             let v = super::literal::string_value(self.src, *s)?;
             taxonomy::foreign_namespace(&v).then_some(v)
         });

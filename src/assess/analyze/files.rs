@@ -5,6 +5,7 @@ use super::calls::Call;
 use super::names::*;
 use super::needles::Grams;
 use ruff_python_ast::Operator;
+use rustc_hash::FxHashMap;
 
 use super::{pos, taxonomy, Analyzer, Bind, Node, Op, F, K};
 
@@ -263,7 +264,7 @@ impl<'t> Analyzer<'t> {
             return;
         }
         for f in self.findings.iter_mut().filter(|f| f.rule == "MB201") {
-            if asked.contains(&(f.row, f.col)) {
+            if asked.binary_search(&(f.row, f.col)).is_ok() {
                 f.rule = "MB959";
                 f.detail.push_str(": after the user confirmed the change");
             }
@@ -289,7 +290,7 @@ impl<'t> Analyzer<'t> {
     pub(super) fn confirmed_sudo_commands(&mut self) {
         let asked = self.asked_in_own_setup("MB204");
         for f in self.findings.iter_mut() {
-            if matches!(f.rule, "MB204" | "MB208") && asked.contains(&(f.row, f.col)) {
+            if matches!(f.rule, "MB204" | "MB208") && asked.binary_search(&(f.row, f.col)).is_ok() {
                 f.rule = "MB231";
                 f.detail.push_str(": after asking the user");
             }
@@ -307,17 +308,31 @@ impl<'t> Analyzer<'t> {
         {
             return Vec::new();
         }
-        self.findings
+        // The first call at each position, and the scope of the first
+        // call of each node: each finding searched every call for both,
+        // quadratic in a setup script that asks before each command.
+        let mut at_pos: FxHashMap<(usize, usize), Node<'t>> = FxHashMap::default();
+        let mut scope_of: FxHashMap<u32, usize> = FxHashMap::default();
+        for c in &self.calls {
+            at_pos.entry(pos(c.node)).or_insert(c.node);
+            scope_of.entry(c.node.id()).or_insert(c.scope);
+        }
+        let mut asked: Vec<(usize, usize)> = self
+            .findings
             .iter()
             .filter(|f| f.rule == rule)
             .map(|f| (f.row, f.col))
-            .filter(|&at| {
-                self.calls
-                    .iter()
-                    .find(|c| super::pos(c.node) == at)
-                    .is_some_and(|c| self.asked_before(c.node))
+            .filter(|at| {
+                at_pos.get(at).is_some_and(|&n| {
+                    scope_of
+                        .get(&n.id())
+                        .is_some_and(|&s| self.asked_before_in(n, s))
+                })
             })
-            .collect()
+            .collect();
+        // Sorted, for the callers' search at every finding.
+        asked.sort_unstable();
+        asked
     }
 
     /// Destruction, persistence, disks, then the system paths; true when
@@ -628,9 +643,13 @@ impl<'t> Analyzer<'t> {
     /// A script that imports no network module and carries none of
     /// [`NOT_OWN_SETUP`]: what it sets up, it sets up from the machine.
     pub(super) fn own_setup_script(&self) -> bool {
-        !self.facts.net_import
-            && !NOT_OWN_SETUP.iter().any(|m| self.src.contains(m))
-            && !names_own_file(self.src)
+        // Asked once the walk is done (the imports are all seen), at each
+        // command and finding that may be the user's own.
+        *self.own_setup.get_or_init(|| {
+            !self.facts.net_import
+                && !NOT_OWN_SETUP.iter().any(|m| self.src.contains(m))
+                && !names_own_file(self.src)
+        })
     }
 
     /// A symlink in a script that writes no file contents and whose

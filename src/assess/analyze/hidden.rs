@@ -62,7 +62,7 @@ impl<'t> Analyzer<'t> {
         let url = self.fold(url, scope, 0)?.to_ascii_lowercase();
         let host = super::agents::url_host(&url)?.to_string();
         let lowered = self.lowered();
-        let written = lowered.texts.iter().any(|(_, v)| v.contains(host.as_str()));
+        let written = lowered.any_holds(&host);
         (!written).then_some(host)
     }
 
@@ -90,7 +90,7 @@ impl<'t> Analyzer<'t> {
                 return None;
             }
             let domain = address.split_once('@')?.1;
-            let written = lowered.texts.iter().any(|(_, t)| t.contains(domain));
+            let written = lowered.any_holds(domain);
             (!written).then_some(address)
         })
     }

@@ -62,9 +62,10 @@ pub(super) struct Download<'t> {
 impl<'t> Analyzer<'t> {
     /// Fills the file store and the download and scrambled-write lists.
     pub(super) fn index_writes(&mut self) {
-        let sites = self.calls.clone();
-        for site in &sites {
-            let Some(w) = self.file_write(site) else {
+        // By place, not over a copy of the list (see `check_calls`).
+        for i in 0..self.calls.len() {
+            let site = self.calls[i];
+            let Some(w) = self.file_write(&site) else {
                 continue;
             };
             self.check_spread(&w);

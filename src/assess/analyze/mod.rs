@@ -478,6 +478,17 @@ struct Analyzer<'t> {
     /// The scope each def, lambda or class opens, by its node id, and how
     /// many of `scopes` are indexed so far (see `tabled::scope_of`).
     scope_openers: RefCell<(usize, FxHashMap<u32, usize>)>,
+    /// Where the first `input()` call of each scope starts (see
+    /// `Analyzer::asks_in`), found at the first question once the walk is
+    /// done.
+    first_asks: std::cell::OnceCell<FxHashMap<usize, usize>>,
+    /// Whether the script sets up the user's own machine (see
+    /// `Analyzer::own_setup_script`), and whether a literal names something
+    /// remote (`Analyzer::names_remote_literal`): asked at each command
+    /// and finding that may be the user's own, and each searched the whole
+    /// source or every literal.
+    own_setup: std::cell::OnceCell<bool>,
+    remote_literal: std::cell::OnceCell<bool>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -533,6 +544,9 @@ impl<'t> Analyzer<'t> {
             route_decorator: false,
             metadata_only: std::cell::OnceCell::new(),
             scope_openers: RefCell::new((0, FxHashMap::default())),
+            first_asks: std::cell::OnceCell::new(),
+            own_setup: std::cell::OnceCell::new(),
+            remote_literal: std::cell::OnceCell::new(),
         }
     }
 

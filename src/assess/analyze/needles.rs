@@ -21,6 +21,42 @@ pub(super) struct Lowered<'t> {
     pub texts: Vec<(Node<'t>, Cow<'t, str>)>,
     /// For each of `texts`, [`needles_in`] of it.
     pub found: Vec<u32>,
+    /// `texts` joined by newlines, made at the first [`Lowered::any_holds`].
+    joined: std::cell::OnceCell<String>,
+}
+
+impl Lowered<'_> {
+    /// Whether some literal holds `needle`. The hidden-destination checks
+    /// ask this of each host a send reaches, and searched every literal in
+    /// turn (a searcher set up per literal); one search of the literals
+    /// joined by newlines gives the same answer for a needle without a
+    /// newline, which cannot span two of them.
+    pub fn any_holds(&self, needle: &str) -> bool {
+        if needle.is_empty() || needle.contains('\n') {
+            return self.texts.iter().any(|(_, t)| t.contains(needle));
+        }
+        let joined = self
+            .joined
+            .get_or_init(|| join_lines(self.texts.iter().map(|(_, t)| &**t)));
+        lines_hold(joined, needle)
+    }
+}
+
+/// The texts, each followed by a newline.
+fn join_lines<'a>(texts: impl Iterator<Item = &'a str> + Clone) -> String {
+    let len = texts.clone().map(|t| t.len() + 1).sum();
+    let mut all = String::with_capacity(len);
+    for t in texts {
+        all.push_str(t);
+        all.push('\n');
+    }
+    all
+}
+
+/// Whether one of the texts [`join_lines`] joined into `joined` holds
+/// `needle`, a needle without a newline.
+fn lines_hold(joined: &str, needle: &str) -> bool {
+    memchr::memmem::find(joined.as_bytes(), needle.as_bytes()).is_some()
 }
 
 impl<'t> Analyzer<'t> {
@@ -35,7 +71,11 @@ impl<'t> Analyzer<'t> {
                     .map(|(s, v)| (*s, self.lower_literal(*s, v)))
                     .collect();
                 let found = texts.iter().map(|(_, t)| needles_in(t)).collect();
-                Rc::new(Lowered { texts, found })
+                Rc::new(Lowered {
+                    texts,
+                    found,
+                    joined: std::cell::OnceCell::new(),
+                })
             })
             .clone()
     }
@@ -267,6 +307,29 @@ fn pair_hash(a: u8, b: u8) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One search of the joined literals answers as a search of each.
+    #[test]
+    fn joined_lines_hold_what_one_holds() {
+        let texts = ["https://evil.example/x", "multi\nline.example", "", "a.b"];
+        let joined = join_lines(texts.iter().copied());
+        for needle in [
+            "evil.example",
+            "line.example",
+            "multi",
+            "a.b",
+            "x\nmulti",
+            "/xmulti",
+            "b.c",
+            "example/x",
+        ] {
+            if needle.contains('\n') {
+                continue;
+            }
+            let each = texts.iter().any(|t| t.contains(needle));
+            assert_eq!(lines_hold(&joined, needle), each, "{needle}");
+        }
+    }
 
     /// Each bit is set exactly when one of its list's needles occurs.
     #[test]

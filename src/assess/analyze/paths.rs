@@ -11,7 +11,7 @@
 use ruff_python_ast::Operator;
 
 use super::fold::BASE64_DECODERS;
-use super::literal::{b64decode, join_path};
+use super::literal::b64decode;
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
 /// Steps one path query may take: path expressions are short chains, and
@@ -104,12 +104,9 @@ fn capped(mut v: Vec<String>) -> Vec<String> {
 
 /// Every combination of `a` and `b` joined by `f`; an unknown side is `*`.
 fn product(a: &[String], b: &[String], f: impl Fn(&str, &str) -> String) -> Vec<String> {
-    let star = ["*".to_string()];
-    let a = if a.is_empty() { &star[..] } else { a };
-    let b = if b.is_empty() { &star[..] } else { b };
     let mut out = Vec::new();
-    for x in a {
-        for y in b {
+    for x in side(a) {
+        for y in side(b) {
             if out.len() >= MAX_VALUES {
                 return out;
             }
@@ -119,8 +116,38 @@ fn product(a: &[String], b: &[String], f: impl Fn(&str, &str) -> String) -> Vec<
     out
 }
 
+/// `out` followed by `more`: `more` itself when `out` is empty (a name's
+/// values are most often its one binding's, which were moved into a new
+/// vector).
+fn append(out: &mut Vec<String>, more: Vec<String>) {
+    if out.is_empty() {
+        *out = more;
+    } else {
+        out.extend(more);
+    }
+}
+
+/// The values of one side of a [`product`], an unknown side being a
+/// borrowed `*` (it was a `String` made at every product).
+fn side(v: &[String]) -> impl Iterator<Item = &str> + Clone {
+    let star = v.is_empty().then_some("*");
+    v.iter().map(String::as_str).chain(star)
+}
+
+/// `join_path(&[a, b])`, without copying both into a vector first (and
+/// the first again into the result): paths are joined at every `/`,
+/// `os.path.join` and glob the evaluator meets.
 fn join2(a: &str, b: &str) -> String {
-    join_path(&[a.to_string(), b.to_string()])
+    if b.starts_with('/') || a.is_empty() {
+        return b.to_string();
+    }
+    let mut out = String::with_capacity(a.len() + 1 + b.len());
+    out.push_str(a);
+    if !a.ends_with('/') {
+        out.push('/');
+    }
+    out.push_str(b);
+    out
 }
 
 fn dirname(p: &str) -> String {
@@ -276,16 +303,18 @@ impl<'t> Analyzer<'t> {
         let mut out = Vec::new();
         for b in binds {
             match b {
-                Bind::Expr(v, s) => out.extend(self.pv(v, s, depth)),
+                Bind::Expr(v, s) => append(&mut out, self.pv(v, s, depth)),
                 Bind::Param { param, func, index } => {
                     if let Some(default) = param.child(F::Value) {
-                        out.extend(self.pv(default, func, depth));
+                        append(&mut out, self.pv(default, func, depth));
                     }
                     for (arg, s) in self.passed(func, index, name) {
-                        out.extend(self.pv(arg, s, depth));
+                        append(&mut out, self.pv(arg, s, depth));
                     }
                 }
-                Bind::Part { of, scope: s, how } => out.extend(self.pv_part(of, s, how, depth)),
+                Bind::Part { of, scope: s, how } => {
+                    append(&mut out, self.pv_part(of, s, how, depth));
+                }
                 _ => {}
             }
         }
@@ -298,7 +327,7 @@ impl<'t> Analyzer<'t> {
                     .flat_map(|a| self.pv(a, s, depth)),
             );
             if v.kind() != K::ArgumentList {
-                out.extend(self.pv(v, s, depth));
+                append(&mut out, self.pv(v, s, depth));
             }
         }
         out
@@ -734,7 +763,22 @@ impl<'t> Analyzer<'t> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blank_fields, dirname, with_suffix};
+    use super::super::literal::join_path;
+    use super::{blank_fields, dirname, join2, with_suffix};
+
+    /// `join2` joins two paths as `join_path` does.
+    #[test]
+    fn join2_is_join_path() {
+        let parts = [
+            "", "/", "a", "a/", "/etc", "/etc/", "x/y", "~", "*", "/tmp/z",
+        ];
+        for a in parts {
+            for b in parts {
+                let whole = join_path(&[a.to_string(), b.to_string()]);
+                assert_eq!(join2(a, b), whole, "{a:?} {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn path_helpers() {

@@ -95,8 +95,9 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let net = self.facts.network || self.facts.net_import;
-        let sites = self.calls.clone();
-        for site in sites {
+        // By place, not over a copy of the list (see `check_calls`).
+        for i in 0..self.calls.len() {
+            let site = self.calls[i];
             let method = site.method;
             let sink = match self.site_send(&site) {
                 Some(SendKind::Client) => "sent",

@@ -28,8 +28,9 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let mut seen: FxHashSet<u32> = FxHashSet::default();
-        let strings = self.strings.clone();
-        for s in strings {
+        // By place, not over a copy of the list: the walk made them all.
+        for i in 0..self.strings.len() {
+            let s = self.strings[i];
             let Some(parent) = s.parent() else { continue };
             let words = match parent.kind() {
                 K::List | K::Tuple if seen.insert(parent.id()) => self.table_words(parent),

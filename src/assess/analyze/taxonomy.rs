@@ -224,6 +224,11 @@ pub(super) fn is_disk(path: &str) -> bool {
 /// beneath the file system: `\\.\PhysicalDrive0`, `\\.\C:` (also
 /// through `\\?\` and with forward slashes).
 fn windows_raw_disk(path: &str) -> bool {
+    // Both prefixes open with two separators: other paths are not copied.
+    let sep = |b: Option<&u8>| matches!(b, Some(b'/' | b'\\'));
+    if !(sep(path.as_bytes().first()) && sep(path.as_bytes().get(1))) {
+        return false;
+    }
     let lower = path.to_ascii_lowercase().replace('/', "\\");
     let Some(rest) = lower
         .strip_prefix("\\\\.\\")
@@ -626,6 +631,29 @@ pub(super) fn foreign_root(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two-separator gate keeps every spelling of a raw disk.
+    #[test]
+    fn raw_disks_through_the_gate() {
+        for p in [
+            "\\\\.\\PhysicalDrive0",
+            "//./physicaldrive1",
+            "\\\\?\\C:",
+            "/\\.\\harddisk0",
+            "\\/./d:",
+        ] {
+            assert!(windows_raw_disk(p), "{p}");
+        }
+        for p in [
+            "C:\\x",
+            "/dev/sda",
+            "\\server\\share",
+            ".\\PhysicalDrive0",
+            "\\",
+        ] {
+            assert!(!windows_raw_disk(p), "{p}");
+        }
+    }
 
     /// The last part is found as `rsplit` finds it, whenever it is short
     /// enough, and every defence is still recognised after a path.

@@ -225,8 +225,7 @@ impl<'t> Analyzer<'t> {
         let Some(params) = def.child(F::Parameters) else {
             return;
         };
-        let kids: Vec<Node<'t>> = params.children().collect();
-        for (index, p) in kids.into_iter().enumerate() {
+        for (index, p) in params.children().enumerate() {
             let ident = match p.kind() {
                 K::Identifier => Some(p),
                 K::DefaultParameter | K::TypedDefaultParameter => p.child(F::Name),
@@ -386,12 +385,19 @@ impl<'t> Analyzer<'t> {
                 }
             }
             K::Tuple | K::List | K::ExpressionList => {
-                let targets: Vec<Node<'t>> = target.children().collect();
-                for (i, t) in targets.iter().enumerate() {
+                let count = target.child_count();
+                // A literal sequence's items, taken one a target when there
+                // are as many (collected once, not again for each target).
+                let items: Option<Vec<Node<'t>>> = match src {
+                    Src::Value(Some(v)) if v.kind().is_sequence() => {
+                        Some(v.children().collect::<Vec<_>>()).filter(|vs| vs.len() == count)
+                    }
+                    _ => None,
+                };
+                for (i, t) in target.children().enumerate() {
                     let part = match src {
                         Src::Value(Some(v)) if v.kind().is_sequence() => {
-                            let vs: Vec<Node<'t>> = v.children().collect();
-                            Src::Value((vs.len() == targets.len()).then(|| vs[i]))
+                            Src::Value(items.as_ref().and_then(|vs| vs.get(i).copied()))
                         }
                         Src::Value(Some(v)) => Src::Part(v, Part::Unpacked(i)),
                         Src::Value(None) => Src::Value(None),
@@ -399,7 +405,7 @@ impl<'t> Analyzer<'t> {
                         Src::Context(of) => Src::Part(of, Part::Unpacked(i)),
                         Src::Part(of, how) => Src::Part(of, how),
                     };
-                    self.bind_target(*t, part, scope);
+                    self.bind_target(t, part, scope);
                 }
             }
             K::Subscript | K::Attribute => {

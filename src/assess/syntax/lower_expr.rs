@@ -197,12 +197,10 @@ impl Lower {
                 }
             }
             Expr::StringLiteral(s) => {
-                let parts: Vec<TextRange> = s.value.iter().map(|p| p.range).collect();
-                self.string_parts(field, r, &parts);
+                self.string_parts(field, r, s.value.iter().map(|p| p.range));
             }
             Expr::BytesLiteral(b) => {
-                let parts: Vec<TextRange> = b.value.iter().map(|p| p.range).collect();
-                self.string_parts(field, r, &parts);
+                self.string_parts(field, r, b.value.iter().map(|p| p.range));
             }
             Expr::NumberLiteral(n) => {
                 let kind = match n.value {
@@ -311,11 +309,19 @@ impl Lower {
         }
     }
 
-    fn string_parts(&mut self, field: Field, r: TextRange, parts: &[TextRange]) {
-        if parts.len() > 1 {
+    /// A literal of one part, or the parts of an implicit concatenation.
+    /// (Read from ruff's parts as they are: they were collected into a
+    /// vector for every literal.)
+    fn string_parts(
+        &mut self,
+        field: Field,
+        r: TextRange,
+        parts: impl Iterator<Item = TextRange> + Clone,
+    ) {
+        if parts.clone().nth(1).is_some() {
             self.open_r(K::ConcatenatedString, field, r);
             for p in parts {
-                self.leaf(K::String, F::None, *p);
+                self.leaf(K::String, F::None, p);
             }
             self.close();
         } else {
