@@ -189,8 +189,12 @@ fn expectation(p: &Path, source: &[u8]) -> Verdict {
 fn load_families() -> Vec<Labelled> {
     let mut out = Vec::new();
     for split in SPLITS {
-        let mut families: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(split))
-            .unwrap()
+        // Between a blind batch joining the held-out part and the next one being
+        // written, the blind part is empty and git keeps no directory for it.
+        let Ok(dirs) = std::fs::read_dir(Path::new(ROOT).join(split)) else {
+            continue;
+        };
+        let mut families: Vec<PathBuf> = dirs
             .map(|e| e.unwrap().path())
             .filter(|p| p.is_dir())
             .collect();
@@ -446,7 +450,9 @@ fn family_table_and_floors() {
     assert_floors("whole corpus", &parts.all, &TARGET);
     assert_floors("whole corpus", &parts.all, &WHOLE_FLOOR);
     assert_floors("held-out part", &parts.held, &HELD_OUT_FLOOR);
-    assert_floors("blind batches", &parts.blind, &BLIND_FLOOR);
+    if parts.blind.malicious + parts.blind.benign > 0 {
+        assert_floors("blind batches", &parts.blind, &BLIND_FLOOR);
+    }
     let doc = std::fs::read_to_string(DOC).unwrap_or_default();
     let block = format!("{BEGIN}\n{table}{END}");
     let current = doc
