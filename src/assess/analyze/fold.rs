@@ -232,12 +232,26 @@ impl<'t> Analyzer<'t> {
             }
             K::Call => self
                 .fold_mapped(n, scope, depth)
-                .or_else(|| self.fold_split(n, scope, depth)),
+                .or_else(|| self.fold_split(n, scope, depth))
+                .or_else(|| self.fold_reversed(n, scope, depth)),
             K::GeneratorExpression | K::ListComprehension => {
                 self.fold_chr_codes(n, scope, depth, None)
             }
             _ => None,
         }
+    }
+
+    /// `reversed("gerniw")`: the characters of a constant string, last
+    /// first, so `"".join(reversed(s))` folds like `s[::-1]`.
+    fn fold_reversed(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let [arg] = self.args(n).0[..] else {
+            return None;
+        };
+        if self.resolve(n.child(F::Function)?, scope, depth + 1)? != "builtins.reversed" {
+            return None;
+        }
+        let v = self.fold(arg, scope, depth + 1)?;
+        Some(v.chars().rev().map(String::from).collect())
     }
 
     /// `_s(118, 115)` of `def _s(*codes): return "".join(chr(c) for c in
@@ -262,6 +276,11 @@ impl<'t> Analyzer<'t> {
             };
             return Some(self.fold(arg, scope, depth + 1)?.chars().rev().collect());
         }
+        // `def _key_path(): return base64.b64decode(K).decode()`: a getter
+        // of a disguised constant is the constant.
+        if let Some(v) = self.fold(ret, def_scope, depth + 1) {
+            return Some(v);
+        }
         let func = ret
             .child(F::Function)
             .filter(|f| f.kind() == K::Attribute)?;
@@ -279,7 +298,7 @@ impl<'t> Analyzer<'t> {
 
     /// The scope of the script's own function (a `def`, or a lambda bound
     /// to a name) that `func` names, when a call passes all its parameters.
-    fn own_function_scope(&self, func: Node<'t>, scope: usize) -> Option<usize> {
+    pub(super) fn own_function_scope(&self, func: Node<'t>, scope: usize) -> Option<usize> {
         if let Some((def_scope, offset)) = self.callee_def(func, scope) {
             return (offset == 0).then_some(def_scope);
         }
