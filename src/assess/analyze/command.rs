@@ -207,6 +207,34 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
     erases_traces(head, words).then_some(Stage::Rule("MB923"))
 }
 
+/// `sudo -n true`, `sudo -nv`: whether sudo would run something without a
+/// password, asked non-interactively of a command that does nothing. It
+/// cannot prompt (`-n`), so it gains no root and captures no password;
+/// status reports ask it. `-S` (a password piped in) is not this.
+fn sudo_probe(args: &[&str]) -> bool {
+    let quiet = args.iter().any(|a| {
+        *a == "--non-interactive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('n'))
+    });
+    quiet
+        && args.iter().all(|a| {
+            matches!(
+                *a,
+                "-n" | "-v"
+                    | "-l"
+                    | "-nv"
+                    | "-vn"
+                    | "-nl"
+                    | "-ln"
+                    | "--non-interactive"
+                    | "--validate"
+                    | "--list"
+                    | "true"
+                    | "/bin/true"
+                    | "/usr/bin/true"
+            )
+        })
+}
+
 /// Whether the command `head words...` switches a defence off (MB924).
 fn turns_defence_off(head: &str, words: &[&str]) -> bool {
     let has = |w: &str| words.contains(&w);
@@ -521,9 +549,15 @@ impl<'t> Analyzer<'t> {
         let lower = cmd.to_ascii_lowercase();
         // One buffer for every stage's words, not a vector per stage.
         let mut words: Vec<&str> = Vec::new();
+        let chained = lower.contains(['&', '|', ';', '\n', '`']);
         for seg in lower.split(['&', '|', ';', '\n', '`', '(', ')']) {
             words.clear();
             words.extend(seg.split_whitespace());
+            // A sudo probe run on its own reports; chained in a shell line
+            // (`sudo -n true && ...`) it decides what runs as root next.
+            if !chained && words.first() == Some(&"sudo") && sudo_probe(&words[1..]) {
+                continue;
+            }
             self.judge_words(&words, seg, node);
             // `sudo -n chmod 4755 f`: what runs as root is judged too.
             if let Some(inner) = elevated(&words) {
