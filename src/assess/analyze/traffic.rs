@@ -191,10 +191,19 @@ impl<'t> Analyzer<'t> {
         for w in &fx.writes {
             for p in &w.paths {
                 let lower = p.to_ascii_lowercase();
-                let what = if lower == "/etc/hosts" {
-                    public().as_ref().map(|name| {
-                        format!("writes /etc/hosts in a script naming {name}: other programs reach another address for it")
-                    })
+                let what = if lower == "/etc/hosts" || lower.ends_with("/drivers/etc/hosts") {
+                    public()
+                        .as_ref()
+                        .map(|name| {
+                            format!("writes {p} in a script naming {name}: other programs reach another address for it")
+                        })
+                        // An outside address the script spells only once
+                        // decoded: names mapped where the reader cannot see.
+                        .or_else(|| {
+                            self.decoded_outside_ip().map(|ip| {
+                                format!("writes {p} in a script hiding the outside address {ip} (decoded from a literal): names in it are sent there")
+                            })
+                        })
                 } else if RESOLVERS.iter().any(|r| lower.starts_with(r)) {
                     outside_ip(fx, true).or_else(|| self.decoded_outside_ip()).map(|ip| {
                         format!("writes {p} with resolver {ip}: every name is answered by an outside server")
