@@ -424,7 +424,7 @@ impl<'t> Analyzer<'t> {
         let Some(text) = self.fold(*data, call.scope, 0) else {
             return;
         };
-        if text.starts_with("#!") {
+        if text.trim_start().starts_with("#!") {
             self.check_command_line(&text.to_ascii_lowercase(), call.node);
         }
     }

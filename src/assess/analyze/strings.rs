@@ -18,9 +18,26 @@ impl<'t> Analyzer<'t> {
         let each = strings.into_iter().zip(values).zip(lowered.texts.iter());
         for (((s, v), (_, lower)), found) in each.zip(lowered.found.iter()) {
             let Some(v) = v else {
+                self.check_template_script(s);
                 continue;
             };
             self.check_string(&v, lower, *found, s);
+        }
+    }
+
+    /// An f-string holding a shell script (`f"#!/bin/sh\ncurl {url} | sh"`,
+    /// a hook's template): its text, placeholders and all, judged like a
+    /// literal script's (see `check_string`), since a download piped into a
+    /// shell is that whatever fills the placeholders.
+    fn check_template_script(&mut self, s: Node<'t>) {
+        let text = self.text(s);
+        let body = text
+            .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+            .trim_start_matches(['"', '\''])
+            .trim_start_matches('\\')
+            .trim_start();
+        if body.starts_with("#!") {
+            self.check_command_line(&text.to_ascii_lowercase(), s);
         }
     }
 
@@ -68,7 +85,7 @@ impl<'t> Analyzer<'t> {
         if found & PRELOAD != 0 {
             self.check_preload(v, node);
         }
-        if v.starts_with("#!") {
+        if v.trim_start().starts_with("#!") {
             // A script kept in a string is written somewhere to be run:
             // judge the shapes whose meaning does not depend on where.
             self.check_command_line(lower, node);
