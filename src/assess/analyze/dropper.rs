@@ -16,6 +16,11 @@ pub(super) const LOADERS: &[&str] = &[
     "importlib.util.spec_from_file_location",
     "os.startfile",
     "pty.spawn",
+    // Windows' process creation through ctypes: the program is the first
+    // argument (lpApplicationName, WinExec's command line).
+    "ctypes.windll.kernel32.CreateProcessW",
+    "ctypes.windll.kernel32.CreateProcessA",
+    "ctypes.windll.kernel32.WinExec",
 ];
 
 /// Programs that run, install or load a file named among their arguments.
