@@ -216,6 +216,8 @@ fn analyze_text(
     a.check_cloud_wipe();
     a.check_intercepted_client();
     a.check_corruption();
+    // Before the literals are handed to their own check, which takes them.
+    a.check_ransom_note();
     a.check_strings();
     a.check_ransomware();
     a.check_document_harvest();
