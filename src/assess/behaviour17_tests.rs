@@ -334,3 +334,36 @@ for root, dirs, files in os.walk(sys.argv[1]):
     let a = run(spoil);
     assert!(rules(&a).contains(&"MB953"), "{:?}", a.findings);
 }
+
+/// Files renamed across a walk, beside a note that they are encrypted and
+/// a wallet to pay for the key, are ransomware even when the encryption
+/// is out of sight (ec76111: LOW).
+#[test]
+fn ransom_note_beside_renamed_files() {
+    let ransom = r#"import os, pathlib
+NOTE = ("Every document here was encrypted. To recover your data, pay 0.1 BTC "
+        "to bc1qexampleexampleexample and send the receipt.")
+def seal(p):
+    os.replace(p, str(p) + ".sealed")
+for f in pathlib.Path.home().rglob("*.pdf"):
+    seal(f)
+    (f.parent / "READ_ME.txt").write_text(NOTE)
+"#;
+    let a = run(ransom);
+    assert!(rules(&a).contains(&"MB966"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// A folder locker leaving its owner a reminder of how to unlock the
+/// files demands nothing.
+#[test]
+fn unlock_reminder_of_a_folder_locker_is_no_ransom_note() {
+    let locker = r#"import os, sys
+HINT = "The files in this folder are encrypted. Run `locker unlock` with your passphrase to get them back."
+for name in os.listdir(sys.argv[1]):
+    os.rename(os.path.join(sys.argv[1], name), os.path.join(sys.argv[1], name + ".locked"))
+open(os.path.join(sys.argv[1], "HOW_TO_UNLOCK.txt"), "w").write(HINT)
+"#;
+    let a = run(locker);
+    assert!(!rules(&a).contains(&"MB966"), "{:?}", a.findings);
+}

@@ -43,7 +43,7 @@ fn ransom_note(t: &str) -> bool {
     const DEMAND: &[&str] = &[
         "pay", "bitcoin", "btc", "xmr", "monero", "usdt", "wallet", "contact", "write to", "mail",
     ];
-    ["files", "photos", "documents"]
+    ["file", "photo", "document", "your data"]
         .iter()
         .any(|w| t.contains(w))
         && [LOCKED, BACK, DEMAND]
