@@ -61,6 +61,12 @@ impl<'t> Analyzer<'t> {
                 let binds = self.lookup(self.text(n), scope, n.start_byte())?;
                 binds.iter().rev().find_map(|b| match *b {
                     Bind::Expr(v, s) => self.fold(v, s, depth + 1),
+                    Bind::Param { func, index: 0, .. } => self
+                        .param_value
+                        .borrow()
+                        .as_ref()
+                        .filter(|(s, _)| *s == func)
+                        .map(|(_, v)| v.clone()),
                     _ => None,
                 })
             }
@@ -73,8 +79,20 @@ impl<'t> Analyzer<'t> {
                 self.fold_item(n, scope, depth)
             }
             K::Call => self.fold_call(n, scope, depth),
+            K::Attribute => self.fold_self_attr(n, depth),
             _ => None,
         }
+    }
+
+    /// `self.path` where a method stored a constant there (`self.path =
+    /// d(_K)` in `__init__`): the value the store folds to.
+    fn fold_self_attr(&self, n: Node<'t>, depth: usize) -> Option<String> {
+        let obj = n.child(F::Object)?;
+        if obj.kind() != K::Identifier || self.text(obj) != "self" {
+            return None;
+        }
+        let stores = self.attr_stores.get(self.text(n.child(F::Attribute)?))?;
+        stores.iter().find_map(|&(v, s)| self.fold(v, s, depth + 1))
     }
 
     /// `TOOLS["rec"]`: the value a dictionary literal keeps at a constant
@@ -281,6 +299,9 @@ impl<'t> Analyzer<'t> {
         if let Some(v) = self.fold(ret, def_scope, depth + 1) {
             return Some(v);
         }
+        if let Some(v) = self.fold_with_argument(call, ret, def_scope, scope, depth) {
+            return Some(v);
+        }
         let func = ret
             .child(F::Function)
             .filter(|f| f.kind() == K::Attribute)?;
@@ -294,6 +315,32 @@ impl<'t> Analyzer<'t> {
         let codes = self.args(call).0;
         let parts = self.fold_chr_codes(gen, def_scope, depth + 1, Some(codes))?;
         Some(parts.join(&sep))
+    }
+
+    /// `_d = lambda s: base64.b64decode(s).decode()` called as `_d(K)`: the
+    /// body folded with its one parameter taken as this call's argument,
+    /// so a decoder kept in a helper decodes what each call hands it. One
+    /// such substitution at a time (a decoder folded inside another is
+    /// not followed).
+    fn fold_with_argument(
+        &self,
+        call: Node<'t>,
+        ret: Node<'t>,
+        def_scope: usize,
+        scope: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let [arg] = self.args(call).0[..] else {
+            return None;
+        };
+        if self.param_value.borrow().is_some() {
+            return None;
+        }
+        let v = self.fold(arg, scope, depth + 1)?;
+        *self.param_value.borrow_mut() = Some((def_scope, v));
+        let out = self.fold(ret, def_scope, depth + 1);
+        *self.param_value.borrow_mut() = None;
+        out
     }
 
     /// The scope of the script's own function (a `def`, or a lambda bound

@@ -442,6 +442,10 @@ struct Analyzer<'t> {
     assigned: Vec<(Node<'t>, Node<'t>, usize)>,
     /// Values a function returns or yields, by the scope its body opens.
     returns: FxHashMap<usize, Vec<Node<'t>>>,
+    /// While a decoder of the script's own is folded for one call: the
+    /// scope of its body and the value of its one parameter (see
+    /// `fold_own_decoder`).
+    param_value: RefCell<Option<(usize, String)>>,
     /// The calls of each function, by the scope its body opens.
     callers: FxHashMap<usize, Vec<defs::Caller<'t>>>,
     /// Files the script writes tainted data to (downloads, copies of
@@ -520,6 +524,7 @@ impl<'t> Analyzer<'t> {
             attr_stores: NameMap::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),
+            param_value: RefCell::new(None),
             callers: FxHashMap::default(),
             file_store: Vec::new(),
             downloads: Vec::new(),
