@@ -367,3 +367,42 @@ open(os.path.join(sys.argv[1], "HOW_TO_UNLOCK.txt"), "w").write(HINT)
     let a = run(locker);
     assert!(!rules(&a).contains(&"MB966"), "{:?}", a.findings);
 }
+
+/// A class keeping the ms-settings open command's key, decoded by a
+/// one-parameter helper, in `self` and writing it is a UAC bypass
+/// (ec76111: MEDIUM).
+#[test]
+fn uac_key_decoded_by_a_helper_and_kept_on_self() {
+    let shim = r#"import winreg, codecs
+unrot = lambda v: codecs.decode(v, "rot13")
+class Elevator:
+    def __init__(self):
+        self.where = unrot("Fbsgjner\\Pynffrf\\zf-frggvatf\\Furyy\\Bcra\\pbzznaq")
+    def arm(self, cmd):
+        k = winreg.CreateKey(winreg.HKEY_CURRENT_USER, self.where)
+        winreg.SetValueEx(k, None, 0, winreg.REG_SZ, cmd)
+        winreg.SetValueEx(k, "DelegateExecute", 0, winreg.REG_SZ, "")
+Elevator().arm("cmd.exe /c whoami > C:\\Users\\Public\\o.txt")
+"#;
+    let a = run(shim);
+    assert!(rules(&a).contains(&"MB957"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same helper decoding a file type's own handler key sets an
+/// ordinary file association.
+#[test]
+fn file_type_handler_decoded_by_a_helper_is_no_uac_bypass() {
+    let assoc = r#"import winreg, codecs
+unrot = lambda v: codecs.decode(v, "rot13")
+class Assoc:
+    def __init__(self):
+        self.where = unrot("Fbsgjner\\Pynffrf\\.zlybt\\Furyy\\Bcra\\pbzznaq")
+    def set(self, cmd):
+        k = winreg.CreateKey(winreg.HKEY_CURRENT_USER, self.where)
+        winreg.SetValueEx(k, None, 0, winreg.REG_SZ, cmd)
+Assoc().set("notepad.exe %1")
+"#;
+    let a = run(assoc);
+    assert!(!rules(&a).contains(&"MB957"), "{:?}", a.findings);
+}
