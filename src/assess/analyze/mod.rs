@@ -608,6 +608,9 @@ impl<'t> Analyzer<'t> {
             // After its value: a name used in its own value (`p = expand(p)`)
             // is the binding before, not this one.
             Bind::Expr(v, _) => v.byte_range().end,
+            // Likewise a part of one (`line, buf = buf.split(b"\n", 1)`):
+            // the buffer split is the one bound before.
+            Bind::Part { of, .. } => of.byte_range().end.max(self.last_pos),
             _ => self.last_pos,
         };
         // Kept sorted by scope: a common name (`self`, `path`) is bound in
