@@ -657,9 +657,20 @@ impl<'t> Analyzer<'t> {
             self.add("MB901", node, "shell redirection to a network socket");
         }
         if (lower.contains("curl") || lower.contains("wget"))
-            && ["| sh", "|sh", "| bash", "|bash", "| python", "|python"]
-                .iter()
-                .any(|p| lower.contains(p))
+            && [
+                "| sh",
+                "|sh",
+                "| bash",
+                "|bash",
+                "| python",
+                "|python",
+                "| /bin/sh",
+                "|/bin/sh",
+                "| /bin/bash",
+                "|/bin/bash",
+            ]
+            .iter()
+            .any(|p| lower.contains(p))
         {
             self.add("MB908", node, "remote script piped into an interpreter");
         }

@@ -30,14 +30,22 @@ impl<'t> Analyzer<'t> {
     /// literal script's (see `check_string`), since a download piped into a
     /// shell is that whatever fills the placeholders.
     fn check_template_script(&mut self, s: Node<'t>) {
-        let text = self.text(s);
+        // A template split over adjacent literals (`"#!/bin/sh\n" f"curl
+        // {url} | sh"`) is read whole, once: from its first f-string.
+        let interpolated = |n: Node<'t>| n.children().any(|k| k.kind() == K::Interpolation);
+        let whole = match s.parent().filter(|p| p.kind() == K::ConcatenatedString) {
+            Some(p) if p.children().find(|k| interpolated(*k)) != Some(s) => return,
+            Some(p) => p,
+            None => s,
+        };
+        let text = self.text(whole);
         let body = text
             .trim_start_matches(|c: char| c.is_ascii_alphabetic())
             .trim_start_matches(['"', '\''])
             .trim_start_matches('\\')
             .trim_start();
         if body.starts_with("#!") {
-            self.check_command_line(&text.to_ascii_lowercase(), s);
+            self.check_command_line(&text.to_ascii_lowercase(), whole);
         }
     }
 
