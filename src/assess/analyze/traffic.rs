@@ -125,6 +125,37 @@ fn outside_ip(fx: &Effects<'_>, known_ok: bool) -> Option<String> {
     })
 }
 
+/// Settings that switch certificate checks off for every program of a
+/// kind (Python, Node, git), lower-cased as a shell line spells them.
+const TLS_CHECKS_OFF: &[&str] = &[
+    "pythonhttpsverify=0",
+    "node_tls_reject_unauthorized=0",
+    "git_ssl_no_verify=1",
+    "git_ssl_no_verify=true",
+];
+
+/// A literal that turns certificate checks off, in a script that writes
+/// files and names a proxy variable and an outside address: every program
+/// of the login sent through that proxy, which can then read and change
+/// encrypted traffic unnoticed. Asked of the proxy's literals first (the
+/// needle bits), so most scripts pay nothing.
+fn unverified_proxy<'t>(fx: &Effects<'t>) -> Option<(Node<'t>, String)> {
+    proxy_named(fx)?;
+    if fx.writes.is_empty() {
+        return None;
+    }
+    let (n, t) = fx
+        .texts()
+        .iter()
+        .find(|(_, t)| TLS_CHECKS_OFF.iter().any(|w| t.contains(w)))?;
+    let ip = outside_ip(fx, false)?;
+    let what = format!(
+        "`{}` written with a proxy at {ip}: programs' encrypted traffic goes through it with certificate checks off",
+        shorten(t)
+    );
+    Some((*n, what))
+}
+
 /// Trust-store commands and network poisoning tools.
 fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
     for c in &fx.commands {
@@ -158,6 +189,9 @@ impl<'t> Analyzer<'t> {
         if let Some(at) = self.forged_arp_replies() {
             let what = "forged ARP replies (op is-at) sent by scapy: the LAN's traffic is routed through this machine";
             found.hijacks.push((at, what.into()));
+        }
+        if let Some(hijack) = unverified_proxy(fx) {
+            found.hijacks.push(hijack);
         }
         if let Some((at, key)) = self.signs.root_store_key.clone() {
             let what = format!("opens `{}`, the root certificate store", shorten(&key));
