@@ -50,6 +50,9 @@ impl<'t> Analyzer<'t> {
                 Some(out)
             }
             K::BinaryOperator => {
+                if n.operator() == Op::Bin(Operator::Mod) {
+                    return self.fold_percent(n, scope, depth);
+                }
                 if n.operator() != Op::Bin(Operator::Add) {
                     return None;
                 }
@@ -61,12 +64,13 @@ impl<'t> Analyzer<'t> {
                 let binds = self.lookup(self.text(n), scope, n.start_byte())?;
                 binds.iter().rev().find_map(|b| match *b {
                     Bind::Expr(v, s) => self.fold(v, s, depth + 1),
-                    Bind::Param { func, index: 0, .. } => self
+                    Bind::Param { func, index, param } => self
                         .param_value
                         .borrow()
                         .as_ref()
-                        .filter(|(s, _)| *s == func)
-                        .map(|(_, v)| v.clone()),
+                        .filter(|(s, _)| *s == func && index == 0)
+                        .map(|(_, v)| v.clone())
+                        .or_else(|| self.fold_unpassed_default(param, func, index, depth)),
                     _ => None,
                 })
             }
@@ -77,6 +81,7 @@ impl<'t> Analyzer<'t> {
                     return Some(v.chars().rev().collect());
                 }
                 self.fold_item(n, scope, depth)
+                    .or_else(|| self.fold_index(n, scope, depth))
             }
             K::Call => self.fold_call(n, scope, depth),
             K::Attribute => self.fold_self_attr(n, depth),
@@ -93,6 +98,64 @@ impl<'t> Analyzer<'t> {
         }
         let stores = self.attr_stores.get(self.text(n.child(F::Attribute)?))?;
         stores.iter().find_map(|&(v, s)| self.fold(v, s, depth + 1))
+    }
+
+    /// `"address=%s" % ip`: a format with one `%s` filled by a value that
+    /// folds.
+    fn fold_percent(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let fmt = self.fold(n.child(F::Left)?, scope, depth + 1)?;
+        if fmt.matches('%').count() != 1 || !fmt.contains("%s") {
+            return None;
+        }
+        let v = self.fold(n.child(F::Right)?, scope, depth + 1)?;
+        Some(fmt.replacen("%s", &v, 1))
+    }
+
+    /// `def set_dns(name, servers=FAST)` whose callers never pass
+    /// `servers`: the default, read where the `def` stands.
+    fn fold_unpassed_default(
+        &self,
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let default = param.child(F::Value)?;
+        let name = self.text(param.child(F::Name).unwrap_or(param));
+        if !self.passed(func, index, name).is_empty() {
+            return None;
+        }
+        self.fold(default, self.scopes.get(func)?.parent?, depth + 1)
+    }
+
+    /// `SERVERS[0]`: the item a list or tuple literal keeps at a constant
+    /// index.
+    fn fold_index(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let i = usize::try_from(self.fold_int(n.child(F::Subscript)?, scope, depth + 1)?).ok()?;
+        let (seq, s) = self.seq_of(n.child(F::Value)?, scope, depth)?;
+        self.fold(seq.children().nth(i)?, s, depth + 1)
+    }
+
+    /// The list or tuple literal a name holds, also as a parameter's
+    /// default that no caller overrides.
+    fn seq_of(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<(Node<'t>, usize)> {
+        let seq = |v: Node<'t>| v.kind().is_sequence();
+        if let Some(found) = self.bound_value(n, scope, seq) {
+            return Some(found);
+        }
+        if n.kind() != K::Identifier {
+            return None;
+        }
+        let [Bind::Param { param, func, index }] =
+            self.lookup(self.text(n), scope, n.start_byte())?
+        else {
+            return None;
+        };
+        let name = self.text(param.child(F::Name).unwrap_or(param));
+        if !self.passed(func, index, name).is_empty() || depth > EVAL_DEPTH {
+            return None;
+        }
+        self.bound_value(param.child(F::Value)?, self.scopes.get(func)?.parent?, seq)
     }
 
     /// `TOOLS["rec"]`: the value a dictionary literal keeps at a constant
