@@ -156,6 +156,15 @@ fn unverified_proxy<'t>(fx: &Effects<'t>) -> Option<(Node<'t>, String)> {
     Some((*n, what))
 }
 
+/// Whether a command line (lower-cased) sets the system's DNS servers:
+/// netsh, macOS' networksetup, PowerShell's DnsClient, resolvectl.
+fn sets_resolver(l: &str) -> bool {
+    (l.contains("netsh") && (l.contains("dnsservers") || l.contains(" set dns")))
+        || l.contains("-setdnsservers")
+        || l.contains("set-dnsclientserveraddress")
+        || (l.contains("resolvectl") && l.contains(" dns "))
+}
+
 /// Trust-store commands and network poisoning tools.
 fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
     for c in &fx.commands {
@@ -168,6 +177,19 @@ fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
         {
             let what = format!("runs `{}`, installing a trusted root", shorten(l));
             found.trust.get_or_insert((c.call, what));
+        }
+        if sets_resolver(l) {
+            if let Some(ip) = addresses(l)
+                .find(|(w, ip)| !(local_address(*ip) || KNOWN_RESOLVERS.contains(w)))
+                .map(|(w, _)| w.to_string())
+                .or_else(|| outside_ip(fx, true))
+            {
+                let what = format!(
+                    "runs `{}`: every name is answered by the outside server {ip}",
+                    shorten(l)
+                );
+                found.hijacks.push((c.call, what));
+            }
         }
         if matches!(head, "arpspoof" | "ettercap" | "bettercap") {
             let what = format!(
