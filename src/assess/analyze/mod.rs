@@ -209,6 +209,7 @@ fn analyze_text(
     a.check_supply_chain();
     a.check_sends();
     a.check_hidden_destination();
+    a.check_metadata_to_hidden_host();
     a.check_configs();
     a.check_planted_code();
     a.check_tabled_commands();

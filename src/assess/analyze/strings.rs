@@ -244,7 +244,7 @@ impl<'t> Analyzer<'t> {
     /// region, zone, identity document, id or type) of the metadata
     /// service, names none of its credentials, tokens of identity or user
     /// data, and decodes no hidden text (which could name them unseen).
-    fn metadata_without_credentials(&self) -> bool {
+    pub(super) fn metadata_without_credentials(&self) -> bool {
         // The answer is the file's, not the literal's: asked for each literal
         // naming the metadata host, it scanned every literal each time.
         *self
