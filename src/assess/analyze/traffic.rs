@@ -11,7 +11,7 @@ use std::cell::OnceCell;
 use super::effects::Effects;
 use super::literal::{b64decode, hexdecode, shorten, string_value};
 use super::needles::NAT_TOOL;
-use super::{line, Analyzer, Node};
+use super::{line, Analyzer, Node, K};
 
 /// Where the system and browsers keep the certificates they trust.
 const TRUST_STORES: &[&str] = &[
@@ -165,6 +165,18 @@ fn sets_resolver(l: &str) -> bool {
         || (l.contains("resolvectl") && l.contains(" dns "))
 }
 
+/// Whether the script switches IP forwarding on: the kernel setting
+/// written, or set with sysctl.
+fn forwards_packets(fx: &Effects<'_>) -> bool {
+    fx.writes
+        .iter()
+        .any(|w| w.paths.iter().any(|p| p.ends_with("/net/ipv4/ip_forward")))
+        || fx
+            .commands
+            .iter()
+            .any(|c| c.line.contains("ip_forward=1") || c.line.contains("ip_forward = 1"))
+}
+
 /// Trust-store commands and network poisoning tools.
 fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
     for c in &fx.commands {
@@ -210,6 +222,10 @@ impl<'t> Analyzer<'t> {
         self.nat_rules(fx, &mut found);
         if let Some(at) = self.forged_arp_replies() {
             let what = "forged ARP replies (op is-at) sent by scapy: the LAN's traffic is routed through this machine";
+            found.hijacks.push((at, what.into()));
+        }
+        if let Some(at) = self.raw_arp_socket().filter(|_| forwards_packets(fx)) {
+            let what = "ARP frames sent on a raw packet socket while IP forwarding is switched on: the LAN's traffic is routed through this machine";
             found.hijacks.push((at, what.into()));
         }
         if let Some(hijack) = unverified_proxy(fx) {
@@ -364,6 +380,34 @@ impl<'t> Analyzer<'t> {
 
     /// A scapy `ARP(op=2)` (or `op="is-at"`) in a script that sends with
     /// scapy.
+    /// A raw packet socket opened for ARP (`socket(AF_PACKET, SOCK_RAW,
+    /// htons(0x0806))`): frames the script builds itself. ARP scanners
+    /// open one too; with forwarding switched on (see
+    /// [`forwards_packets`]) it is a man in the middle's.
+    fn raw_arp_socket(&self) -> Option<Node<'t>> {
+        const ETH_P_ARP: i64 = 0x0806;
+        self.calls
+            .iter()
+            .filter(|c| self.site_q(c) == Some("socket.socket"))
+            .find(|c| {
+                let (pos, _) = self.args(c.node);
+                let [family, _, proto, ..] = pos[..] else {
+                    return false;
+                };
+                let proto = match proto.kind() {
+                    K::Call => self.args(proto).0.first().copied(),
+                    _ => Some(proto),
+                };
+                self.text(family).ends_with("AF_PACKET")
+                    && proto.is_some_and(|p| {
+                        self.reset_budget();
+                        self.text(p).ends_with("ETH_P_ARP")
+                            || self.fold_int(p, c.scope, 0) == Some(ETH_P_ARP)
+                    })
+            })
+            .map(|c| c.node)
+    }
+
     fn forged_arp_replies(&self) -> Option<Node<'t>> {
         let mut reply = None;
         let mut sends = false;
