@@ -608,3 +608,37 @@ requests.post("https://inventory.example.net/api/instances", json={"role": role,
     let a = run(own);
     assert!(!rules(&a).contains(&"MB967"), "{:?}", a.findings);
 }
+
+/// ARP frames built by hand on a raw packet socket while forwarding is
+/// switched on put this machine between the LAN and its gateway
+/// (ec76111: HIGH, a raw socket and a system path).
+#[test]
+fn raw_arp_frames_with_forwarding_on() {
+    let mitm = r#"import socket, struct, subprocess, time
+subprocess.run(["sysctl", "-w", "net.ipv4.ip_forward=1"])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+s.bind(("eth0", 0))
+frame = b"\xff" * 6 + b"\x02" * 6 + struct.pack("!H", 0x0806) + b"\x00" * 28
+while True:
+    s.send(frame)
+    time.sleep(2)
+"#;
+    let a = run(mitm);
+    assert!(rules(&a).contains(&"MB947"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// An ARP scanner on the same socket, forwarding left alone, only asks
+/// who is there.
+#[test]
+fn raw_arp_scan_without_forwarding_is_no_hijack() {
+    let scan = r#"import socket
+ETH_P_ARP = 0x0806
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP))
+s.bind(("eth0", 0))
+s.send(b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + b"\x00" * 28)
+print(s.recv(64).hex())
+"#;
+    let a = run(scan);
+    assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
+}
