@@ -642,3 +642,38 @@ print(s.recv(64).hex())
     let a = run(scan);
     assert!(!rules(&a).contains(&"MB947"), "{:?}", a.findings);
 }
+
+/// Default passwords typed one by one into a raw connection to every
+/// host of a range is password guessing (ec76111: MEDIUM).
+#[test]
+fn passwords_typed_into_a_raw_connection_in_a_loop() {
+    let spray = r#"import socket
+PAIRS = [("admin", "1234"), ("support", "support"), ("root", "toor")]
+def attempt(host, name, password):
+    c = socket.create_connection((host, 110), timeout=3)
+    c.sendall(b"USER " + name.encode() + b"\r\n")
+    c.sendall(b"PASS " + password.encode() + b"\r\n")
+    return c.recv(64).startswith(b"+OK")
+for last in range(1, 255):
+    for name, password in PAIRS:
+        attempt(f"10.0.0.{last}", name, password)
+"#;
+    let a = run(spray);
+    assert!(rules(&a).contains(&"MB925"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// One login with the password the user typed, over the same raw
+/// connection, guesses nothing.
+#[test]
+fn one_typed_password_over_a_raw_connection_is_no_guessing() {
+    let mail = r#"import getpass, socket
+password = getpass.getpass("Mailbox password: ")
+c = socket.create_connection(("mail.example.org", 110), timeout=3)
+c.sendall(b"USER me\r\n")
+c.sendall(b"PASS " + password.encode() + b"\r\n")
+print(c.recv(64))
+"#;
+    let a = run(mail);
+    assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
+}

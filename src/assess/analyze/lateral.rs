@@ -120,8 +120,11 @@ impl<'t> Analyzer<'t> {
         if !matches!(call.method, Some("send" | "sendall")) || call.q.is_some() {
             return None;
         }
+        // A few levels down (`b"PASS " + pw.encode() + b"\r\n"` puts the
+        // name five below the argument), a bounded number of nodes each.
         let mut level: Vec<Node<'t>> = call.pos.first().copied().into_iter().collect();
-        for _ in 0..4 {
+        for _ in 0..6 {
+            level.truncate(32);
             if let Some(pw) = level.iter().copied().find(|n| {
                 n.kind() == K::Identifier
                     && matches!(self.text(*n), "pw" | "pwd" | "passwd" | "password")
