@@ -594,14 +594,7 @@ impl<'t> Analyzer<'t> {
             }
         }
         if let Some((def_scope, _)) = self.callee_def(func, scope) {
-            for &v in self
-                .returns
-                .get(&def_scope)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                self.tv(v, def_scope, depth, acc);
-            }
+            self.tv_returns(def_scope, depth, acc);
             return;
         }
         if self.run_for_its_value(n, func, scope, depth, acc) {
@@ -641,14 +634,7 @@ impl<'t> Analyzer<'t> {
         }
         let picked = self.dispatched(func, scope);
         for def_scope in &picked {
-            for &v in self
-                .returns
-                .get(def_scope)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                self.tv(v, *def_scope, depth, acc);
-            }
+            self.tv_returns(*def_scope, depth, acc);
         }
         !picked.is_empty()
     }
@@ -675,16 +661,21 @@ impl<'t> Analyzer<'t> {
                 continue;
             };
             picked = true;
-            for &r in self
-                .returns
-                .get(&def_scope)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                self.tv(r, def_scope, depth, acc);
-            }
+            self.tv_returns(def_scope, depth, acc);
         }
         picked
+    }
+
+    /// What the function whose body opens `def_scope` returns or yields.
+    fn tv_returns(&self, def_scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        for &v in self
+            .returns
+            .get(&def_scope)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            self.tv(v, def_scope, depth, acc);
+        }
     }
 
     /// `await loop.run_in_executor(None, f, a)` and `asyncio.to_thread(f,
@@ -711,14 +702,7 @@ impl<'t> Analyzer<'t> {
         let Some((def_scope, _)) = self.callee_def(target, scope) else {
             return false;
         };
-        for &v in self
-            .returns
-            .get(&def_scope)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            self.tv(v, def_scope, depth, acc);
-        }
+        self.tv_returns(def_scope, depth, acc);
         true
     }
 

@@ -120,12 +120,24 @@ impl<'t> Analyzer<'t> {
         index: usize,
         depth: usize,
     ) -> Option<String> {
+        let (default, outer) = self.unpassed_default(param, func, index)?;
+        self.fold(default, outer, depth + 1)
+    }
+
+    /// A parameter's default and the scope it is read in (where the `def`
+    /// stands), when no caller passes that parameter.
+    fn unpassed_default(
+        &self,
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+    ) -> Option<(Node<'t>, usize)> {
         let default = param.child(F::Value)?;
         let name = self.text(param.child(F::Name).unwrap_or(param));
         if !self.passed(func, index, name).is_empty() {
             return None;
         }
-        self.fold(default, self.scopes.get(func)?.parent?, depth + 1)
+        Some((default, self.scopes.get(func)?.parent?))
     }
 
     /// `SERVERS[0]`: the item a list or tuple literal keeps at a constant
@@ -143,7 +155,7 @@ impl<'t> Analyzer<'t> {
         if let Some(found) = self.bound_value(n, scope, seq) {
             return Some(found);
         }
-        if n.kind() != K::Identifier {
+        if n.kind() != K::Identifier || depth > EVAL_DEPTH {
             return None;
         }
         let [Bind::Param { param, func, index }] =
@@ -151,11 +163,8 @@ impl<'t> Analyzer<'t> {
         else {
             return None;
         };
-        let name = self.text(param.child(F::Name).unwrap_or(param));
-        if !self.passed(func, index, name).is_empty() || depth > EVAL_DEPTH {
-            return None;
-        }
-        self.bound_value(param.child(F::Value)?, self.scopes.get(func)?.parent?, seq)
+        let (default, outer) = self.unpassed_default(param, func, index)?;
+        self.bound_value(default, outer, seq)
     }
 
     /// `TOOLS["rec"]`: the value a dictionary literal keeps at a constant
