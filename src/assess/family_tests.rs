@@ -137,10 +137,16 @@ const WHOLE_FLOOR: Floors = Floors {
 /// hook; rated HIGH, not BLOCKED: disks zeroed through /sys/block, logs
 /// shipped with key files; and the tenth batch's sixteen, listed in
 /// docs/assessment.md) brings the floors below the tuned part's targets.
-/// After the sixteenth round: 457 of 484, 408 of 438, 9 of 312.
+/// After the sixteenth round: 457 of 484, 408 of 438, 9 of 312. With the
+/// fifteenth batch (heldout/BATCH15.md, blind until the seventeenth round,
+/// which was written on held-out misses, this batch's among them; 35 of 42,
+/// 24 of 37, 3 of 28 before it, 39 of 42, 34 of 37, 2 of 28 after it): 492
+/// of 526, 432 of 475, 12 of 340 (above
+/// the 3% ceiling: the batch's flagged look-alikes joined the earlier
+/// ones). After the seventeenth round: 508 of 526, 460 of 475, 8 of 340.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.94,
-    blocked_recall: 0.93,
+    recall: 0.96,
+    blocked_recall: 0.96,
     benign_flagged: 0.03,
 };
 
@@ -189,8 +195,12 @@ fn expectation(p: &Path, source: &[u8]) -> Verdict {
 fn load_families() -> Vec<Labelled> {
     let mut out = Vec::new();
     for split in SPLITS {
-        let mut families: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join(split))
-            .unwrap()
+        // Between a blind batch joining the held-out part and the next one being
+        // written, the blind part is empty and git keeps no directory for it.
+        let Ok(dirs) = std::fs::read_dir(Path::new(ROOT).join(split)) else {
+            continue;
+        };
+        let mut families: Vec<PathBuf> = dirs
             .map(|e| e.unwrap().path())
             .filter(|p| p.is_dir())
             .collect();
@@ -446,7 +456,9 @@ fn family_table_and_floors() {
     assert_floors("whole corpus", &parts.all, &TARGET);
     assert_floors("whole corpus", &parts.all, &WHOLE_FLOOR);
     assert_floors("held-out part", &parts.held, &HELD_OUT_FLOOR);
-    assert_floors("blind batches", &parts.blind, &BLIND_FLOOR);
+    if parts.blind.malicious + parts.blind.benign > 0 {
+        assert_floors("blind batches", &parts.blind, &BLIND_FLOOR);
+    }
     let doc = std::fs::read_to_string(DOC).unwrap_or_default();
     let block = format!("{BEGIN}\n{table}{END}");
     let current = doc

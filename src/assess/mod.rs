@@ -40,6 +40,8 @@ mod behaviour15_tests;
 #[cfg(test)]
 mod behaviour16_tests;
 #[cfg(test)]
+mod behaviour17_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

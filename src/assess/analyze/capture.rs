@@ -260,6 +260,35 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Keystrokes captured by a script that marks a file hidden
+    /// (`SetFileAttributesW(path, FILE_ATTRIBUTE_HIDDEN)`): a keylogger
+    /// keeping its log out of the user's sight until it is collected.
+    /// Typing tools keep their statistics where the user can see them.
+    fn check_keystrokes_hidden(&mut self, at: Node<'t>) {
+        const HIDDEN: i64 = 0x2;
+        let hides = self.calls.iter().find(|c| {
+            matches!(
+                self.site_q(c),
+                Some(
+                    "ctypes.windll.kernel32.SetFileAttributesW"
+                        | "ctypes.windll.kernel32.SetFileAttributesA"
+                )
+            ) && self.args(c.node).0.get(1).is_some_and(|a| {
+                self.reset_budget();
+                self.fold_int(*a, c.scope, 0)
+                    .is_some_and(|v| v & HIDDEN != 0)
+            })
+        });
+        if let Some(h) = hides.map(|c| c.node) {
+            let detail = format!(
+                "captures keystrokes (line {}) in a script that hides a file it keeps (line {})",
+                at.start_position().row + 1,
+                h.start_position().row + 1
+            );
+            self.add("MB940", at, detail);
+        }
+    }
+
     /// A script that can keep nothing it captures: it imports no network
     /// module, runs no command, writes no file (no write method, no log
     /// file) and keeps no database. Keystrokes read there live and die in
@@ -296,9 +325,16 @@ impl<'t> Analyzer<'t> {
             })
     }
 
-    /// MB940: something captured in a script that sends data off the host.
+    /// MB940: something captured in a script that sends data off the host,
+    /// or keystrokes captured by a script that hides a file it writes.
     pub(super) fn check_capture_shipped(&mut self, send: Option<Node<'t>>) {
-        let (Some((at, what)), Some(send)) = (self.signs.capture, send) else {
+        let Some((at, what)) = self.signs.capture else {
+            return;
+        };
+        let Some(send) = send else {
+            if what == Captured::Keystrokes {
+                self.check_keystrokes_hidden(at);
+            }
             return;
         };
         let detail = format!(

@@ -208,6 +208,34 @@ fn classify_tamper(head: &str, words: &[&str]) -> Option<Stage> {
     erases_traces(head, words).then_some(Stage::Rule("MB923"))
 }
 
+/// `sudo -n true`, `sudo -nv`: whether sudo would run something without a
+/// password, asked non-interactively of a command that does nothing. It
+/// cannot prompt (`-n`), so it gains no root and captures no password;
+/// status reports ask it. `-S` (a password piped in) is not this.
+fn sudo_probe(args: &[&str]) -> bool {
+    let quiet = args.iter().any(|a| {
+        *a == "--non-interactive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('n'))
+    });
+    quiet
+        && args.iter().all(|a| {
+            matches!(
+                *a,
+                "-n" | "-v"
+                    | "-l"
+                    | "-nv"
+                    | "-vn"
+                    | "-nl"
+                    | "-ln"
+                    | "--non-interactive"
+                    | "--validate"
+                    | "--list"
+                    | "true"
+                    | "/bin/true"
+                    | "/usr/bin/true"
+            )
+        })
+}
+
 /// Whether the command `head words...` switches a defence off (MB924).
 fn turns_defence_off(head: &str, words: &[&str]) -> bool {
     let has = |w: &str| words.contains(&w);
@@ -522,9 +550,15 @@ impl<'t> Analyzer<'t> {
         let lower = cmd.to_ascii_lowercase();
         // One buffer for every stage's words, not a vector per stage.
         let mut words: Vec<&str> = Vec::new();
+        let chained = lower.contains(['&', '|', ';', '\n', '`']);
         for seg in lower.split(['&', '|', ';', '\n', '`', '(', ')']) {
             words.clear();
             words.extend(seg.split_whitespace());
+            // A sudo probe run on its own reports; chained in a shell line
+            // (`sudo -n true && ...`) it decides what runs as root next.
+            if !chained && words.first() == Some(&"sudo") && sudo_probe(&words[1..]) {
+                continue;
+            }
             self.judge_words(&words, seg, node);
             // `sudo -n chmod 4755 f`: what runs as root is judged too.
             if let Some(inner) = elevated(&words) {
@@ -649,7 +683,18 @@ impl<'t> Analyzer<'t> {
 }
 
 /// A download piped into an interpreter, as a command line spells it.
-const PIPED_INTERPRETERS: &[&str] = &["| sh", "|sh", "| bash", "|bash", "| python", "|python"];
+const PIPED_INTERPRETERS: &[&str] = &[
+    "| sh",
+    "|sh",
+    "| bash",
+    "|bash",
+    "| python",
+    "|python",
+    "| /bin/sh",
+    "|/bin/sh",
+    "| /bin/bash",
+    "|/bin/bash",
+];
 
 /// Does the (lower-cased) command line print stored secrets: the whole
 /// macOS keychain dumped, a browser's or chat app's "Safe Storage" key (what

@@ -65,7 +65,8 @@ impl<'t> Analyzer<'t> {
             };
             let found_file = searched
                 .find(|p| update || read.get_or_insert_with(|| self.paths_read()).contains(p))
-                .filter(|p| !self.unlinked_in(site.scope, p));
+                .filter(|p| !self.unlinked_in(site.scope, p))
+                .filter(|p| !self.created_if_missing(site.node, site.scope, p));
             if let Some(path) = found_file {
                 found = Some((site.node, path, junk));
                 break;
@@ -98,6 +99,54 @@ impl<'t> Analyzer<'t> {
                 self.paths(t, scope).iter().any(|x| x == p)
             })
         })
+    }
+
+    /// Whether the write `call` sits in the body of `if not
+    /// os.path.exists(p):` (or `not path.exists()`) for the path it writes:
+    /// a file made only when there is none (a salt, a default settings
+    /// file) destroys nothing that was there.
+    fn created_if_missing(&self, call: Node<'t>, scope: usize, p: &str) -> bool {
+        let mut up = call.parent();
+        for _ in 0..16 {
+            let Some(n) = up else {
+                return false;
+            };
+            if n.kind() == K::IfStatement
+                && n.child(F::Consequence)
+                    .is_some_and(|b| b.byte_range().contains(&call.start_byte()))
+            {
+                let tested = n
+                    .child(F::Condition)
+                    .filter(|c| c.kind() == K::NotOperator)
+                    .and_then(|c| c.child(F::Argument))
+                    .and_then(|c| self.existence_test(c, scope));
+                if tested.is_some_and(|t| {
+                    self.reset_budget();
+                    self.paths(t, scope).iter().any(|x| x == p)
+                }) {
+                    return true;
+                }
+            }
+            up = n.parent();
+        }
+        false
+    }
+
+    /// The path a call asks the existence of: `os.path.exists(x)`,
+    /// `os.path.isfile(x)`, `x.exists()`, `x.is_file()`.
+    fn existence_test(&self, c: Node<'t>, scope: usize) -> Option<Node<'t>> {
+        if c.kind() != K::Call {
+            return None;
+        }
+        let func = c.child(F::Function)?;
+        let q = self.callee(c, scope);
+        if q.is_some_and(|q| matches!(&*q, "os.path.exists" | "os.path.isfile")) {
+            return self.args(c).0.first().copied();
+        }
+        let method = self.text(func.child(F::Attribute)?);
+        matches!(method, "exists" | "is_file")
+            .then(|| func.child(F::Object))
+            .flatten()
     }
 
     /// The paths a write method `m` on `obj` writes, and whether they were

@@ -329,8 +329,19 @@ impl<'t> Analyzer<'t> {
         match func.kind() {
             K::Identifier => {
                 let binds = self.lookup(self.text(func), scope, func.start_byte())?;
-                let Bind::Def(def, inner) = *binds.last()? else {
-                    return None;
+                let (def, inner) = match *binds.last()? {
+                    Bind::Def(def, inner) => (def, inner),
+                    // `def install(blob, run=_launch): run(path)`: a
+                    // parameter whose default is a function of the
+                    // script's own calls it when the caller passes none.
+                    Bind::Param { param, func: f, .. } => {
+                        let default = param
+                            .child(F::Value)
+                            .filter(|d| d.kind() == K::Identifier)?;
+                        let outer = self.scopes.get(f)?.parent?;
+                        return self.callee_def(default, outer);
+                    }
+                    _ => return None,
                 };
                 if def.kind() == K::ClassDefinition {
                     return self.method_of(inner, "__init__").map(|s| (s, 1));

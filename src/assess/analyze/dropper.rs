@@ -16,7 +16,24 @@ pub(super) const LOADERS: &[&str] = &[
     "importlib.util.spec_from_file_location",
     "os.startfile",
     "pty.spawn",
+    // Windows' process creation through ctypes: the program is the first
+    // argument (lpApplicationName, WinExec's command line).
+    "ctypes.windll.kernel32.CreateProcessW",
+    "ctypes.windll.kernel32.CreateProcessA",
+    "ctypes.windll.kernel32.WinExec",
+    // The file is the third argument (after the window and the verb).
+    "ctypes.windll.shell32.ShellExecuteW",
+    "ctypes.windll.shell32.ShellExecuteA",
 ];
+
+/// Which argument of a loader names the file it runs or loads.
+fn loaded_argument(q: &str) -> usize {
+    match q {
+        "importlib.util.spec_from_file_location" => 1,
+        "ctypes.windll.shell32.ShellExecuteW" | "ctypes.windll.shell32.ShellExecuteA" => 2,
+        _ => 0,
+    }
+}
 
 /// Programs that run, install or load a file named among their arguments.
 const RUNNERS: &[&str] = &[
@@ -44,7 +61,7 @@ impl<'t> Analyzer<'t> {
             return;
         };
         let (uses, how): (Vec<Node<'t>>, &str) = if call.is(super::kinds::LOADER) {
-            let i = usize::from(q == "importlib.util.spec_from_file_location");
+            let i = loaded_argument(q);
             (
                 call.pos.get(i).copied().into_iter().collect(),
                 "loaded or run",

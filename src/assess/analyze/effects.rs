@@ -90,7 +90,11 @@ impl<'t> Analyzer<'t> {
             let runs = self.site_kinds(site) & kinds::COMMAND != 0;
             if runs {
                 let (pos, _) = self.args(call);
-                if let Some(line) = pos.first().and_then(|a| self.command_words(*a, scope)) {
+                for line in pos
+                    .first()
+                    .map(|a| self.command_lines(*a, scope))
+                    .unwrap_or_default()
+                {
                     fx.commands.push(Command {
                         call,
                         scope,
@@ -152,6 +156,26 @@ impl<'t> Analyzer<'t> {
 
     /// A command as words: a folded string, or an argument list whose
     /// unknown items are `*`.
+    /// [`Self::command_words`] of a command, or, for a helper's parameter
+    /// (`def quiet(cmd): subprocess.run(cmd)`), of what each caller passes
+    /// (a few of them): the lines the helper runs.
+    fn command_lines(&self, n: Node<'t>, scope: usize) -> Vec<String> {
+        const MAX_PASSED: usize = 8;
+        if n.kind() == K::Identifier {
+            if let Some([super::Bind::Param { func, index, .. }]) =
+                self.lookup(self.text(n), scope, n.start_byte())
+            {
+                return self
+                    .passed(func, index, self.text(n))
+                    .into_iter()
+                    .take(MAX_PASSED)
+                    .filter_map(|(a, s)| self.command_words(a, s))
+                    .collect();
+            }
+        }
+        self.command_words(n, scope).into_iter().collect()
+    }
+
     pub(super) fn command_words(&self, n: Node<'t>, scope: usize) -> Option<String> {
         if let Some(c) = self.fold_command(n, scope) {
             return Some(c);

@@ -373,6 +373,9 @@ impl<'t> Analyzer<'t> {
             self.add("MB932", node, detail);
         } else if !deletes && taxonomy::is_disk(p) {
             self.add("MB907", node, format!("{op} {p}: overwrites a disk"));
+        } else if !deletes && self.listed_disk(p) {
+            let detail = format!("{op} {p}: overwrites the disks the script lists from /sys/block");
+            self.add("MB907", node, detail);
         } else if !p.contains(['*', '<']) {
             // System paths are judged exactly: `/dev/pty` + a letter is a
             // terminal opened, not a system file changed.
@@ -424,6 +427,17 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// `/dev/` + a name, in a script that lists the kernel's block devices
+    /// (`os.listdir("/sys/block")`): the devices written are the disks it
+    /// found, every one of them.
+    fn listed_disk(&self, p: &str) -> bool {
+        p == "/dev/*"
+            && self.lowered().texts.iter().any(|(_, t)| {
+                let t = t.trim_end_matches('/');
+                t == "/sys/block" || t == "/sys/class/block"
+            })
+    }
+
     /// A shell script written from a text the script decodes or builds
     /// (`write_bytes(b64decode(HOOK))`): judged like a literal script is
     /// (see `check_string`), since no literal shows it. Plain literals are
@@ -439,7 +453,7 @@ impl<'t> Analyzer<'t> {
         let Some(text) = self.fold(*data, call.scope, 0) else {
             return;
         };
-        if text.starts_with("#!") {
+        if text.trim_start().starts_with("#!") {
             self.check_command_line(&text.to_ascii_lowercase(), call.node);
         }
     }

@@ -594,20 +594,13 @@ impl<'t> Analyzer<'t> {
             }
         }
         if let Some((def_scope, _)) = self.callee_def(func, scope) {
-            for &v in self
-                .returns
-                .get(&def_scope)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                self.tv(v, def_scope, depth, acc);
-            }
+            self.tv_returns(def_scope, depth, acc);
             return;
         }
         if self.run_for_its_value(n, func, scope, depth, acc) {
             return;
         }
-        if self.tv_dispatched(func, scope, depth, acc) {
+        if self.tv_dispatched(func, scope, depth, acc) || self.tv_picked(func, scope, depth, acc) {
             return;
         }
         if func.kind() == K::Attribute {
@@ -641,16 +634,48 @@ impl<'t> Analyzer<'t> {
         }
         let picked = self.dispatched(func, scope);
         for def_scope in &picked {
-            for &v in self
-                .returns
-                .get(def_scope)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                self.tv(v, *def_scope, depth, acc);
-            }
+            self.tv_returns(*def_scope, depth, acc);
         }
         !picked.is_empty()
+    }
+
+    /// A function of the script's own picked by a test (`ask = ask_mac if
+    /// mac else ask_linux; ask(user)`) returns what either returns; false
+    /// when `func` is no such pick.
+    fn tv_picked(&self, func: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) -> bool {
+        if func.kind() != K::Identifier {
+            return false;
+        }
+        let Some(Bind::Expr(v, vs)) = self
+            .lookup(self.text(func), scope, func.start_byte())
+            .and_then(|b| b.last().copied())
+        else {
+            return false;
+        };
+        if !matches!(v.kind(), K::ConditionalExpression | K::BooleanOperator) {
+            return false;
+        }
+        let mut picked = false;
+        for branch in v.children().filter(|c| c.kind() == K::Identifier) {
+            let Some((def_scope, 0)) = self.callee_def(branch, vs) else {
+                continue;
+            };
+            picked = true;
+            self.tv_returns(def_scope, depth, acc);
+        }
+        picked
+    }
+
+    /// What the function whose body opens `def_scope` returns or yields.
+    fn tv_returns(&self, def_scope: usize, depth: usize, acc: &mut Taint<'t>) {
+        for &v in self
+            .returns
+            .get(&def_scope)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            self.tv(v, def_scope, depth, acc);
+        }
     }
 
     /// `await loop.run_in_executor(None, f, a)` and `asyncio.to_thread(f,
@@ -677,14 +702,7 @@ impl<'t> Analyzer<'t> {
         let Some((def_scope, _)) = self.callee_def(target, scope) else {
             return false;
         };
-        for &v in self
-            .returns
-            .get(&def_scope)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            self.tv(v, def_scope, depth, acc);
-        }
+        self.tv_returns(def_scope, depth, acc);
         true
     }
 

@@ -50,6 +50,9 @@ impl<'t> Analyzer<'t> {
                 Some(out)
             }
             K::BinaryOperator => {
+                if n.operator() == Op::Bin(Operator::Mod) {
+                    return self.fold_percent(n, scope, depth);
+                }
                 if n.operator() != Op::Bin(Operator::Add) {
                     return None;
                 }
@@ -61,6 +64,10 @@ impl<'t> Analyzer<'t> {
                 let binds = self.lookup(self.text(n), scope, n.start_byte())?;
                 binds.iter().rev().find_map(|b| match *b {
                     Bind::Expr(v, s) => self.fold(v, s, depth + 1),
+                    Bind::Param { func, index, param } => self
+                        .param_override(func, index)
+                        .or_else(|| self.fold_unpassed_default(param, func, index, depth))
+                        .or_else(|| self.fold_passed_alike(param, func, index, depth)),
                     _ => None,
                 })
             }
@@ -71,10 +78,109 @@ impl<'t> Analyzer<'t> {
                     return Some(v.chars().rev().collect());
                 }
                 self.fold_item(n, scope, depth)
+                    .or_else(|| self.fold_index(n, scope, depth))
             }
             K::Call => self.fold_call(n, scope, depth),
+            K::Attribute => self.fold_self_attr(n, depth),
             _ => None,
         }
+    }
+
+    /// `self.path` where a method stored a constant there (`self.path =
+    /// d(_K)` in `__init__`): the value the store folds to.
+    fn fold_self_attr(&self, n: Node<'t>, depth: usize) -> Option<String> {
+        let obj = n.child(F::Object)?;
+        if obj.kind() != K::Identifier || self.text(obj) != "self" {
+            return None;
+        }
+        let stores = self.attr_stores.get(self.text(n.child(F::Attribute)?))?;
+        stores.iter().find_map(|&(v, s)| self.fold(v, s, depth + 1))
+    }
+
+    /// `"address=%s" % ip`: a format with one `%s` filled by a value that
+    /// folds.
+    fn fold_percent(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let fmt = self.fold(n.child(F::Left)?, scope, depth + 1)?;
+        if fmt.matches('%').count() != 1 || !fmt.contains("%s") {
+            return None;
+        }
+        let v = self.fold(n.child(F::Right)?, scope, depth + 1)?;
+        Some(fmt.replacen("%s", &v, 1))
+    }
+
+    /// `def set_dns(name, servers=FAST)` whose callers never pass
+    /// `servers`: the default, read where the `def` stands.
+    fn fold_unpassed_default(
+        &self,
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let (default, outer) = self.unpassed_default(param, func, index)?;
+        self.fold(default, outer, depth + 1)
+    }
+
+    /// A parameter every caller passes the same folded value (`Session(host,
+    /// PORT, _d(_S))` for `shell`): that value. Callers that disagree or do
+    /// not fold leave it unknown.
+    fn fold_passed_alike(
+        &self,
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let name = self.text(param.child(F::Name).unwrap_or(param));
+        let passed = self.passed(func, index, name);
+        let mut values = passed.iter().map(|&(a, s)| self.fold(a, s, depth + 1));
+        let first = values.next()??;
+        values
+            .all(|v| v.as_deref() == Some(first.as_str()))
+            .then_some(first)
+    }
+
+    /// A parameter's default and the scope it is read in (where the `def`
+    /// stands), when no caller passes that parameter.
+    fn unpassed_default(
+        &self,
+        param: Node<'t>,
+        func: usize,
+        index: usize,
+    ) -> Option<(Node<'t>, usize)> {
+        let default = param.child(F::Value)?;
+        let name = self.text(param.child(F::Name).unwrap_or(param));
+        if !self.passed(func, index, name).is_empty() {
+            return None;
+        }
+        Some((default, self.scopes.get(func)?.parent?))
+    }
+
+    /// `SERVERS[0]`: the item a list or tuple literal keeps at a constant
+    /// index.
+    fn fold_index(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let i = usize::try_from(self.fold_int(n.child(F::Subscript)?, scope, depth + 1)?).ok()?;
+        let (seq, s) = self.seq_of(n.child(F::Value)?, scope, depth)?;
+        self.fold(seq.children().nth(i)?, s, depth + 1)
+    }
+
+    /// The list or tuple literal a name holds, also as a parameter's
+    /// default that no caller overrides.
+    fn seq_of(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<(Node<'t>, usize)> {
+        let seq = |v: Node<'t>| v.kind().is_sequence();
+        if let Some(found) = self.bound_value(n, scope, seq) {
+            return Some(found);
+        }
+        if n.kind() != K::Identifier || depth > EVAL_DEPTH {
+            return None;
+        }
+        let [Bind::Param { param, func, index }] =
+            self.lookup(self.text(n), scope, n.start_byte())?
+        else {
+            return None;
+        };
+        let (default, outer) = self.unpassed_default(param, func, index)?;
+        self.bound_value(default, outer, seq)
     }
 
     /// `TOOLS["rec"]`: the value a dictionary literal keeps at a constant
@@ -232,12 +338,26 @@ impl<'t> Analyzer<'t> {
             }
             K::Call => self
                 .fold_mapped(n, scope, depth)
-                .or_else(|| self.fold_split(n, scope, depth)),
+                .or_else(|| self.fold_split(n, scope, depth))
+                .or_else(|| self.fold_reversed(n, scope, depth)),
             K::GeneratorExpression | K::ListComprehension => {
                 self.fold_chr_codes(n, scope, depth, None)
             }
             _ => None,
         }
+    }
+
+    /// `reversed("gerniw")`: the characters of a constant string, last
+    /// first, so `"".join(reversed(s))` folds like `s[::-1]`.
+    fn fold_reversed(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
+        let [arg] = self.args(n).0[..] else {
+            return None;
+        };
+        if self.resolve(n.child(F::Function)?, scope, depth + 1)? != "builtins.reversed" {
+            return None;
+        }
+        let v = self.fold(arg, scope, depth + 1)?;
+        Some(v.chars().rev().map(String::from).collect())
     }
 
     /// `_s(118, 115)` of `def _s(*codes): return "".join(chr(c) for c in
@@ -262,6 +382,14 @@ impl<'t> Analyzer<'t> {
             };
             return Some(self.fold(arg, scope, depth + 1)?.chars().rev().collect());
         }
+        // `def _key_path(): return base64.b64decode(K).decode()`: a getter
+        // of a disguised constant is the constant.
+        if let Some(v) = self.fold(ret, def_scope, depth + 1) {
+            return Some(v);
+        }
+        if let Some(v) = self.fold_with_argument(call, ret, def_scope, scope, depth) {
+            return Some(v);
+        }
         let func = ret
             .child(F::Function)
             .filter(|f| f.kind() == K::Attribute)?;
@@ -277,9 +405,54 @@ impl<'t> Analyzer<'t> {
         Some(parts.join(&sep))
     }
 
+    /// `_d = lambda s: base64.b64decode(s).decode()` called as `_d(K)`: the
+    /// body folded with its one parameter taken as this call's argument,
+    /// so a decoder kept in a helper decodes what each call hands it. One
+    /// such substitution at a time (a decoder folded inside another is
+    /// not followed).
+    fn fold_with_argument(
+        &self,
+        call: Node<'t>,
+        ret: Node<'t>,
+        def_scope: usize,
+        scope: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let [arg] = self.args(call).0[..] else {
+            return None;
+        };
+        if self.param_value.try_borrow().map_or(true, |p| p.is_some()) {
+            return None;
+        }
+        let v = self.fold(arg, scope, depth + 1)?;
+        // No borrow of the cell is held across folding (see
+        // `param_override`), so these cannot fail; if one did, the
+        // substitution is skipped rather than the assessment stopped.
+        let Ok(mut slot) = self.param_value.try_borrow_mut() else {
+            return None;
+        };
+        *slot = Some((def_scope, v));
+        drop(slot);
+        let out = self.fold(ret, def_scope, depth + 1);
+        if let Ok(mut slot) = self.param_value.try_borrow_mut() {
+            *slot = None;
+        }
+        out
+    }
+
+    /// The value [`Self::fold_with_argument`] gives parameter `index` of
+    /// the function whose body opens `func`, copied out so that no borrow
+    /// of the cell outlives this call.
+    fn param_override(&self, func: usize, index: usize) -> Option<String> {
+        let slot = self.param_value.try_borrow().ok()?;
+        slot.as_ref()
+            .filter(|(s, _)| *s == func && index == 0)
+            .map(|(_, v)| v.clone())
+    }
+
     /// The scope of the script's own function (a `def`, or a lambda bound
     /// to a name) that `func` names, when a call passes all its parameters.
-    fn own_function_scope(&self, func: Node<'t>, scope: usize) -> Option<usize> {
+    pub(super) fn own_function_scope(&self, func: Node<'t>, scope: usize) -> Option<usize> {
         if let Some((def_scope, offset)) = self.callee_def(func, scope) {
             return (offset == 0).then_some(def_scope);
         }
@@ -402,9 +575,14 @@ impl<'t> Analyzer<'t> {
                     char::from_u32(u32::try_from(v).ok()?).map(String::from)
                 })
                 .collect(),
+            // Numbers written out too: `".".join(map(str, (10, 0, 0, 1)))`
+            // is an address.
             "builtins.str" => items
                 .children()
-                .map(|k| self.fold(k, scope, depth + 1))
+                .map(|k| {
+                    self.fold(k, scope, depth + 1)
+                        .or_else(|| int_value(self.text(k)).map(|v| v.to_string()))
+                })
                 .collect(),
             _ => None,
         }

@@ -45,6 +45,46 @@ impl<'t> Analyzer<'t> {
         self.add("MB960", send, detail);
     }
 
+    /// MB967: what the cloud metadata service answers sent to a host the
+    /// script hides, in a script that asks the service for credentials or
+    /// user data (MB206, not MB228): the instance's role keys leave for a
+    /// destination the reader is not shown. Inventory agents report to the
+    /// database they name.
+    pub(super) fn check_metadata_to_hidden_host(&mut self) {
+        let asks_credentials = || {
+            self.findings.iter().any(|f| f.rule == "MB206")
+                || (self
+                    .lowered()
+                    .found
+                    .iter()
+                    .any(|f| f & super::needles::METADATA != 0)
+                    && !self.metadata_without_credentials())
+        };
+        if self.sends.is_empty() || !asks_credentials() {
+            return;
+        }
+        let found = self.sends.iter().find_map(|s| {
+            if s.kind == SendKind::Command {
+                return None;
+            }
+            let host = self.hidden_host(s.node, s.scope)?;
+            let (pos, kw) = self.args(s.node);
+            let answer =
+                arg_values(pos, kw).find_map(|a| self.taint(a, s.scope).get(Source::Network))?;
+            Some((s.node, host, answer))
+        });
+        if let Some((send, host, answer)) = found {
+            let detail = format!(
+                "the metadata service's answer (`{}`, line {}) is sent by `{}` to {host}, \
+                 which the script spells out only once decoded",
+                shorten(self.text(answer)),
+                answer.start_position().row + 1,
+                shorten(self.text(send)),
+            );
+            self.add("MB967", send, detail);
+        }
+    }
+
     /// The host a send goes to, when no literal of the script names it.
     fn hidden_host(&self, send: Node<'t>, scope: usize) -> Option<String> {
         let (pos, kw) = self.args(send);

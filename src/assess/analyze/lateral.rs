@@ -69,6 +69,9 @@ impl<'t> Analyzer<'t> {
             };
             return Some((pw, call.arg(0, "url")));
         }
+        if let Some(pw) = self.sent_password(call) {
+            return Some((pw, None));
+        }
         // Any call given such a list: the script's own helper that runs it.
         if let Some(found) = self.argv_password(call) {
             return Some(found);
@@ -107,6 +110,30 @@ impl<'t> Analyzer<'t> {
                 matches!(key.as_str(), "password" | "passwd" | "pwd" | "pass")
                     .then(|| p.child(F::Value))?
             })
+    }
+
+    /// A password written to a socket by hand (`s.sendall(pw.encode() +
+    /// b"\r\n")`, a telnet or POP3 login typed into the connection): a
+    /// name for a password (`pw`, `passwd`, `password`) in what a socket's
+    /// `send`/`sendall` sends.
+    fn sent_password(&self, call: &Call<'t>) -> Option<Node<'t>> {
+        if !matches!(call.method, Some("send" | "sendall")) || call.q.is_some() {
+            return None;
+        }
+        // A few levels down (`b"PASS " + pw.encode() + b"\r\n"` puts the
+        // name five below the argument), a bounded number of nodes each.
+        let mut level: Vec<Node<'t>> = call.pos.first().copied().into_iter().collect();
+        for _ in 0..6 {
+            level.truncate(32);
+            if let Some(pw) = level.iter().copied().find(|n| {
+                n.kind() == K::Identifier
+                    && matches!(self.text(*n), "pw" | "pwd" | "passwd" | "password")
+            }) {
+                return Some(pw);
+            }
+            level = level.iter().flat_map(|n| n.children()).collect();
+        }
+        None
     }
 
     /// A password handed to a remote-administration program on its command

@@ -209,6 +209,7 @@ fn analyze_text(
     a.check_supply_chain();
     a.check_sends();
     a.check_hidden_destination();
+    a.check_metadata_to_hidden_host();
     a.check_configs();
     a.check_planted_code();
     a.check_tabled_commands();
@@ -216,6 +217,8 @@ fn analyze_text(
     a.check_cloud_wipe();
     a.check_intercepted_client();
     a.check_corruption();
+    // Before the literals are handed to their own check, which takes them.
+    a.check_ransom_note();
     a.check_strings();
     a.check_ransomware();
     a.check_document_harvest();
@@ -440,6 +443,10 @@ struct Analyzer<'t> {
     assigned: Vec<(Node<'t>, Node<'t>, usize)>,
     /// Values a function returns or yields, by the scope its body opens.
     returns: FxHashMap<usize, Vec<Node<'t>>>,
+    /// While a decoder of the script's own is folded for one call: the
+    /// scope of its body and the value of its one parameter (see
+    /// `fold_own_decoder`).
+    param_value: RefCell<Option<(usize, String)>>,
     /// The calls of each function, by the scope its body opens.
     callers: FxHashMap<usize, Vec<defs::Caller<'t>>>,
     /// Files the script writes tainted data to (downloads, copies of
@@ -529,6 +536,7 @@ impl<'t> Analyzer<'t> {
             attr_stores: NameMap::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),
+            param_value: RefCell::new(None),
             callers: FxHashMap::default(),
             file_store: Vec::new(),
             downloads: Vec::new(),
@@ -615,6 +623,9 @@ impl<'t> Analyzer<'t> {
             // After its value: a name used in its own value (`p = expand(p)`)
             // is the binding before, not this one.
             Bind::Expr(v, _) => v.byte_range().end,
+            // Likewise a part of one (`line, buf = buf.split(b"\n", 1)`):
+            // the buffer split is the one bound before.
+            Bind::Part { of, .. } => of.byte_range().end.max(self.last_pos),
             _ => self.last_pos,
         };
         // Kept sorted by scope: a common name (`self`, `path`) is bound in

@@ -11,7 +11,7 @@ use super::effects::Effects;
 use super::exfil::SendKind;
 use super::flow::{parses_arguments, source_of, Source};
 use super::literal::shorten;
-use super::{line, Analyzer, Node};
+use super::{line, Analyzer, Node, F};
 
 /// Words of prompts that imitate another program or service.
 const IMPERSONATED: &[&str] = &[
@@ -102,6 +102,9 @@ impl<'t> Analyzer<'t> {
             let sink = match self.site_send(&site) {
                 Some(SendKind::Client) => "sent",
                 Some(SendKind::Method) if net => "sent",
+                // The page sent back to whoever posted (`self.wfile`) is
+                // the server's answer, not a record of what was posted.
+                _ if self.answers_request(site.node) => continue,
                 _ if method.is_some_and(|m| FILE_SINKS.contains(&m)) => "written",
                 _ if self.site_q(&site) == Some("json.dump") => "written",
                 _ => continue,
@@ -148,6 +151,16 @@ impl<'t> Analyzer<'t> {
         })
     }
 
+    /// Whether a call writes into an HTTP handler's response stream
+    /// (`self.wfile.write(page)`), which goes back to the client that sent
+    /// the request.
+    fn answers_request(&self, call: Node<'t>) -> bool {
+        call.child(F::Function)
+            .and_then(|f| f.child(F::Object))
+            .and_then(|o| o.child(F::Attribute))
+            .is_some_and(|a| self.text(a) == "wfile")
+    }
+
     /// A program named like sudo written into a `bin` directory of the
     /// user's own; true when found.
     fn planted_program(&mut self, fx: &Effects<'t>) -> bool {
@@ -171,6 +184,12 @@ impl<'t> Analyzer<'t> {
         let Some(scope) = self.call_scope(call) else {
             return false;
         };
+        // An argument parser prints no prompt: its argument is the
+        // command line, and the script's literals say nothing of it.
+        let method = call.child(F::Function).and_then(|f| f.child(F::Attribute));
+        if method.is_some_and(|m| parses_arguments(self.text(m))) {
+            return false;
+        }
         let (pos, kw) = self.args(call);
         let Some(prompt) = pos.first().copied().or_else(|| kwarg(kw, "prompt")) else {
             return false;

@@ -5,7 +5,8 @@
 //! converters delete what they converted); together they are the shape.
 
 use super::calls::Call;
-use super::{Analyzer, Node};
+use super::literal::shorten;
+use super::{line, Analyzer, Node, F, K};
 
 /// Calls that walk, list or glob directories.
 pub(super) const ENUMERATORS: &[&str] = &[
@@ -26,6 +27,30 @@ pub(super) const REMOVERS: &[&str] = &[
     "shutil.move",
 ];
 
+/// Whether a literal (lower-cased, as written) reads as a ransom note: the
+/// reader's files said to be locked or encrypted, a way to get them back,
+/// and a payment or a contact to obtain it.
+fn ransom_note(t: &str) -> bool {
+    const LOCKED: &[&str] = &["locked", "encrypted", "archived with aes"];
+    const BACK: &[&str] = &[
+        "unlock",
+        "decrypt",
+        "get the key",
+        "back",
+        "restore",
+        "recover",
+    ];
+    const DEMAND: &[&str] = &[
+        "pay", "bitcoin", "btc", "xmr", "monero", "usdt", "wallet", "contact", "write to", "mail",
+    ];
+    ["file", "photo", "document", "your data"]
+        .iter()
+        .any(|w| t.contains(w))
+        && [LOCKED, BACK, DEMAND]
+            .iter()
+            .all(|words| words.iter().any(|w| t.contains(w)))
+}
+
 impl<'t> Analyzer<'t> {
     /// Notes the enumeration and removal steps.
     pub(super) fn note_file_steps(&mut self, call: &Call<'t>) {
@@ -36,8 +61,58 @@ impl<'t> Analyzer<'t> {
             self.signs.walks.push((call.node, call.scope));
         }
         let path_method = call.q.is_none() && matches!(m, "unlink" | "rename" | "replace");
-        if call.is(super::kinds::REMOVER) || path_method {
+        if call.is(super::kinds::REMOVER) || path_method || self.removes_in_worker(call) {
             self.signs.deletes.get_or_insert(call.node);
+        }
+    }
+
+    /// `await asyncio.to_thread(path.unlink)`, `loop.run_in_executor(None,
+    /// os.remove, p)`: a deletion handed to a worker thread, which the
+    /// call itself never shows.
+    fn removes_in_worker(&self, call: &Call<'t>) -> bool {
+        let handed = call.q.as_deref() == Some("asyncio.to_thread")
+            || matches!(call.method, Some("run_in_executor" | "to_thread"));
+        handed
+            && call.pos.iter().take(2).any(|f| {
+                f.kind() == K::Attribute
+                    && f.child(F::Attribute).is_some_and(|a| {
+                        matches!(self.text(a), "unlink" | "remove" | "rename" | "replace")
+                    })
+            })
+    }
+
+    /// MB966: a ransom note (files said to be locked or encrypted, a key
+    /// or unlock tool offered for payment or contact) in a script that
+    /// walks directories and deletes or renames files. The encryption can
+    /// hide in worker threads or stream ciphers; the note cannot, since it
+    /// must be read. Tools that encrypt a folder for its owner explain
+    /// themselves in their usage text, not in a demand left behind.
+    pub(super) fn check_ransom_note(&mut self) {
+        let s = &self.signs;
+        let (Some(walk), Some(removal)) = (s.enumerates(), s.deletes) else {
+            return;
+        };
+        // A scrambled write beside them is MB917's finding already.
+        if s.scrambled_write.is_some() {
+            return;
+        }
+        // A note spread over adjacent literals (f-strings among them) is
+        // read whole.
+        let note = self.strings.iter().find_map(|&n| {
+            let whole = n
+                .parent()
+                .filter(|p| p.kind() == K::ConcatenatedString)
+                .unwrap_or(n);
+            ransom_note(&self.text(whole).to_ascii_lowercase()).then_some(whole)
+        });
+        if let Some(n) = note {
+            let detail = format!(
+                "`{}`: a ransom note, in a script that enumerates files (line {}) and deletes or renames them (line {})",
+                shorten(self.text(n)),
+                line(walk),
+                line(removal)
+            );
+            self.add("MB966", n, detail);
         }
     }
 

@@ -218,7 +218,9 @@ impl<'t> Analyzer<'t> {
     /// What a call returns, when that is a module or function: `getattr`,
     /// `__import__`, a loaded C library, `globals()`.
     fn resolve_call(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
-        let f = self.resolve(n.child(F::Function)?, scope, depth + 1)?;
+        let Some(f) = self.resolve(n.child(F::Function)?, scope, depth + 1) else {
+            return self.resolve_own_import(n, scope, depth);
+        };
         let (pos, _) = self.args(n);
         match f.as_str() {
             "builtins.getattr" if pos.len() >= 2 => {
@@ -246,10 +248,45 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// The module a function of the script's own imports and returns
+    /// (`def _reg(): return importlib.import_module("".join(reversed("gerniw")))`,
+    /// `def _mod(name): return importlib.import_module(name)` called with
+    /// `"win" + "reg"`): loaders that keep a module's name out of the import
+    /// statements name it here, and what is called on the result is that
+    /// module's function. A name taken from a parameter folds from this call.
+    fn resolve_own_import(&self, call: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+        let def_scope = self.own_function_scope(call.child(F::Function)?, scope)?;
+        self.returns.get(&def_scope)?.iter().find_map(|&ret| {
+            if ret.kind() != K::Call {
+                return None;
+            }
+            let q = self.resolve(ret.child(F::Function)?, def_scope, depth + 1)?;
+            if !matches!(
+                q.as_str(),
+                "builtins.__import__" | "importlib.import_module" | "importlib.__import__"
+            ) {
+                return None;
+            }
+            let name = *self.args(ret).0.first()?;
+            let param = (name.kind() == K::Identifier)
+                .then(|| self.lookup(self.text(name), def_scope, name.start_byte()))
+                .flatten();
+            match param.as_ref().map(|b| &b[0]) {
+                Some(&Bind::Param { index, func, .. }) if func == def_scope => {
+                    let arg = *self.args(call).0.get(index)?;
+                    self.fold(arg, scope, depth + 1)
+                }
+                _ => self.fold(name, def_scope, depth + 1),
+            }
+        })
+    }
+
     /// `sys.modules[...]`, `__builtins__[...]` and `globals()[...]`.
     fn resolve_subscript(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
-        let v = self.resolve(n.child(F::Value)?, scope, depth + 1)?;
         let key = self.fold(n.child(F::Subscript)?, scope, depth + 1)?;
+        let Some(v) = self.resolve(n.child(F::Value)?, scope, depth + 1) else {
+            return self.resolve_table_entry(n.child(F::Value)?, &key, scope, depth);
+        };
         match v.as_str() {
             "sys.modules" => Some(key),
             "builtins" | "builtins.__dict__" => Some(["builtins.", &key].concat()),
@@ -264,6 +301,32 @@ impl<'t> Analyzer<'t> {
             }
             _ => None,
         }
+    }
+
+    /// `ops["set"]` of `ops = ops or {"set": getattr(reg, "SetValueEx")}`:
+    /// the function a table of the script's own keeps at a constant key, so
+    /// calls dispatched through the table reach what they name.
+    fn resolve_table_entry(
+        &self,
+        table: Node<'t>,
+        key: &str,
+        scope: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let (v, s) = self.bound_value(table, scope, |v| {
+            matches!(v.kind(), K::Dictionary | K::BooleanOperator)
+        })?;
+        let dicts = std::iter::once(v).chain(v.children());
+        dicts
+            .filter(|d| d.kind() == K::Dictionary)
+            .flat_map(|d| d.children())
+            .filter(|p| p.kind() == K::Pair)
+            .find(|p| {
+                p.child(F::Key)
+                    .and_then(|k| self.fold(k, s, depth + 1))
+                    .is_some_and(|k| k == key)
+            })
+            .and_then(|p| self.resolve(p.child(F::Value)?, s, depth + 1))
     }
 
     /// A call's positional and keyword arguments (see [`super::args::ArgTable`]).

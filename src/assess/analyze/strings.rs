@@ -18,9 +18,34 @@ impl<'t> Analyzer<'t> {
         let each = strings.into_iter().zip(values).zip(lowered.texts.iter());
         for (((s, v), (_, lower)), found) in each.zip(lowered.found.iter()) {
             let Some(v) = v else {
+                self.check_template_script(s);
                 continue;
             };
             self.check_string(&v, lower, *found, s);
+        }
+    }
+
+    /// An f-string holding a shell script (`f"#!/bin/sh\ncurl {url} | sh"`,
+    /// a hook's template): its text, placeholders and all, judged like a
+    /// literal script's (see `check_string`), since a download piped into a
+    /// shell is that whatever fills the placeholders.
+    fn check_template_script(&mut self, s: Node<'t>) {
+        // A template split over adjacent literals (`"#!/bin/sh\n" f"curl
+        // {url} | sh"`) is read whole, once: from its first f-string.
+        let interpolated = |n: Node<'t>| n.children().any(|k| k.kind() == K::Interpolation);
+        let whole = match s.parent().filter(|p| p.kind() == K::ConcatenatedString) {
+            Some(p) if p.children().find(|k| interpolated(*k)) != Some(s) => return,
+            Some(p) => p,
+            None => s,
+        };
+        let text = self.text(whole);
+        let body = text
+            .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+            .trim_start_matches(['"', '\''])
+            .trim_start_matches('\\')
+            .trim_start();
+        if body.starts_with("#!") {
+            self.check_command_line(&text.to_ascii_lowercase(), whole);
         }
     }
 
@@ -68,7 +93,7 @@ impl<'t> Analyzer<'t> {
         if found & PRELOAD != 0 {
             self.check_preload(v, node);
         }
-        if v.starts_with("#!") {
+        if v.trim_start().starts_with("#!") {
             // A script kept in a string is written somewhere to be run:
             // judge the shapes whose meaning does not depend on where.
             self.check_command_line(lower, node);
@@ -219,7 +244,7 @@ impl<'t> Analyzer<'t> {
     /// region, zone, identity document, id or type) of the metadata
     /// service, names none of its credentials, tokens of identity or user
     /// data, and decodes no hidden text (which could name them unseen).
-    fn metadata_without_credentials(&self) -> bool {
+    pub(super) fn metadata_without_credentials(&self) -> bool {
         // The answer is the file's, not the literal's: asked for each literal
         // naming the metadata host, it scanned every literal each time.
         *self

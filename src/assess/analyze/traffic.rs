@@ -11,7 +11,7 @@ use std::cell::OnceCell;
 use super::effects::Effects;
 use super::literal::{b64decode, hexdecode, shorten, string_value};
 use super::needles::NAT_TOOL;
-use super::{line, Analyzer, Node};
+use super::{line, Analyzer, Node, K};
 
 /// Where the system and browsers keep the certificates they trust.
 const TRUST_STORES: &[&str] = &[
@@ -125,6 +125,58 @@ fn outside_ip(fx: &Effects<'_>, known_ok: bool) -> Option<String> {
     })
 }
 
+/// Settings that switch certificate checks off for every program of a
+/// kind (Python, Node, git), lower-cased as a shell line spells them.
+const TLS_CHECKS_OFF: &[&str] = &[
+    "pythonhttpsverify=0",
+    "node_tls_reject_unauthorized=0",
+    "git_ssl_no_verify=1",
+    "git_ssl_no_verify=true",
+];
+
+/// A literal that turns certificate checks off, in a script that writes
+/// files and names a proxy variable and an outside address: every program
+/// of the login sent through that proxy, which can then read and change
+/// encrypted traffic unnoticed. Asked of the proxy's literals first (the
+/// needle bits), so most scripts pay nothing.
+fn unverified_proxy<'t>(fx: &Effects<'t>) -> Option<(Node<'t>, String)> {
+    proxy_named(fx)?;
+    if fx.writes.is_empty() {
+        return None;
+    }
+    let (n, t) = fx
+        .texts()
+        .iter()
+        .find(|(_, t)| TLS_CHECKS_OFF.iter().any(|w| t.contains(w)))?;
+    let ip = outside_ip(fx, false)?;
+    let what = format!(
+        "`{}` written with a proxy at {ip}: programs' encrypted traffic goes through it with certificate checks off",
+        shorten(t)
+    );
+    Some((*n, what))
+}
+
+/// Whether a command line (lower-cased) sets the system's DNS servers:
+/// netsh, macOS' networksetup, PowerShell's DnsClient, resolvectl.
+fn sets_resolver(l: &str) -> bool {
+    (l.contains("netsh") && (l.contains("dnsservers") || l.contains(" set dns")))
+        || l.contains("-setdnsservers")
+        || l.contains("set-dnsclientserveraddress")
+        || (l.contains("resolvectl") && l.contains(" dns "))
+}
+
+/// Whether the script switches IP forwarding on: the kernel setting
+/// written, or set with sysctl.
+fn forwards_packets(fx: &Effects<'_>) -> bool {
+    fx.writes
+        .iter()
+        .any(|w| w.paths.iter().any(|p| p.ends_with("/net/ipv4/ip_forward")))
+        || fx
+            .commands
+            .iter()
+            .any(|c| c.line.contains("ip_forward=1") || c.line.contains("ip_forward = 1"))
+}
+
 /// Trust-store commands and network poisoning tools.
 fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
     for c in &fx.commands {
@@ -137,6 +189,19 @@ fn traffic_commands<'t>(fx: &Effects<'t>, found: &mut Found<'t>) {
         {
             let what = format!("runs `{}`, installing a trusted root", shorten(l));
             found.trust.get_or_insert((c.call, what));
+        }
+        if sets_resolver(l) {
+            if let Some(ip) = addresses(l)
+                .find(|(w, ip)| !(local_address(*ip) || KNOWN_RESOLVERS.contains(w)))
+                .map(|(w, _)| w.to_string())
+                .or_else(|| outside_ip(fx, true))
+            {
+                let what = format!(
+                    "runs `{}`: every name is answered by the outside server {ip}",
+                    shorten(l)
+                );
+                found.hijacks.push((c.call, what));
+            }
         }
         if matches!(head, "arpspoof" | "ettercap" | "bettercap") {
             let what = format!(
@@ -158,6 +223,13 @@ impl<'t> Analyzer<'t> {
         if let Some(at) = self.forged_arp_replies() {
             let what = "forged ARP replies (op is-at) sent by scapy: the LAN's traffic is routed through this machine";
             found.hijacks.push((at, what.into()));
+        }
+        if let Some(at) = self.raw_arp_socket().filter(|_| forwards_packets(fx)) {
+            let what = "ARP frames sent on a raw packet socket while IP forwarding is switched on: the LAN's traffic is routed through this machine";
+            found.hijacks.push((at, what.into()));
+        }
+        if let Some(hijack) = unverified_proxy(fx) {
+            found.hijacks.push(hijack);
         }
         if let Some((at, key)) = self.signs.root_store_key.clone() {
             let what = format!("opens `{}`, the root certificate store", shorten(&key));
@@ -191,10 +263,19 @@ impl<'t> Analyzer<'t> {
         for w in &fx.writes {
             for p in &w.paths {
                 let lower = p.to_ascii_lowercase();
-                let what = if lower == "/etc/hosts" {
-                    public().as_ref().map(|name| {
-                        format!("writes /etc/hosts in a script naming {name}: other programs reach another address for it")
-                    })
+                let what = if lower == "/etc/hosts" || lower.ends_with("/drivers/etc/hosts") {
+                    public()
+                        .as_ref()
+                        .map(|name| {
+                            format!("writes {p} in a script naming {name}: other programs reach another address for it")
+                        })
+                        // An outside address the script spells only once
+                        // decoded: names mapped where the reader cannot see.
+                        .or_else(|| {
+                            self.decoded_outside_ip().map(|ip| {
+                                format!("writes {p} in a script hiding the outside address {ip} (decoded from a literal): names in it are sent there")
+                            })
+                        })
                 } else if RESOLVERS.iter().any(|r| lower.starts_with(r)) {
                     outside_ip(fx, true).or_else(|| self.decoded_outside_ip()).map(|ip| {
                         format!("writes {p} with resolver {ip}: every name is answered by an outside server")
@@ -299,6 +380,34 @@ impl<'t> Analyzer<'t> {
 
     /// A scapy `ARP(op=2)` (or `op="is-at"`) in a script that sends with
     /// scapy.
+    /// A raw packet socket opened for ARP (`socket(AF_PACKET, SOCK_RAW,
+    /// htons(0x0806))`): frames the script builds itself. ARP scanners
+    /// open one too; with forwarding switched on (see
+    /// [`forwards_packets`]) it is a man in the middle's.
+    fn raw_arp_socket(&self) -> Option<Node<'t>> {
+        const ETH_P_ARP: i64 = 0x0806;
+        self.calls
+            .iter()
+            .filter(|c| self.site_q(c) == Some("socket.socket"))
+            .find(|c| {
+                let (pos, _) = self.args(c.node);
+                let [family, _, proto, ..] = pos[..] else {
+                    return false;
+                };
+                let proto = match proto.kind() {
+                    K::Call => self.args(proto).0.first().copied(),
+                    _ => Some(proto),
+                };
+                self.text(family).ends_with("AF_PACKET")
+                    && proto.is_some_and(|p| {
+                        self.reset_budget();
+                        self.text(p).ends_with("ETH_P_ARP")
+                            || self.fold_int(p, c.scope, 0) == Some(ETH_P_ARP)
+                    })
+            })
+            .map(|c| c.node)
+    }
+
     fn forged_arp_replies(&self) -> Option<Node<'t>> {
         let mut reply = None;
         let mut sends = false;
