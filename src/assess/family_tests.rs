@@ -43,23 +43,26 @@ const TARGET: Floors = Floors {
     benign_flagged: 0.02,
 };
 
-/// What the blind batch reaches, so that a regression fails. The fifteenth (70
+/// What the blind batch reaches, so that a regression fails. The sixteenth (70
 /// scripts of fourteen families: the twelve rule families, and two no batch had
-/// before, kernel modules loaded, forced or hidden, and brute force against
-/// logins and hashes; blind/BATCH15.md), written by someone who saw neither the
-/// rules nor any sample while the fifteenth round was being written, scored with
-/// the assessment of 865ef32, before the fifteenth round: 32 of 42, 23 of 37, 3
-/// of 28; after it (the merge of round15), whose rules were written on held-out
-/// misses and never on this batch: 35 of 42, 24 of 37, 3 of 28. (The fourteenth
-/// batch was the blind one until then: 35 of 42, 31 of 37, 3 of 28 before the
-/// fourteenth round, after it and after the fifteenth; it is now part of the
-/// held-out corpus, heldout/BATCH14.md. The thirteenth: 30 of 42, 24 of 38, 3
-/// of 28 before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
+/// before, firmware tampering (UEFI variables, boot order, BMC, flash) and spam
+/// relays (mass mail through rotated senders, SMS bombing, forum spam bots);
+/// blind/BATCH16.md), written by someone who saw neither the rules nor any
+/// sample while the seventeenth round was being written, scored with the
+/// assessment of d5e8d8a, before the seventeenth round: 34 of 42, 28 of 38, 1 of
+/// 28; after it (the merge of round17), whose rules were written on held-out
+/// misses and never on this batch: 35 of 42, 29 of 38, 0 of 28. (The fifteenth
+/// batch was the blind one until then: 32 of 42, 23 of 37, 3 of 28 before the
+/// fifteenth round, 35 of 42, 24 of 37, 3 of 28 after it and after the
+/// sixteenth; it is now part of the held-out corpus, heldout/BATCH15.md. The
+/// fourteenth: 35 of 42, 31 of 37, 3 of 28 before the fourteenth round, after
+/// it and after the fifteenth. The thirteenth: 30 of 42, 24 of 38, 3 of 28
+/// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
     recall: 0.83,
-    blocked_recall: 0.64,
-    benign_flagged: 0.11,
+    blocked_recall: 0.76,
+    benign_flagged: 0.0,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
