@@ -308,14 +308,13 @@ impl<'t> Analyzer<'t> {
         {
             return Vec::new();
         }
-        // The first call at each position, and the scope of the first
-        // call of each node: each finding searched every call for both,
+        // The first call at each position, with its scope (what
+        // `call_scope` finds, the first call of a node being the first at
+        // its position): each finding searched every call for both,
         // quadratic in a setup script that asks before each command.
-        let mut at_pos: FxHashMap<(usize, usize), Node<'t>> = FxHashMap::default();
-        let mut scope_of: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut at_pos: FxHashMap<(usize, usize), (Node<'t>, usize)> = FxHashMap::default();
         for c in &self.calls {
-            at_pos.entry(pos(c.node)).or_insert(c.node);
-            scope_of.entry(c.node.id()).or_insert(c.scope);
+            at_pos.entry(pos(c.node)).or_insert((c.node, c.scope));
         }
         let mut asked: Vec<(usize, usize)> = self
             .findings
@@ -323,11 +322,9 @@ impl<'t> Analyzer<'t> {
             .filter(|f| f.rule == rule)
             .map(|f| (f.row, f.col))
             .filter(|at| {
-                at_pos.get(at).is_some_and(|&n| {
-                    scope_of
-                        .get(&n.id())
-                        .is_some_and(|&s| self.asked_before_in(n, s))
-                })
+                at_pos
+                    .get(at)
+                    .is_some_and(|&(n, s)| self.asked_before_in(n, s))
             })
             .collect();
         // Sorted, for the callers' search at every finding.
