@@ -12,21 +12,16 @@ use clap::Args;
 
 use crate::oci::error::OciError;
 
-/// runc 1.1's `checkpoint` flags.
+/// The CRIU flags runc 1.1's `checkpoint` and `restore` share, declared once
+/// and flattened into both.
 #[derive(Args, Debug)]
-pub struct CheckpointArgs {
-    /// Path for saving criu image files.
+pub struct CriuArgs {
+    /// Path to criu image files (saved by checkpoint, read by restore).
     #[arg(long)]
     pub image_path: Option<PathBuf>,
     /// Path for saving work files and logs.
     #[arg(long)]
     pub work_path: Option<PathBuf>,
-    /// Path for previous criu image files in pre-dump.
-    #[arg(long)]
-    pub parent_path: Option<PathBuf>,
-    /// Leave the process running after checkpointing.
-    #[arg(long)]
-    pub leave_running: bool,
     /// Allow open tcp connections.
     #[arg(long)]
     pub tcp_established: bool,
@@ -36,21 +31,9 @@ pub struct CheckpointArgs {
     /// Allow shell jobs.
     #[arg(long)]
     pub shell_job: bool,
-    /// Use userfaultfd to lazily restore memory pages.
-    #[arg(long)]
-    pub lazy_pages: bool,
-    /// Criu writes \0 to this fd once lazy-pages is ready.
-    #[arg(long)]
-    pub status_fd: Option<i32>,
-    /// ADDRESS:PORT of the page server.
-    #[arg(long)]
-    pub page_server: Option<String>,
     /// Handle file locks, for safety.
     #[arg(long)]
     pub file_locks: bool,
-    /// Dump the container's memory information only, leave it running.
-    #[arg(long)]
-    pub pre_dump: bool,
     /// Cgroups mode: soft, full or strict.
     #[arg(long)]
     pub manage_cgroups_mode: Option<String>,
@@ -60,36 +43,42 @@ pub struct CheckpointArgs {
     /// Enable auto deduplication of memory images.
     #[arg(long)]
     pub auto_dedup: bool,
+    /// Use userfaultfd to lazily restore memory pages.
+    #[arg(long)]
+    pub lazy_pages: bool,
+}
+
+/// runc 1.1's `checkpoint` flags.
+#[derive(Args, Debug)]
+pub struct CheckpointArgs {
+    #[command(flatten)]
+    pub criu: CriuArgs,
+    /// Path for previous criu image files in pre-dump.
+    #[arg(long)]
+    pub parent_path: Option<PathBuf>,
+    /// Leave the process running after checkpointing.
+    #[arg(long)]
+    pub leave_running: bool,
+    /// Criu writes \0 to this fd once lazy-pages is ready.
+    #[arg(long)]
+    pub status_fd: Option<i32>,
+    /// ADDRESS:PORT of the page server.
+    #[arg(long)]
+    pub page_server: Option<String>,
+    /// Dump the container's memory information only, leave it running.
+    #[arg(long)]
+    pub pre_dump: bool,
     pub id: String,
 }
 
 /// runc 1.1's `restore` flags.
 #[derive(Args, Debug)]
 pub struct RestoreArgs {
+    #[command(flatten)]
+    pub criu: CriuArgs,
     /// Path to an AF_UNIX socket to receive the pty master.
     #[arg(long)]
     pub console_socket: Option<PathBuf>,
-    /// Path to criu image files for restoring.
-    #[arg(long)]
-    pub image_path: Option<PathBuf>,
-    /// Path for saving work files and logs.
-    #[arg(long)]
-    pub work_path: Option<PathBuf>,
-    /// Allow open tcp connections.
-    #[arg(long)]
-    pub tcp_established: bool,
-    /// Allow external unix sockets.
-    #[arg(long)]
-    pub ext_unix_sk: bool,
-    /// Allow shell jobs.
-    #[arg(long)]
-    pub shell_job: bool,
-    /// Handle file locks, for safety.
-    #[arg(long)]
-    pub file_locks: bool,
-    /// Cgroups mode: soft, full or strict.
-    #[arg(long)]
-    pub manage_cgroups_mode: Option<String>,
     /// The bundle directory.
     #[arg(long, short = 'b')]
     pub bundle: Option<PathBuf>,
@@ -105,15 +94,6 @@ pub struct RestoreArgs {
     /// Do not use pivot root to jail the process inside the rootfs.
     #[arg(long)]
     pub no_pivot: bool,
-    /// Create a namespace, but do not restore its properties.
-    #[arg(long)]
-    pub empty_ns: Vec<String>,
-    /// Enable auto deduplication of memory images.
-    #[arg(long)]
-    pub auto_dedup: bool,
-    /// Use userfaultfd to lazily restore memory pages.
-    #[arg(long)]
-    pub lazy_pages: bool,
     /// Label for the restored process's LSM profile.
     #[arg(long)]
     pub lsm_profile: Option<String>,
