@@ -7,9 +7,8 @@
 //! (`key_fingerprint`) should be recorded somewhere else and passed to
 //! `verify_pinned`.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
@@ -100,18 +99,13 @@ pub fn write_public(dir: &Path, vk: &VerifyingKey) -> Result<(), AuditError> {
 }
 
 fn write_atomic(dir: &Path, name: &str, mode: u32, content: &str) -> Result<(), AuditError> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let dst = dir.join(name);
-    let _ = fs::remove_file(&tmp);
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(AuditError::io("create key file", &tmp))?;
-    f.write_all(content.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(AuditError::io("write key file", &tmp))?;
+    let (tmp, dst) = super::segments::write_synced_tmp(
+        dir,
+        name,
+        mode,
+        content.as_bytes(),
+        ["create key file", "write key file"],
+    )?;
     fs::rename(&tmp, &dst).map_err(AuditError::io("install key file", &dst))?;
     super::segments::sync_dir(dir)
 }

@@ -182,21 +182,42 @@ pub fn sync_dir(dir: &Path) -> Result<(), AuditError> {
         .map_err(AuditError::io("fsync audit directory", dir))
 }
 
-/// Writes `content` as a new file `name` in `dir` via a temporary file, so the
-/// file appears complete or not at all.
-pub fn create_complete(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, AuditError> {
+/// Writes `content` to `dir/name.tmp` (a stale one from a crash removed
+/// first) with `mode`, synced to disk, and returns that temporary path and
+/// the final one. The caller decides how the file is installed: a segment
+/// never replaces one, a key file does. `steps` names the create and write
+/// steps in errors.
+pub fn write_synced_tmp(
+    dir: &Path,
+    name: &str,
+    mode: u32,
+    content: &[u8],
+    steps: [&'static str; 2],
+) -> Result<(PathBuf, PathBuf), AuditError> {
     let tmp = dir.join(format!("{name}.tmp"));
-    let dst = dir.join(name);
     let _ = fs::remove_file(&tmp);
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
+        .mode(mode)
         .open(&tmp)
-        .map_err(AuditError::io("create segment", &tmp))?;
+        .map_err(AuditError::io(steps[0], &tmp))?;
     f.write_all(content)
         .and_then(|_| f.sync_all())
-        .map_err(AuditError::io("write segment", &tmp))?;
+        .map_err(AuditError::io(steps[1], &tmp))?;
+    Ok((tmp, dir.join(name)))
+}
+
+/// Writes `content` as a new file `name` in `dir` via a temporary file, so the
+/// file appears complete or not at all.
+pub fn create_complete(dir: &Path, name: &str, content: &[u8]) -> Result<PathBuf, AuditError> {
+    let (tmp, dst) = write_synced_tmp(
+        dir,
+        name,
+        0o600,
+        content,
+        ["create segment", "write segment"],
+    )?;
     if dst.exists() {
         let _ = fs::remove_file(&tmp);
         return Err(AuditError::Io {
