@@ -138,7 +138,12 @@ impl<'t> Analyzer<'t> {
     }
 
     /// A loop inside a `try` that catches the end of an iteration or of
-    /// input (`except StopIteration`, `EOFError`): it ends when that comes.
+    /// input (`except StopIteration`, `EOFError`), or that a full buffer
+    /// ends (`except BlockingIOError`: filling a non-blocking socket or pipe
+    /// until it would block); also inside a test's `with
+    /// self.assertRaises(...)` or `pytest.raises(...)` naming one of them.
+    /// It ends when that comes. (A loop expected to end in `MemoryError` is
+    /// still a bomb.)
     fn ends_by_exception(&self, l: Node<'t>) -> bool {
         let mut n = l.parent();
         while let Some(p) = n {
@@ -148,11 +153,17 @@ impl<'t> Analyzer<'t> {
                     let catches = p
                         .children()
                         .filter(|c| c.kind() == K::ExceptClause)
-                        .any(|c| {
-                            let t = self.text(c);
-                            t.contains("StopIteration") || t.contains("EOFError")
-                        });
+                        .any(|c| names_loop_end(self.text(c)));
                     if catches {
+                        return true;
+                    }
+                }
+                K::WithStatement => {
+                    let expects = p.children().filter(|c| c.field() != F::Body).any(|c| {
+                        let t = self.text(c);
+                        (t.contains("assertRaises") || t.contains("raises(")) && names_loop_end(t)
+                    });
+                    if expects {
                         return true;
                     }
                 }
@@ -230,4 +241,19 @@ impl<'t> Analyzer<'t> {
             _ => false,
         }
     }
+}
+
+/// An exception that ends a loop by design: the end of an iteration or of
+/// input, or a non-blocking write that would block (`ssl`'s want-read and
+/// want-write are its TLS forms).
+fn names_loop_end(text: &str) -> bool {
+    [
+        "StopIteration",
+        "EOFError",
+        "BlockingIOError",
+        "SSLWantWriteError",
+        "SSLWantReadError",
+    ]
+    .iter()
+    .any(|e| text.contains(e))
 }

@@ -212,7 +212,10 @@ pub(super) fn precious_tree(path: &str, recursive_op: bool) -> bool {
         return true;
     }
     let dir = format!("{root}/");
-    SYSTEM_TREES.iter().any(|s| dir.starts_with(s))
+    // `/usr/tmp` is a temporary directory (the FHS keeps it as a link to
+    // `/var/tmp`; `tempfile` probes it with a file it makes and removes),
+    // not part of the installed system beside it.
+    SYSTEM_TREES.iter().any(|s| dir.starts_with(s)) && !dir.starts_with("/usr/tmp/")
 }
 
 /// A whole disk written to.
@@ -697,6 +700,8 @@ mod tests {
         assert!(!precious_tree("build", true));
         assert!(!precious_tree("<tmp:12>", true));
         assert!(!precious_tree("./logs/**/*", false));
+        assert!(!precious_tree("/usr/tmp/*", false));
+        assert!(precious_tree("/usr/lib/*", false));
         assert!(!precious_tree("/etc", false));
         assert!(is_disk("/dev/sda") && !is_disk("/dev/null"));
         assert!(is_disk("\\\\.\\PhysicalDrive0") && is_disk("//./C:"));
