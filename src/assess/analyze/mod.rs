@@ -143,8 +143,10 @@ pub(super) fn analyze(source: &[u8], max_depth: usize) -> Result<Output, String>
             syntax_ok: false,
         });
     }
-    let text: String = match std::str::from_utf8(source) {
-        Ok(s) => s.to_string(),
+    // Valid UTF-8, the usual case, is analysed where it lies: a copy of the
+    // source was a fresh allocation the size of the file.
+    let text: Cow<'_, str> = match std::str::from_utf8(source) {
+        Ok(s) => Cow::Borrowed(s),
         Err(e) => {
             let row = source[..e.valid_up_to()]
                 .iter()
@@ -156,11 +158,17 @@ pub(super) fn analyze(source: &[u8], max_depth: usize) -> Result<Output, String>
                 col: 0,
                 detail: format!("invalid UTF-8 at offset {}", e.valid_up_to()),
             });
-            String::from_utf8_lossy(source).into_owned()
+            String::from_utf8_lossy(source)
         }
     };
     let (mut found, syntax_ok) = analyze_text(&text, max_depth, 0)?;
-    findings.append(&mut found);
+    // Most files have no finding of their own: the analysis's list is kept
+    // as it is rather than copied into an empty one.
+    if findings.is_empty() {
+        findings = found;
+    } else {
+        findings.append(&mut found);
+    }
     Ok(Output {
         findings,
         syntax_ok,
