@@ -42,6 +42,8 @@ mod behaviour16_tests;
 #[cfg(test)]
 mod behaviour17_tests;
 #[cfg(test)]
+mod behaviour18_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

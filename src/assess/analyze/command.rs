@@ -522,7 +522,9 @@ fn classify(words: &[&str]) -> Stage {
         }
         h if SHELLS.contains(&h) => Stage::Shell,
         "rm" if wipes_root() => Stage::Rule("MB907"),
-        "mkfs" | "wipefs" | "shred" => Stage::Rule("MB907"),
+        // blkdiscard tells the drive every block is free: on an SSD the
+        // data is gone at once, as with a new file system.
+        "mkfs" | "wipefs" | "shred" | "blkdiscard" => Stage::Rule("MB907"),
         h if h.starts_with("mkfs.") => Stage::Rule("MB907"),
         "dd" if onto_disk() => Stage::Rule("MB907"),
         "nc" | "ncat" | "netcat" | "nc.traditional"

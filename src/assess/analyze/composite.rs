@@ -53,6 +53,7 @@ impl<'t> Analyzer<'t> {
         self.check_shell_bridge();
         self.check_capture_shipped(self.signs.network_send);
         self.check_abuse();
+        self.check_spam();
         self.check_defence_kills();
         self.chained_steps();
     }

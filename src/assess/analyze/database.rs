@@ -51,7 +51,7 @@ const POWER_COLUMNS: &[&str] = &[
 ];
 
 /// Columns and tables that hold secrets.
-const SECRET_COLUMNS: &[&str] = &[
+pub(super) const SECRET_COLUMNS: &[&str] = &[
     "password",
     "passwd",
     "pwd_hash",

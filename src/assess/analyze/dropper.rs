@@ -4,7 +4,7 @@
 
 use super::calls::Call;
 use super::literal::shorten;
-use super::{Analyzer, Node};
+use super::{Analyzer, Bind, Node, K};
 
 /// Calls that run or load the file named by their first argument.
 pub(super) const LOADERS: &[&str] = &[
@@ -114,9 +114,21 @@ impl<'t> Analyzer<'t> {
     /// What a process call runs: the program of an argument vector (and the
     /// script, when the program is an interpreter), or the command line.
     fn programs(&self, call: &Call<'t>) -> Vec<Node<'t>> {
-        let Some(argv) = call.arg(0, "args") else {
+        let Some(mut argv) = call.arg(0, "args") else {
             return Vec::new();
         };
+        // `cmd = [...]` then `run(cmd)` in one function: the vector's
+        // program as if written in the call (`python -m pip install FILE`
+        // runs pip, not the file; the whole list read as paths found it).
+        if argv.kind() == K::Identifier {
+            if let Some([Bind::Expr(v, s)]) =
+                self.lookup(self.text(argv), call.scope, argv.start_byte())
+            {
+                if s == call.scope && v.kind().is_sequence() {
+                    argv = v;
+                }
+            }
+        }
         if !argv.kind().is_sequence() {
             return vec![argv];
         }

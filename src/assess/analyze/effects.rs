@@ -216,5 +216,6 @@ impl<'t> Analyzer<'t> {
         self.check_cloud(&fx);
         self.check_mail(&fx);
         self.check_payment(&fx);
+        self.check_firmware(&fx);
     }
 }

@@ -123,6 +123,14 @@ impl<'t> Analyzer<'t> {
             .into_iter()
             .find(|p| taxonomy::trace(p))
         {
+            if p.starts_with("~/") && self.asked_before(call.node) {
+                // The user's own history rewritten after the user said
+                // yes (lines with a leaked password taken out): as for
+                // the erasing calls in `judge_tamper`.
+                let detail = format!("{q} {p} for writing: the user's own history, after asking");
+                self.add("MB227", call.node, detail);
+                return;
+            }
             self.add(
                 "MB923",
                 call.node,

@@ -2,7 +2,8 @@
 //! (MB911, MB421), and shell commands that hand system or credential files
 //! to a network tool (MB910).
 
-use super::calls::{arg_values, Call};
+use super::calls::{arg_values, kwarg, Call};
+use super::database::SECRET_COLUMNS;
 use super::flow::{Source, Taint};
 use super::literal::shorten;
 use super::names::credential_paths;
@@ -188,7 +189,7 @@ impl<'t> Analyzer<'t> {
                 let mut keys = flow.keys;
                 keys.sort_unstable();
                 keys.dedup();
-                if keys.len() >= ENV_KEYS_MIN {
+                if keys.len() >= ENV_KEYS_MIN && !self.notifies_own_hook(s, pos, kw, &keys) {
                     self.add(
                         "MB421",
                         s.node,
@@ -203,6 +204,38 @@ impl<'t> Analyzer<'t> {
         }
         // Kept for the covert-channel checks, which look at sends again.
         self.sends = sends;
+    }
+
+    /// A notifier posting to a URL the environment names (a chat
+    /// webhook kept as a CI secret), none of whose variables sent is named
+    /// like a secret: the user chose where it goes and what it says (a
+    /// build's branch, commit and author). The destination's variable is
+    /// where the data goes, not data; a token among the rest still counts.
+    fn notifies_own_hook(
+        &self,
+        s: Send<'t>,
+        pos: &[Node<'t>],
+        kw: &[(&'t str, Node<'t>)],
+        keys: &[String],
+    ) -> bool {
+        if s.kind != SendKind::Client {
+            return false;
+        }
+        let Some(url) = kwarg(kw, "url").or_else(|| pos.first().copied()) else {
+            return false;
+        };
+        let mut dest = EnvFlow::default();
+        self.reset_budget();
+        self.env_flow(url, s.scope, 0, &mut dest);
+        let secret = |k: &String| {
+            let k = k.to_ascii_lowercase();
+            k.contains("computed") || SECRET_COLUMNS.iter().any(|c| k.contains(c))
+        };
+        !dest.keys.is_empty()
+            && keys
+                .iter()
+                .filter(|k| !dest.keys.contains(k))
+                .all(|k| !secret(k))
     }
 
     /// Secret data (a credential or key file's contents, keystrokes) in

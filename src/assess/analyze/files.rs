@@ -91,12 +91,9 @@ impl<'t> Analyzer<'t> {
                 (targets, "open for writing")
             }
             "os.open" => {
-                let writes = call.arg(1, "flags").is_some_and(|f| {
-                    let t = self.text(f);
-                    ["O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"]
-                        .iter()
-                        .any(|o| t.contains(o))
-                });
+                let writes = call
+                    .arg(1, "flags")
+                    .is_some_and(|f| self.writing_flags(f, call.scope));
                 let targets = if writes { one(0, "path") } else { vec![] };
                 (targets, "os.open for writing")
             }

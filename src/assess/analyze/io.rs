@@ -246,6 +246,29 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Whether `os.open` flags ask for writing: as written, or through a
+    /// name of the same function whose value names a writing flag
+    /// (`flags = os.O_WRONLY if mode == "w" else os.O_RDONLY`, then
+    /// `os.open(path, flags | os.O_SYNC)`).
+    pub(super) fn writing_flags(&self, f: Node<'t>, scope: usize) -> bool {
+        const WRITING: [&str; 5] = ["O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"];
+        let names = |t: &str| WRITING.iter().any(|o| t.contains(o));
+        if names(self.text(f)) {
+            return true;
+        }
+        let operands = std::iter::once(f).chain(if f.kind() == K::BinaryOperator {
+            f.children().collect()
+        } else {
+            Vec::new()
+        });
+        operands.filter(|n| n.kind() == K::Identifier).any(|n| {
+            matches!(
+                self.lookup(self.text(n), scope, n.start_byte()),
+                Some([super::Bind::Expr(v, s)]) if s == scope && names(self.text(v))
+            )
+        })
+    }
+
     pub(super) fn opening_call(
         &self,
         call: Node<'t>,
@@ -294,10 +317,7 @@ impl<'t> Analyzer<'t> {
                     .then(|| (self.paths(path, scope), ARCHIVE_READ.into()))
             }
             Some("os.open") => {
-                let flags = pos.get(1).map(|f| self.text(*f)).unwrap_or("");
-                let writes = ["O_WRONLY", "O_RDWR", "O_APPEND", "O_CREAT", "O_TRUNC"]
-                    .iter()
-                    .any(|o| flags.contains(o));
+                let writes = pos.get(1).is_some_and(|f| self.writing_flags(*f, scope));
                 Some((
                     self.paths(*pos.first()?, scope),
                     if writes { "w" } else { "r" }.into(),
