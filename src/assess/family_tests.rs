@@ -45,7 +45,14 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
-/// The sixteenth (70
+/// The seventeenth (70 scripts of fourteen families: the twelve rule families,
+/// and click fraud, which no batch had before, and container escapes, which
+/// only the tuned part had; blind/BATCH17.md), written by someone who saw
+/// neither the rules nor any sample while the eighteenth round was being
+/// written, scored with the assessment of 86955fd, before the eighteenth round:
+/// 31 of 42, 27 of 38, 2 of 28; after it (the merge of round18, whose rules
+/// were written on held-out misses and never on this batch): the same, 31 of
+/// 42, 27 of 38, 2 of 28. The sixteenth (70
 /// scripts of fourteen families: the twelve rule families, and two no batch had
 /// before, firmware tampering (UEFI variables, boot order, BMC, flash) and spam
 /// relays (mass mail through rotated senders, SMS bombing, forum spam bots);
@@ -63,9 +70,9 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.83,
-    blocked_recall: 0.76,
-    benign_flagged: 0.0,
+    recall: 0.73,
+    blocked_recall: 0.71,
+    benign_flagged: 0.08,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
