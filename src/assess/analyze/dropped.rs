@@ -124,16 +124,7 @@ impl<'t> Analyzer<'t> {
 
     /// The element after `"-c"` in a literal argument list.
     fn inline_code(&self, argv: Node<'t>, scope: usize) -> Option<Node<'t>> {
-        let argv = match argv.kind() {
-            K::Identifier => match self.lookup(self.text(argv), scope, argv.start_byte()) {
-                Some([Bind::Expr(v, _)]) => v,
-                _ => return None,
-            },
-            _ => argv,
-        };
-        if !argv.kind().is_sequence() {
-            return None;
-        }
+        let argv = self.literal_sequence(argv, scope)?;
         let mut items = argv.children();
         items.find(|k| self.text(*k).trim_matches(['"', '\'']) == "-c")?;
         items.next()

@@ -190,16 +190,7 @@ impl<'t> Analyzer<'t> {
         else {
             return None;
         };
-        let list = match of.kind() {
-            K::Identifier => match self.lookup(self.text(of), s, of.start_byte()) {
-                Some([Bind::Expr(v, _)]) => v,
-                _ => return None,
-            },
-            _ => of,
-        };
-        if !list.kind().is_sequence() {
-            return None;
-        }
+        let list = self.literal_sequence(of, s)?;
         let rows = list.children().filter(|r| r.kind().is_sequence()).map(|r| {
             let words: Vec<String> = r.children().map(|w| self.word(w, s)).collect();
             words.join(" ").to_ascii_lowercase()

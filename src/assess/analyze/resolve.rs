@@ -31,6 +31,19 @@ fn dotted(mut base: String, attr: &str) -> String {
 }
 
 impl<'t> Analyzer<'t> {
+    /// `n` when it is a literal list, tuple or set, or the one value of that
+    /// kind the name `n` is bound to (bound once, where `n` stands).
+    pub(super) fn literal_sequence(&self, n: Node<'t>, scope: usize) -> Option<Node<'t>> {
+        let v = match n.kind() {
+            K::Identifier => match self.lookup(self.text(n), scope, n.start_byte()) {
+                Some([Bind::Expr(v, _)]) => v,
+                _ => return None,
+            },
+            _ => n,
+        };
+        v.kind().is_sequence().then_some(v)
+    }
+
     pub(super) fn tick(&self) -> bool {
         let b = self.budget.get();
         if b == 0 {
