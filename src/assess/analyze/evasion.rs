@@ -42,21 +42,24 @@ impl<'t> Analyzer<'t> {
             return true;
         }
         if ERASING_OPS.contains(&op) && taxonomy::trace(p) {
-            if p.starts_with("~/") && self.asked_before(node) {
-                // The user's own history, cleared after the user said yes:
-                // a privacy cleaner, not someone covering tracks.
-                let detail = format!("{op} {p}: the user's own history, after asking");
-                self.add("MB227", node, detail);
-                return true;
-            }
-            self.add(
-                "MB923",
-                node,
-                format!("{op} {p}: erases a log, login record or history"),
-            );
+            self.judge_erased_trace(p, node, &format!("{op} {p}"), "erases");
             return true;
         }
         false
+    }
+
+    /// A log, login record or history erased (`what`: the operation and
+    /// the path; `verb`: what it does to the file) is MB923, covering
+    /// tracks; the user's own history cleared or rewritten after the user
+    /// said yes is MB227, a privacy cleaner.
+    fn judge_erased_trace(&mut self, p: &str, node: Node<'t>, what: &str, verb: &str) {
+        if p.starts_with("~/") && self.asked_before(node) {
+            let detail = format!("{what}: the user's own history, after asking");
+            self.add("MB227", node, detail);
+        } else {
+            let detail = format!("{what}: {verb} a log, login record or history");
+            self.add("MB923", node, detail);
+        }
     }
 
     /// Whether the function making the call at `node` asks the user
@@ -123,19 +126,9 @@ impl<'t> Analyzer<'t> {
             .into_iter()
             .find(|p| taxonomy::trace(p))
         {
-            if p.starts_with("~/") && self.asked_before(call.node) {
-                // The user's own history rewritten after the user said
-                // yes (lines with a leaked password taken out): as for
-                // the erasing calls in `judge_tamper`.
-                let detail = format!("{q} {p} for writing: the user's own history, after asking");
-                self.add("MB227", call.node, detail);
-                return;
-            }
-            self.add(
-                "MB923",
-                call.node,
-                format!("{q} {p} for writing: empties a log, login record or history"),
-            );
+            // Rewritten after asking: lines with a leaked password taken
+            // out of the user's own history.
+            self.judge_erased_trace(&p, call.node, &format!("{q} {p} for writing"), "empties");
         }
     }
 
