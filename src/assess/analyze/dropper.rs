@@ -4,7 +4,7 @@
 
 use super::calls::Call;
 use super::literal::shorten;
-use super::{Analyzer, Bind, Node, K};
+use super::{Analyzer, Node};
 
 /// Calls that run or load the file named by their first argument.
 pub(super) const LOADERS: &[&str] = &[
@@ -120,14 +120,11 @@ impl<'t> Analyzer<'t> {
         // `cmd = [...]` then `run(cmd)` in one function: the vector's
         // program as if written in the call (`python -m pip install FILE`
         // runs pip, not the file; the whole list read as paths found it).
-        if argv.kind() == K::Identifier {
-            if let Some([Bind::Expr(v, s)]) =
-                self.lookup(self.text(argv), call.scope, argv.start_byte())
-            {
-                if s == call.scope && v.kind().is_sequence() {
-                    argv = v;
-                }
-            }
+        if let Some(v) = self
+            .local_value(argv, call.scope)
+            .filter(|v| v.kind().is_sequence())
+        {
+            argv = v;
         }
         if !argv.kind().is_sequence() {
             return vec![argv];

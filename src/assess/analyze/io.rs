@@ -256,16 +256,14 @@ impl<'t> Analyzer<'t> {
         if names(self.text(f)) {
             return true;
         }
-        let operands = std::iter::once(f).chain(if f.kind() == K::BinaryOperator {
+        let mut operands = std::iter::once(f).chain(if f.kind() == K::BinaryOperator {
             f.children().collect()
         } else {
             Vec::new()
         });
-        operands.filter(|n| n.kind() == K::Identifier).any(|n| {
-            matches!(
-                self.lookup(self.text(n), scope, n.start_byte()),
-                Some([super::Bind::Expr(v, s)]) if s == scope && names(self.text(v))
-            )
+        operands.any(|n| {
+            self.local_value(n, scope)
+                .is_some_and(|v| names(self.text(v)))
         })
     }
 

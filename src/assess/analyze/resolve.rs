@@ -44,6 +44,18 @@ impl<'t> Analyzer<'t> {
         v.kind().is_sequence().then_some(v)
     }
 
+    /// The value the name `n` is bound to once, in `scope` itself rather
+    /// than an enclosing one: what a local variable holds where it is used.
+    pub(super) fn local_value(&self, n: Node<'t>, scope: usize) -> Option<Node<'t>> {
+        if n.kind() != K::Identifier {
+            return None;
+        }
+        match self.lookup(self.text(n), scope, n.start_byte()) {
+            Some([Bind::Expr(v, s)]) if s == scope => Some(v),
+            _ => None,
+        }
+    }
+
     pub(super) fn tick(&self) -> bool {
         let b = self.budget.get();
         if b == 0 {
