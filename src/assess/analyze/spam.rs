@@ -9,6 +9,7 @@
 //! loop, a literal naming a CAPTCHA, a forged client address found or
 //! several code-request URLs among the literals.
 
+use super::calls::kwarg;
 use super::flow::Source;
 use super::literal::shorten;
 use super::{Analyzer, Bind, Node, F, K};
@@ -133,14 +134,10 @@ impl<'t> Analyzer<'t> {
             return None;
         }
         let proxy = self.calls.iter().find(|c| {
+            let (pos, kw) = self.args(c.node);
             let arg = match self.site_q(c) {
-                Some("urllib.request.ProxyHandler") => self.args(c.node).0.first().copied(),
-                _ => self
-                    .args(c.node)
-                    .1
-                    .iter()
-                    .find(|(k, _)| *k == "proxies")
-                    .map(|(_, v)| *v),
+                Some("urllib.request.ProxyHandler") => pos.first().copied(),
+                _ => kwarg(kw, "proxies"),
             };
             arg.is_some_and(|a| {
                 self.reset_budget();
