@@ -470,7 +470,7 @@ pub(super) fn program_name(path: &str) -> String {
 /// [`program_name`], borrowed when the word needs no change of case (a
 /// command's words are lower-cased already): `classify` asks it of every
 /// command's head, and a copy each time was an allocation per command.
-fn program_word(path: &str) -> Cow<'_, str> {
+pub(super) fn program_word(path: &str) -> Cow<'_, str> {
     let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
     if base.bytes().any(|b| b.is_ascii_uppercase()) {
         return Cow::Owned(program_name(path));

@@ -11,6 +11,9 @@
 //! firmware tools or write the UEFI variable store pay for more than a
 //! look at each command's first word.
 
+use std::borrow::Cow;
+
+use super::command::program_word;
 use super::effects::Effects;
 use super::literal::shorten;
 use super::{Analyzer, Bind, Node, Part, F, K};
@@ -37,10 +40,9 @@ struct Tamper<'t> {
     log_cleared: Option<(Node<'t>, String)>,
 }
 
-/// The command's program, without its directory.
-fn head(line: &str) -> &str {
-    let h = line.split_whitespace().next().unwrap_or("");
-    h.rsplit(['/', '\\']).next().unwrap_or(h)
+/// The command's program, without its directory or `.exe`.
+fn head(line: &str) -> Cow<'_, str> {
+    program_word(line.split_whitespace().next().unwrap_or(""))
 }
 
 /// Whether the words hold `a` directly followed by `b`.
@@ -54,7 +56,7 @@ impl<'t> Tamper<'t> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let has = |w: &str| words.contains(&w);
         let what = || format!("runs `{}`", shorten(line));
-        match head(line) {
+        match head(line).as_ref() {
             "flashrom" => {
                 if has("-w") || has("--write") || has("-e") || has("--erase") {
                     self.written.get_or_insert((at, what()));
@@ -111,7 +113,7 @@ impl<'t> Analyzer<'t> {
         let tools = fx
             .commands
             .iter()
-            .any(|c| FIRMWARE_TOOLS.contains(&head(&c.line)));
+            .any(|c| FIRMWARE_TOOLS.contains(&head(&c.line).as_ref()));
         let efivars = fx
             .writes
             .iter()
@@ -129,11 +131,11 @@ impl<'t> Analyzer<'t> {
         for c in fx
             .commands
             .iter()
-            .filter(|c| FIRMWARE_TOOLS.contains(&head(&c.line)))
+            .filter(|c| FIRMWARE_TOOLS.contains(&head(&c.line).as_ref()))
         {
             t.judge(c.call, &c.line);
             if c.line.contains('*') {
-                for line in self.helper_lines(c.scope, head(&c.line)) {
+                for line in self.helper_lines(c.scope, &head(&c.line)) {
                     t.judge(c.call, &line);
                 }
             }
