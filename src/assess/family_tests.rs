@@ -45,6 +45,13 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
+/// The eighteenth (70 scripts of fourteen families: the twelve rule families,
+/// and two no batch had before, sandbox escapes (the host reached through
+/// /proc, core_pattern, cgroups or mounts) and binary tampering (installed
+/// programs, libraries or the standard library patched); blind/BATCH18.md),
+/// written by someone who saw neither the rules nor any sample while the
+/// nineteenth round was being written, scored with the assessment of 3c7ee1c,
+/// before the nineteenth round: 33 of 42, 26 of 38, 1 of 28.
 /// The seventeenth (70 scripts of fourteen families: the twelve rule families,
 /// and click fraud, which no batch had before, and container escapes, which
 /// only the tuned part had; blind/BATCH17.md), written by someone who saw
@@ -71,9 +78,9 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.73,
-    blocked_recall: 0.71,
-    benign_flagged: 0.08,
+    recall: 0.78,
+    blocked_recall: 0.68,
+    benign_flagged: 0.04,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
