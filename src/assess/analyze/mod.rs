@@ -447,6 +447,9 @@ struct Analyzer<'t> {
     archive_attr_members: NameMap<'t, Vec<(usize, Node<'t>)>>,
     /// `obj.attr = v`, by attribute name: the value and its scope.
     attr_stores: NameMap<'t, Vec<(Node<'t>, usize)>>,
+    /// What `self.ATTR` names, by attribute, once asked (see
+    /// `resolve_self_attr`).
+    self_attrs: RefCell<NameMap<'t, Option<String>>>,
     /// Targets of `obj.attr = v` and `obj[k] = v`, the values and their
     /// scopes: what the script replaces in modules it did not write
     /// (monkeypatching).
@@ -544,6 +547,7 @@ impl<'t> Analyzer<'t> {
             archive_members: NameMap::default(),
             archive_attr_members: NameMap::default(),
             attr_stores: NameMap::default(),
+            self_attrs: RefCell::default(),
             assigned: Vec::new(),
             returns: FxHashMap::default(),
             param_value: RefCell::new(None),
