@@ -407,4 +407,10 @@ mod tests {
         assert!(named_kind("etc/gitconfig", &mut path).is_some());
         assert!(named_kind("mcp", &mut path).is_none());
     }
+
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(url_host("https://a.example/x"), Some("a.example"));
+        assert_eq!(url_host("ftp://a"), None);
+    }
 }

@@ -194,15 +194,3 @@ impl<'t> Analyzer<'t> {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hosts_of_urls() {
-        assert_eq!(
-            super::super::agents::url_host("https://a.example/x"),
-            Some("a.example")
-        );
-        assert_eq!(super::super::agents::url_host("ftp://a"), None);
-    }
-}
