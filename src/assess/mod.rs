@@ -64,6 +64,8 @@ mod family_tests;
 #[cfg(test)]
 mod metamorphic_tests;
 #[cfg(test)]
+mod respelling_tests;
+#[cfg(test)]
 mod robustness_tests;
 #[cfg(test)]
 mod stdlib_tests;

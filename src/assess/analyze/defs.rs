@@ -97,7 +97,7 @@ impl<'t> Analyzer<'t> {
         for (call, scope, in_loop) in sites {
             self.reset_budget();
             let (pos, kw) = self.args(call);
-            let Some(func) = call.child(F::Function) else {
+            let Some(func) = self.call_function(call) else {
                 continue;
             };
             let site = Caller {

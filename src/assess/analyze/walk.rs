@@ -248,6 +248,7 @@ impl<'t> Analyzer<'t> {
         match node.kind() {
             K::ImportStatement => self.visit_import(node, scope),
             K::ImportFromStatement => self.visit_import_from(node, scope),
+            K::GlobalStatement => self.declare_global(node, scope),
             K::Assignment => {
                 let (Some(l), r) = (node.child(F::Left), node.child(F::Right)) else {
                     return;

@@ -1,0 +1,125 @@
+//! Indirections a script adds between itself and what it calls, seen
+//! through so that a behaviour is recognised however it is spelled:
+//!
+//! - calls through a pass-through helper of the script's own (`def
+//!   _call(fn, *args, **kwargs): return fn(*args, **kwargs)`): the call
+//!   `_call(subprocess.run, cmd)` is a call of `subprocess.run` with `cmd`;
+//! - names a function declares `global` (module code moved into a `main()`
+//!   that assigns the module's names): their bindings are the module's, so
+//!   that the other functions reading them find them.
+//!
+//! The metamorphic test (`metamorphic_tests.rs`) measures what such
+//! respellings cost; `respelling_tests.rs` holds the unit tests.
+
+use super::{Analyzer, Bind, Node, F, K};
+
+impl<'t> Analyzer<'t> {
+    /// The function a call calls, as the families should see it: the callee
+    /// as written, or the first argument of a call through a pass-through
+    /// helper (see [`Self::index_forwarding_calls`]).
+    pub(super) fn call_function(&self, call: Node<'t>) -> Option<Node<'t>> {
+        if !self.forwarded.is_empty() && self.forwarded.contains(&call.id()) {
+            return self.arg_table.get(call).0.first().copied();
+        }
+        call.child(F::Function)
+    }
+
+    /// Finds the calls made through the script's own pass-through helpers
+    /// and records them, with the method their first argument names, so
+    /// that the callee and the arguments the families read are those of the
+    /// call the helper makes. Run once after the walk, before anything
+    /// resolves a callee.
+    pub(super) fn index_forwarding_calls(&mut self) {
+        // Most scripts have no helper: a look at each function's return
+        // values, and nothing more.
+        let helpers: Vec<usize> = self
+            .returns
+            .iter()
+            .filter(|(s, rets)| rets.iter().any(|r| self.forwards_params(*r, **s)))
+            .map(|(s, _)| *s)
+            .collect();
+        if helpers.is_empty() {
+            return;
+        }
+        for i in 0..self.calls.len() {
+            let site = self.calls[i];
+            let Some(func) = site.node.child(F::Function) else {
+                continue;
+            };
+            self.reset_budget();
+            let through_helper = self
+                .own_function_scope(func, site.scope)
+                .is_some_and(|s| helpers.contains(&s));
+            let first = self.arg_table.get(site.node).0.first().copied();
+            if let (true, Some(first)) = (through_helper, first) {
+                self.forwarded.insert(site.node.id());
+                let method = (first.kind() == K::Attribute)
+                    .then(|| first.child(F::Attribute).map(|a| self.text(a)))
+                    .flatten();
+                self.calls[i].method = method;
+            }
+        }
+    }
+
+    /// Whether `ret`, a value the function whose body opens `func` returns,
+    /// is a call of its first parameter with its other parameters passed
+    /// on as they came (`fn(*args, **kwargs)`, `fn(*a)`, `fn()`): what the
+    /// helper returns is what its first argument returns when given the
+    /// call's other arguments.
+    fn forwards_params(&self, ret: Node<'t>, func: usize) -> bool {
+        if ret.kind() != K::Call {
+            return false;
+        }
+        let own_param = |n: Node<'t>, first: bool| {
+            n.kind() == K::Identifier
+                && matches!(
+                    self.lookup(self.text(n), func, n.start_byte()),
+                    Some([Bind::Param { func: f, index, .. }]) if f == func && (index == 0) == first
+                )
+        };
+        let Some(callee) = ret.child(F::Function) else {
+            return false;
+        };
+        if !own_param(callee, true) {
+            return false;
+        }
+        let Some(list) = ret.child(F::Arguments) else {
+            return true;
+        };
+        // Only splats of the helper's own star parameters: an argument
+        // added, dropped or reordered would make the call another one.
+        list.kind() == K::ArgumentList
+            && list.children().all(|a| {
+                matches!(a.kind(), K::ListSplat | K::DictionarySplat)
+                    && a.nth_child(0).is_some_and(|v| own_param(v, false))
+            })
+    }
+
+    /// Records the names a `global` statement in a function declares, so
+    /// that the function's assignments to them bind them in the module.
+    pub(super) fn declare_global(&mut self, stmt: Node<'t>, scope: usize) {
+        if scope == 0 {
+            return;
+        }
+        for n in stmt.children().filter(|n| n.kind() == K::Identifier) {
+            // Sorted, so that each binding's question is a binary search
+            // however many functions declare the name.
+            let scopes = self.declared_global.entry(self.text(n)).or_default();
+            if let Err(i) = scopes.binary_search(&scope) {
+                scopes.insert(i, scope);
+            }
+        }
+    }
+
+    /// The scope a binding of `name` made in `scope` belongs to: the
+    /// module's when the function declared the name `global`.
+    pub(super) fn binding_scope(&self, scope: usize, name: &str) -> usize {
+        if scope == 0 || self.declared_global.is_empty() {
+            return scope;
+        }
+        match self.declared_global.get(name) {
+            Some(scopes) if scopes.binary_search(&scope).is_ok() => 0,
+            _ => scope,
+        }
+    }
+}
