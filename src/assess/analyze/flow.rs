@@ -574,7 +574,8 @@ impl<'t> Analyzer<'t> {
     }
 
     fn tv_call(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
-        let Some(func) = n.child(F::Function) else {
+        // Through a pass-through helper, the function it calls.
+        let Some(func) = self.call_function(n) else {
             return;
         };
         let q = self.callee(n, scope);
@@ -694,6 +695,8 @@ impl<'t> Analyzer<'t> {
         let at = match (method, self.text(func)) {
             (Some("run_in_executor"), _) => 1,
             (Some("to_thread"), _) | (None, "to_thread") => 0,
+            // The function under another name (`run = asyncio.to_thread`).
+            _ if self.callee(n, scope).as_deref() == Some("asyncio.to_thread") => 0,
             _ => return false,
         };
         let Some(target) = self.args(n).0.get(at).copied() else {
