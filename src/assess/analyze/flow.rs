@@ -871,11 +871,7 @@ impl<'t> Analyzer<'t> {
         unfolded: impl Fn(Node<'t>) -> String,
     ) -> Option<String> {
         let cmd = self.args(n).0.first().copied()?;
-        let text = self.text(n).as_bytes();
-        if !programs
-            .iter()
-            .any(|p| memchr::memmem::find(text, p.as_bytes()).is_some())
-        {
+        if !self.text_holds_any(n, scope, programs) {
             return None;
         }
         let saved = self.budget.get();

@@ -4,6 +4,10 @@
 //! - calls through a pass-through helper of the script's own (`def
 //!   _call(fn, *args, **kwargs): return fn(*args, **kwargs)`): the call
 //!   `_call(subprocess.run, cmd)` is a call of `subprocess.run` with `cmd`;
+//! - literals hoisted into named constants (`OSA = "osascript"` ...
+//!   `run([OSA, "-e", script])`): a search of a call's text for a word,
+//!   the cheap test several checks make before folding, also reads the
+//!   strings the call's names are bound to;
 //! - names a function declares `global` (module code moved into a `main()`
 //!   that assigns the module's names): their bindings are the module's, so
 //!   that the other functions reading them find them.
@@ -12,6 +16,10 @@
 //! respellings cost; `respelling_tests.rs` holds the unit tests.
 
 use super::{Analyzer, Bind, Node, F, K};
+
+/// How many nodes of a call [`Analyzer::text_holds_any`] looks through for
+/// names: calls are short, and a bound keeps a huge one linear.
+const NAMES_LOOKED_AT: usize = 64;
 
 impl<'t> Analyzer<'t> {
     /// The function a call calls, as the families should see it: the callee
@@ -121,5 +129,41 @@ impl<'t> Analyzer<'t> {
             Some(scopes) if scopes.binary_search(&scope).is_ok() => 0,
             _ => scope,
         }
+    }
+
+    /// Whether the text of `n`, or a string constant one of its names is
+    /// bound to, holds one of `needles` (as bytes). Checks that search a
+    /// call's text for a program's name before folding its arguments
+    /// missed the name once a literal moved into a constant.
+    pub(super) fn text_holds_any(&self, n: Node<'t>, scope: usize, needles: &[&str]) -> bool {
+        let holds = |t: &str| {
+            needles
+                .iter()
+                .any(|p| memchr::memmem::find(t.as_bytes(), p.as_bytes()).is_some())
+        };
+        if holds(self.text(n)) {
+            return true;
+        }
+        let mut stack = vec![n];
+        let mut seen = 0;
+        while let Some(x) = stack.pop() {
+            seen += 1;
+            if seen > NAMES_LOOKED_AT {
+                return false;
+            }
+            if x.kind() == K::Identifier {
+                let bound = self.lookup(self.text(x), scope, x.start_byte());
+                if let Some([Bind::Expr(v, _)]) = bound {
+                    if v.kind() == K::String && holds(self.text(v)) {
+                        return true;
+                    }
+                }
+                continue;
+            }
+            if !x.kind().opens_scope() {
+                stack.extend(x.children());
+            }
+        }
+        false
     }
 }

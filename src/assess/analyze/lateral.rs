@@ -102,11 +102,10 @@ impl<'t> Analyzer<'t> {
         body.children()
             .filter(|p| p.kind() == K::Pair)
             .find_map(|p| {
-                let key = p.child(F::Key)?;
-                let key = self
-                    .text(key)
-                    .trim_matches(['"', '\''])
-                    .to_ascii_lowercase();
+                // Folded, so that a key kept in a constant is read too.
+                self.reset_budget();
+                let key = self.fold(p.child(F::Key)?, call.scope, 0)?;
+                let key = key.to_ascii_lowercase();
                 matches!(key.as_str(), "password" | "passwd" | "pwd" | "pass")
                     .then(|| p.child(F::Value))?
             })
