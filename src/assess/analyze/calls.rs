@@ -210,7 +210,11 @@ impl<'t> Analyzer<'t> {
             .find(|(k, _)| *k == "shell")
             .map(|(_, v)| *v)
             .filter(|v| !matches!(v.kind(), K::False | K::None) && self.text(*v) != "0");
-        let method = site.method;
+        // A module function called under another name is read as it
+        // would be written plainly (`module.function(...)`).
+        let method = site
+            .method
+            .or_else(|| self.respelled_method(func, site.scope, q.as_deref()));
         Some(Call {
             node,
             func,

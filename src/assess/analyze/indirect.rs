@@ -166,4 +166,33 @@ impl<'t> Analyzer<'t> {
         }
         false
     }
+
+    /// The attribute name a call's callee has when written plainly
+    /// (`module.function`), for a callee that reaches `q` under another
+    /// name: a name bound to the attribute (`grab = clip.GetClipboardData`)
+    /// or `getattr(module, "function")`. Checks that read a call's method
+    /// name then read the same one. `None` unless it is `q`'s last part.
+    pub(super) fn respelled_method(
+        &self,
+        func: Node<'t>,
+        scope: usize,
+        q: Option<&str>,
+    ) -> Option<&'t str> {
+        let last = super::calls::last_part(q?);
+        let name: &'t str = match func.kind() {
+            K::Identifier => {
+                let (v, _) = self.bound_value(func, scope, |v| v.kind() == K::Attribute)?;
+                self.text(v.child(F::Attribute)?)
+            }
+            K::Call => {
+                let lit = *self.args(func).0.get(1)?;
+                if lit.kind() != K::String {
+                    return None;
+                }
+                self.text(lit).trim_matches(['"', '\''])
+            }
+            _ => return None,
+        };
+        (name == last).then_some(name)
+    }
 }

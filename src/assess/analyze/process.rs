@@ -374,6 +374,18 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// A call that waits under another name (`pause = time.sleep`, a
+    /// pass-through helper given `sock.recv`): what its callee resolves to.
+    fn resolves_to_blocking(&self, call: Node<'t>, written: &str, scope: usize) -> bool {
+        let Some(q) = self.callee(call, scope) else {
+            return false;
+        };
+        let last = super::calls::last_part(&q);
+        last != written
+            && BLOCKING_CALLS.contains(&last)
+            && !self.only_looks_blocking(call, last, scope)
+    }
+
     /// A `while True` that waits for something (accept, recv, sleep, join...)
     /// is a server or worker loop, not a bomb. `requests.get` and
     /// `session.get` send rather than wait, and `os.path.join` or
@@ -394,6 +406,9 @@ impl<'t> Analyzer<'t> {
                 let f = n.child(F::Function).map(|f| self.text(f)).unwrap_or("");
                 let last = f.rsplit('.').next().unwrap_or(f);
                 if BLOCKING_CALLS.contains(&last) && !self.only_looks_blocking(n, last, scope) {
+                    return true;
+                }
+                if self.resolves_to_blocking(n, last, scope) {
                     return true;
                 }
             }
