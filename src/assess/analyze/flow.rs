@@ -598,7 +598,7 @@ impl<'t> Analyzer<'t> {
             self.tv_returns(def_scope, depth, acc);
             return;
         }
-        if self.run_for_its_value(n, func, scope, depth, acc) {
+        if self.run_for_its_value(n, func, q.as_deref(), scope, depth, acc) {
             return;
         }
         if self.tv_dispatched(func, scope, depth, acc) || self.tv_picked(func, scope, depth, acc) {
@@ -687,6 +687,7 @@ impl<'t> Analyzer<'t> {
         &self,
         n: Node<'t>,
         func: Node<'t>,
+        q: Option<&str>,
         scope: usize,
         depth: usize,
         acc: &mut Taint<'t>,
@@ -696,7 +697,7 @@ impl<'t> Analyzer<'t> {
             (Some("run_in_executor"), _) => 1,
             (Some("to_thread"), _) | (None, "to_thread") => 0,
             // The function under another name (`run = asyncio.to_thread`).
-            _ if self.callee(n, scope).as_deref() == Some("asyncio.to_thread") => 0,
+            _ if q == Some("asyncio.to_thread") => 0,
             _ => return false,
         };
         let Some(target) = self.args(n).0.get(at).copied() else {
@@ -867,7 +868,7 @@ impl<'t> Analyzer<'t> {
         &self,
         n: Node<'t>,
         scope: usize,
-        programs: &[&str],
+        programs: &[&'static str],
         unfolded: impl Fn(Node<'t>) -> String,
     ) -> Option<String> {
         let cmd = self.args(n).0.first().copied()?;

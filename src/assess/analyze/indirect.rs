@@ -135,7 +135,12 @@ impl<'t> Analyzer<'t> {
     /// bound to, holds one of `needles` (as bytes). Checks that search a
     /// call's text for a program's name before folding its arguments
     /// missed the name once a literal moved into a constant.
-    pub(super) fn text_holds_any(&self, n: Node<'t>, scope: usize, needles: &[&str]) -> bool {
+    pub(super) fn text_holds_any(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        needles: &[&'static str],
+    ) -> bool {
         let holds = |t: &str| {
             needles
                 .iter()
@@ -143,6 +148,11 @@ impl<'t> Analyzer<'t> {
         };
         if holds(self.text(n)) {
             return true;
+        }
+        // Most calls name none of the needles, and most scripts hold none
+        // anywhere: the names are looked up only when the source does.
+        if !needles.iter().any(|p| self.source_holds(p)) {
+            return false;
         }
         let mut stack = vec![n];
         let mut seen = 0;
@@ -178,8 +188,13 @@ impl<'t> Analyzer<'t> {
         scope: usize,
         q: Option<&str>,
     ) -> Option<&'t str> {
-        let last = super::calls::last_part(q?);
+        let q = q?;
+        let last = super::calls::last_part(q);
         let name: &'t str = match func.kind() {
+            // A builtin, or a function imported under its own name
+            // (`from os import system`), is no alias of an attribute: no
+            // lookup for the commonest calls.
+            K::Identifier if q.starts_with("builtins.") || self.text(func) == last => return None,
             K::Identifier => {
                 let (v, _) = self.bound_value(func, scope, |v| v.kind() == K::Attribute)?;
                 self.text(v.child(F::Attribute)?)
@@ -194,5 +209,21 @@ impl<'t> Analyzer<'t> {
             _ => return None,
         };
         (name == last).then_some(name)
+    }
+
+    /// Whether the source holds `needle` anywhere, searched once per
+    /// needle (a handful of program names).
+    fn source_holds(&self, needle: &'static str) -> bool {
+        if let Some(&(_, found)) = self
+            .sources_held
+            .borrow()
+            .iter()
+            .find(|(n, _)| *n == needle)
+        {
+            return found;
+        }
+        let found = memchr::memmem::find(self.src.as_bytes(), needle.as_bytes()).is_some();
+        self.sources_held.borrow_mut().push((needle, found));
+        found
     }
 }

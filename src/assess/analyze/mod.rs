@@ -516,6 +516,9 @@ struct Analyzer<'t> {
     /// Names functions declare `global`, with those functions' scopes,
     /// sorted (see [`indirect`]).
     declared_global: NameMap<'t, Vec<usize>>,
+    /// Needles searched for in the whole source, and whether it holds
+    /// each (see `indirect::source_holds`).
+    sources_held: RefCell<Vec<(&'static str, bool)>>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -577,6 +580,7 @@ impl<'t> Analyzer<'t> {
             remote_literal: std::cell::OnceCell::new(),
             forwarded: rustc_hash::FxHashSet::default(),
             declared_global: NameMap::default(),
+            sources_held: RefCell::new(Vec::new()),
         }
     }
 
