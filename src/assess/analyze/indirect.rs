@@ -26,10 +26,16 @@ impl<'t> Analyzer<'t> {
     /// as written, or the first argument of a call through a pass-through
     /// helper (see [`Self::index_forwarding_calls`]).
     pub(super) fn call_function(&self, call: Node<'t>) -> Option<Node<'t>> {
-        if !self.forwarded.is_empty() && self.forwarded.contains(&call.id()) {
+        if self.is_forwarded(call) {
             return self.arg_table.get(call).0.first().copied();
         }
         call.child(F::Function)
+    }
+
+    /// Whether `call` goes through a pass-through helper (see
+    /// [`Self::index_forwarding_calls`]).
+    pub(super) fn is_forwarded(&self, call: Node<'t>) -> bool {
+        !self.forwarded.is_empty() && self.forwarded.contains(&call.id())
     }
 
     /// Finds the calls made through the script's own pass-through helpers
