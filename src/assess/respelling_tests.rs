@@ -398,3 +398,50 @@ fn decoder_through_the_helper() {
     let a = run(&shown);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
+
+const TOUCHED_BACK: &str = r#"import os
+def tidy(path):
+    st = os.stat(path)
+    with open(path, "w") as f:
+        f.write("")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+tidy(os.path.expanduser("~/notes/log.txt"))
+"#;
+
+/// A file mode kept in a constant (`WRITE = "w"`) still opens the file
+/// for writing.
+#[test]
+fn file_mode_in_a_constant() {
+    let hoisted = TOUCHED_BACK
+        .replace("import os\n", "import os\nWRITE = 'w'\n")
+        .replace("open(path, \"w\")", "open(path, WRITE)");
+    assert_same(TOUCHED_BACK, &hoisted);
+    // Control: the constant opens the file for reading.
+    let reads = hoisted
+        .replace("WRITE = 'w'", "WRITE = 'r'")
+        .replace("f.write(\"\")", "f.read()");
+    let a = run(&reads);
+    assert!(!rules(&a).contains(&"MB933"), "{:?}", a.findings);
+}
+
+const TABLED: &str = r#"import subprocess
+def run(argv):
+    return subprocess.run(argv).returncode
+STEPS = {"clear": lambda ch: ["wevtutil", "cl", ch]}
+for ch in ["Security", "System"]:
+    run(STEPS["clear"](ch))
+"#;
+
+/// A command's words kept in constants (`[WEVTUTIL, "cl", ch]`) in a
+/// table of commands are read like the literal words.
+#[test]
+fn tabled_command_words_in_constants() {
+    let hoisted = TABLED
+        .replace("STEPS = ", "WEVTUTIL = 'wevtutil'\nCL = 'cl'\nSTEPS = ")
+        .replace("[\"wevtutil\", \"cl\", ch]", "[WEVTUTIL, CL, ch]");
+    assert_same(TABLED, &hoisted);
+    // Control: the constants name a harmless listing.
+    let listing = hoisted.replace("WEVTUTIL = 'wevtutil'", "WEVTUTIL = 'ls'");
+    let a = run(&listing);
+    assert!(!rules(&a).contains(&"MB923"), "{:?}", a.findings);
+}

@@ -232,4 +232,47 @@ impl<'t> Analyzer<'t> {
         self.sources_held.borrow_mut().push((needle, found));
         found
     }
+
+    /// The source text of `n`, or of the string literal the name `n` is
+    /// bound to once (a literal hoisted into a constant): for checks that
+    /// read a literal argument as written (`open(p, "w")`, a `/password:`
+    /// word) rather than folding it.
+    pub(super) fn const_text(&self, n: Node<'t>, scope: usize) -> &'t str {
+        if n.kind() == K::Identifier {
+            if let Some([Bind::Expr(v, _)]) = self.lookup(self.text(n), scope, n.start_byte()) {
+                if matches!(v.kind(), K::String | K::ConcatenatedString) {
+                    return self.text(v);
+                }
+            }
+        }
+        self.text(n)
+    }
+
+    /// Records a list or tuple of two or more items one of which is a name
+    /// (`[WEVTUTIL, "cl", ch]`), for the checks that read command words
+    /// kept in tables: the literals' own search does not reach a list
+    /// whose words are constants.
+    pub(super) fn note_named_list(&mut self, list: Node<'t>) {
+        let mut items = list.children();
+        let two = items.next().is_some() && items.next().is_some();
+        if two && list.children().any(|c| c.kind() == K::Identifier) {
+            self.named_lists.push(list);
+        }
+    }
+
+    /// The recorded lists (see [`Self::note_named_list`]) with a word
+    /// that is a name bound to a string literal.
+    pub(super) fn constant_word_lists(&self) -> Vec<Node<'t>> {
+        self.named_lists
+            .iter()
+            .copied()
+            .filter(|l| {
+                let scope = self.scope_of(*l);
+                l.children().any(|c| {
+                    c.kind() == K::Identifier
+                        && !std::ptr::eq(self.const_text(c, scope), self.text(c))
+                })
+            })
+            .collect()
+    }
 }

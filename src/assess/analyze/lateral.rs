@@ -144,7 +144,7 @@ impl<'t> Analyzer<'t> {
         let argv = call.arg(0, "args").filter(|a| a.kind().is_sequence())?;
         let starts = |e: &Node<'t>, prefixes: &[&str]| {
             let t = self
-                .text(*e)
+                .const_text(*e, call.scope)
                 .trim_start_matches(['f', 'r', 'F', 'R', '"', '\'']);
             prefixes.iter().any(|p| {
                 t.get(..p.len())

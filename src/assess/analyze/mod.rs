@@ -519,6 +519,9 @@ struct Analyzer<'t> {
     /// Needles searched for in the whole source, and whether it holds
     /// each (see `indirect::source_holds`).
     sources_held: RefCell<Vec<(&'static str, bool)>>,
+    /// Lists and tuples of two or more items holding a name: where a
+    /// command's words kept in constants may be (see `tabled`).
+    named_lists: Vec<Node<'t>>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -581,6 +584,7 @@ impl<'t> Analyzer<'t> {
             forwarded: rustc_hash::FxHashSet::default(),
             declared_global: NameMap::default(),
             sources_held: RefCell::new(Vec::new()),
+            named_lists: Vec::new(),
         }
     }
 

@@ -256,6 +256,7 @@ impl<'t> Analyzer<'t> {
             K::ImportStatement => self.visit_import(node, scope),
             K::ImportFromStatement => self.visit_import_from(node, scope),
             K::GlobalStatement => self.declare_global(node, scope),
+            K::List | K::Tuple => self.note_named_list(node),
             K::Assignment => {
                 let (Some(l), r) = (node.child(F::Left), node.child(F::Right)) else {
                     return;
