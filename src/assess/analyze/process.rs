@@ -377,6 +377,14 @@ impl<'t> Analyzer<'t> {
     /// A call that waits under another name (`pause = time.sleep`, a
     /// pass-through helper given `sock.recv`): what its callee resolves to.
     fn resolves_to_blocking(&self, call: Node<'t>, written: &str, scope: usize) -> bool {
+        // `obj.method(...)` resolves to a name ending in the method it
+        // names: nothing new to learn (and most calls in a loop are these).
+        let plain_method = call
+            .child(F::Function)
+            .is_some_and(|f| f.kind() == K::Attribute);
+        if plain_method && !self.is_forwarded(call) {
+            return false;
+        }
         let Some(q) = self.callee(call, scope) else {
             return false;
         };
