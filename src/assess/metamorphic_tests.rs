@@ -41,9 +41,10 @@ const TRANSFORMS: [&str; 9] = [
     "identity", "rename", "hoist", "alias", "wrapper", "dispatch", "getattr", "mainwrap", "all",
 ];
 
-/// Per transform, what the engine reaches: the share of flagged malicious
-/// scripts whose respellings stay flagged, of BLOCKED ones that stay
-/// BLOCKED, and the most benign respellings that may be raised to HIGH.
+/// Per transform, a floor on the share of flagged malicious scripts whose
+/// respellings stay flagged and on the share of BLOCKED ones that stay
+/// BLOCKED, and a ceiling on the share of benign respellings raised to
+/// HIGH or BLOCKED.
 struct Floor {
     transform: &'static str,
     kept_flagged: f64,
@@ -51,16 +52,22 @@ struct Floor {
     benign_raised: f64,
 }
 
+/// What the engine reaches once it sees through the respellings (rounded
+/// down, the ceilings up), so that a regression fails. Before (3c7ee1c):
+/// wrapper 367/913 flagged kept, 244/864 BLOCKED kept, 28/612 benign
+/// raised; mainwrap 743/823, 674/771, 10/531; hoist 893/929, 827/871,
+/// 9/614; all 661/945, 545/883, 20/622 (docs/assessment.md has the whole
+/// table, before and after).
 const FLOORS: [Floor; 9] = [
-    floor("identity", 0.0, 0.0, 1.0),
-    floor("rename", 0.0, 0.0, 1.0),
-    floor("hoist", 0.0, 0.0, 1.0),
-    floor("alias", 0.0, 0.0, 1.0),
-    floor("wrapper", 0.0, 0.0, 1.0),
-    floor("dispatch", 0.0, 0.0, 1.0),
-    floor("getattr", 0.0, 0.0, 1.0),
-    floor("mainwrap", 0.0, 0.0, 1.0),
-    floor("all", 0.0, 0.0, 1.0),
+    floor("identity", 0.998, 0.998, 0.0),
+    floor("rename", 0.997, 0.997, 0.0),
+    floor("hoist", 0.988, 0.983, 0.015),
+    floor("alias", 0.995, 0.996, 0.012),
+    floor("wrapper", 0.958, 0.954, 0.02),
+    floor("dispatch", 0.993, 0.994, 0.012),
+    floor("getattr", 0.996, 0.996, 0.007),
+    floor("mainwrap", 1.0, 1.0, 0.002),
+    floor("all", 0.976, 0.97, 0.026),
 ];
 
 const fn floor(transform: &'static str, flagged: f64, blocked: f64, raised: f64) -> Floor {
