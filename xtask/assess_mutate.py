@@ -101,15 +101,6 @@ class Facts:
     star_import: bool = False
 
 
-def bound_names_of_target(t: ast.AST) -> Iterator[str]:
-    """The names an assignment target binds."""
-    for n in ast.walk(t):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            yield n.id
-        elif isinstance(n, ast.Starred):
-            continue
-
-
 def gather(tree: ast.Module) -> Facts:
     """Collect the facts the transforms check before rewriting."""
     f = Facts()

@@ -134,6 +134,9 @@ impl<'t> Analyzer<'t> {
                     *top = Some((node, infinite || top.is_some_and(|t| t.1)));
                 }
             }
+            // What the respellings need (see `indirect`).
+            K::GlobalStatement => self.declare_global(node, scope),
+            K::List | K::Tuple => self.note_named_list(node),
             _ => {}
         }
         st.frames.push(frame);
@@ -255,8 +258,6 @@ impl<'t> Analyzer<'t> {
         match node.kind() {
             K::ImportStatement => self.visit_import(node, scope),
             K::ImportFromStatement => self.visit_import_from(node, scope),
-            K::GlobalStatement => self.declare_global(node, scope),
-            K::List | K::Tuple => self.note_named_list(node),
             K::Assignment => {
                 let (Some(l), r) = (node.child(F::Left), node.child(F::Right)) else {
                     return;
