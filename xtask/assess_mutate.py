@@ -47,6 +47,7 @@ import sys
 import types
 import zlib
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, TypeVar
@@ -924,6 +925,32 @@ def inputs(paths: list[str]) -> list[Path]:
     return found
 
 
+def mutate_all(
+    files: list[Path], rels: list[str], out: Path, transforms: list[str], jobs: int
+) -> list[Outcome]:
+    """Every file's respellings, on `jobs` worker processes; what a worker
+    that died left undone is done again here, one file at a time, so that a
+    crash (a C stack overflowed by a hostile nesting) costs time, not the
+    run."""
+    outcomes: list[Outcome] = []
+    done: set[str] = set()
+    if jobs > 1 and len(files) > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                n = len(files)
+                for rel, result in zip(
+                    rels, pool.map(mutate_file, files, rels, [out] * n, [transforms] * n, chunksize=16)
+                ):
+                    outcomes.extend(result)
+                    done.add(rel)
+        except BrokenProcessPool as e:
+            print(f"a worker died ({e}); the rest is done here", file=sys.stderr)
+    for f, rel in zip(files, rels):
+        if rel not in done:
+            outcomes.extend(mutate_file(f, rel, out, transforms))
+    return outcomes
+
+
 def main(argv: list[str]) -> int:
     """Command line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -943,16 +970,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     sys.setrecursionlimit(10_000)
     rels = [str(f.relative_to(root)) if f.is_relative_to(root) else f.name for f in files]
-    outcomes: list[Outcome] = []
-    if args.jobs > 1 and len(files) > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            for done in pool.map(
-                mutate_file, files, rels, [out] * len(files), [transforms] * len(files), chunksize=16
-            ):
-                outcomes.extend(done)
-    else:
-        for f, rel in zip(files, rels):
-            outcomes.extend(mutate_file(f, rel, out, transforms))
+    outcomes = mutate_all(files, rels, out, transforms, args.jobs)
     manifest = io.StringIO()
     for o in outcomes:
         manifest.write(f"{o.transform}\t{o.rel}\t{o.status}\n")

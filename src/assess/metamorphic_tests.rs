@@ -145,15 +145,23 @@ fn python() -> Result<PathBuf, String> {
 
 /// Runs the mutator over the whole corpus into `out`.
 fn mutate(py: &Path, out: &Path) {
-    let status = Command::new(py)
+    let run = Command::new(py)
         .arg(MUTATOR)
         .arg("--out")
         .arg(out)
         .args(["--root", ROOT, "--transforms", &TRANSFORMS.join(","), ROOT])
-        .stderr(std::process::Stdio::null())
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success(), "{MUTATOR} failed: {status}");
+    // Its report (scripts not parsed, rewrites dropped) matters only when
+    // it fails: then the end of it says why.
+    let err = String::from_utf8_lossy(&run.stderr);
+    let tail: Vec<&str> = err.lines().rev().take(20).collect();
+    assert!(
+        run.status.success(),
+        "{MUTATOR} failed: {}\n{}",
+        run.status,
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// A script's verdict and the rule ids of its findings.
