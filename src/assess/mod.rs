@@ -62,6 +62,10 @@ mod corpus_tests;
 #[cfg(test)]
 mod family_tests;
 #[cfg(test)]
+mod metamorphic_tests;
+#[cfg(test)]
+mod respelling_tests;
+#[cfg(test)]
 mod robustness_tests;
 #[cfg(test)]
 mod stdlib_tests;

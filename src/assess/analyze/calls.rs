@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use super::{exfil, kinds, pos, Analyzer, CallSite, Node, F, K};
+use super::{exfil, kinds, pos, Analyzer, CallSite, Node, K};
 
 /// What the families ask of every call site before anything else, worked
 /// out once when the walk is done, by the site's place in
@@ -200,7 +200,7 @@ impl<'t> Analyzer<'t> {
 
     fn call(&self, site: CallSite<'t>) -> Option<Call<'t>> {
         let node = site.node;
-        let func = node.child(F::Function)?;
+        let func = self.call_function(node)?;
         let facts = self.facts_of(&site)?;
         let (q, kinds, send) = (facts.q.clone(), facts.kinds, facts.send);
         self.reset_budget();
@@ -210,7 +210,11 @@ impl<'t> Analyzer<'t> {
             .find(|(k, _)| *k == "shell")
             .map(|(_, v)| *v)
             .filter(|v| !matches!(v.kind(), K::False | K::None) && self.text(*v) != "0");
-        let method = site.method;
+        // A module function called under another name is read as it
+        // would be written plainly (`module.function(...)`).
+        let method = site
+            .method
+            .or_else(|| self.respelled_method(func, site.scope, q.as_deref()));
         Some(Call {
             node,
             func,

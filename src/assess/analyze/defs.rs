@@ -97,7 +97,7 @@ impl<'t> Analyzer<'t> {
         for (call, scope, in_loop) in sites {
             self.reset_budget();
             let (pos, kw) = self.args(call);
-            let Some(func) = call.child(F::Function) else {
+            let Some(func) = self.call_function(call) else {
                 continue;
             };
             let site = Caller {
@@ -195,17 +195,10 @@ impl<'t> Analyzer<'t> {
                 let saved = self.budget.get();
                 let mut found = Vec::new();
                 for c in &self.calls {
-                    let Some(f) = c.node.child(F::Function) else {
-                        continue;
-                    };
-                    if !self.text(f).ends_with("_server") {
-                        continue;
-                    }
-                    self.reset_budget();
-                    if !self
-                        .callee(c.node, c.scope)
-                        .is_some_and(|q| SERVERS.contains(&&*q))
-                    {
+                    // By what the callee resolves to (kept for every call),
+                    // not by how it is written: an alias of the server
+                    // function is the server function.
+                    if !self.site_q(c).is_some_and(|q| SERVERS.contains(&q)) {
                         continue;
                     }
                     let (pos, kw) = self.args(c.node);

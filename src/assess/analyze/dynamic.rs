@@ -209,7 +209,8 @@ impl<'t> Analyzer<'t> {
         }
         match n.kind() {
             K::Call => {
-                if let Some(func) = n.child(F::Function) {
+                // Through a pass-through helper, the function it calls.
+                if let Some(func) = self.call_function(n) {
                     if let Some(q) = self.resolve(func, scope, depth + 1) {
                         if DECODERS.contains(&q.as_str())
                             || (q == "builtins.chr" && self.chr_spells(n))

@@ -344,9 +344,9 @@ impl<'t> Analyzer<'t> {
     /// from the environment too), or a function of the script's own, which
     /// returns what it returns.
     fn env_flow_call(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut EnvFlow) {
-        let q = n
-            .child(F::Function)
-            .and_then(|f| self.resolve(f, scope, depth + 1));
+        // Through a pass-through helper: the function it calls.
+        let func = self.call_function(n);
+        let q = func.and_then(|f| self.resolve(f, scope, depth + 1));
         if q.as_deref().is_some_and(is_env_getter) {
             let (pos, _) = self.args(n);
             acc.keys
@@ -356,7 +356,7 @@ impl<'t> Analyzer<'t> {
             }
             return;
         }
-        let def = n.child(F::Function).and_then(|f| self.callee_def(f, scope));
+        let def = func.and_then(|f| self.callee_def(f, scope));
         if let Some((def_scope, _)) = def {
             for &v in self
                 .returns
@@ -368,6 +368,14 @@ impl<'t> Analyzer<'t> {
                     self.env_flow(v, def_scope, depth + 1, acc);
                 }
             }
+        }
+        if self.is_forwarded(n) {
+            // The function the helper calls and its arguments, as a plain
+            // call's callee and arguments (not the helper's name).
+            for a in func.into_iter().chain(self.arg_values(n)) {
+                self.env_flow(a, scope, depth + 1, acc);
+            }
+            return;
         }
         self.env_flow_children(n, scope, depth, acc);
     }

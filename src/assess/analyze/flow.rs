@@ -574,7 +574,8 @@ impl<'t> Analyzer<'t> {
     }
 
     fn tv_call(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
-        let Some(func) = n.child(F::Function) else {
+        // Through a pass-through helper, the function it calls.
+        let Some(func) = self.call_function(n) else {
             return;
         };
         let q = self.callee(n, scope);
@@ -597,7 +598,7 @@ impl<'t> Analyzer<'t> {
             self.tv_returns(def_scope, depth, acc);
             return;
         }
-        if self.run_for_its_value(n, func, scope, depth, acc) {
+        if self.run_for_its_value(n, func, q.as_deref(), scope, depth, acc) {
             return;
         }
         if self.tv_dispatched(func, scope, depth, acc) || self.tv_picked(func, scope, depth, acc) {
@@ -613,6 +614,14 @@ impl<'t> Analyzer<'t> {
                 return;
             }
             self.tv_method(n, func, scope, depth, acc);
+        }
+        if self.is_forwarded(n) {
+            // The helper's arguments after the function it calls (a plain
+            // call's arguments: the callee was read above).
+            for a in self.arg_values(n) {
+                self.tv(a, scope, depth, acc);
+            }
+            return;
         }
         if let Some(args) = n.child(F::Arguments) {
             self.tv_children(args, scope, depth, acc);
@@ -686,6 +695,7 @@ impl<'t> Analyzer<'t> {
         &self,
         n: Node<'t>,
         func: Node<'t>,
+        q: Option<&str>,
         scope: usize,
         depth: usize,
         acc: &mut Taint<'t>,
@@ -694,6 +704,8 @@ impl<'t> Analyzer<'t> {
         let at = match (method, self.text(func)) {
             (Some("run_in_executor"), _) => 1,
             (Some("to_thread"), _) | (None, "to_thread") => 0,
+            // The function under another name (`run = asyncio.to_thread`).
+            _ if q == Some("asyncio.to_thread") => 0,
             _ => return false,
         };
         let Some(target) = self.args(n).0.get(at).copied() else {
@@ -864,15 +876,11 @@ impl<'t> Analyzer<'t> {
         &self,
         n: Node<'t>,
         scope: usize,
-        programs: &[&str],
+        programs: &[&'static str],
         unfolded: impl Fn(Node<'t>) -> String,
     ) -> Option<String> {
         let cmd = self.args(n).0.first().copied()?;
-        let text = self.text(n).as_bytes();
-        if !programs
-            .iter()
-            .any(|p| memchr::memmem::find(text, p.as_bytes()).is_some())
-        {
+        if !self.text_holds_any(n, scope, programs) {
             return None;
         }
         let saved = self.budget.get();

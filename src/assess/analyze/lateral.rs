@@ -78,7 +78,17 @@ impl<'t> Analyzer<'t> {
         }
         if call.is(super::kinds::PROCESS) {
             let input = call.kwarg("input")?;
-            let cmd = self.text(*call.pos.first()?).to_ascii_lowercase();
+            let first = *call.pos.first()?;
+            // A list's words read through the names of constants too.
+            let cmd = if first.kind().is_sequence() {
+                let words: Vec<&str> = first
+                    .children()
+                    .map(|w| self.const_text(w, call.scope))
+                    .collect();
+                words.join(", ").to_ascii_lowercase()
+            } else {
+                self.text(first).to_ascii_lowercase()
+            };
             let asks = (cmd.contains("sudo") && (cmd.contains("-s") || cmd.contains("--stdin")))
                 || cmd.contains("\"su\"")
                 || cmd.contains("'su'");
@@ -102,11 +112,10 @@ impl<'t> Analyzer<'t> {
         body.children()
             .filter(|p| p.kind() == K::Pair)
             .find_map(|p| {
-                let key = p.child(F::Key)?;
-                let key = self
-                    .text(key)
-                    .trim_matches(['"', '\''])
-                    .to_ascii_lowercase();
+                // Folded, so that a key kept in a constant is read too.
+                self.reset_budget();
+                let key = self.fold(p.child(F::Key)?, call.scope, 0)?;
+                let key = key.to_ascii_lowercase();
                 matches!(key.as_str(), "password" | "passwd" | "pwd" | "pass")
                     .then(|| p.child(F::Value))?
             })
@@ -145,7 +154,7 @@ impl<'t> Analyzer<'t> {
         let argv = call.arg(0, "args").filter(|a| a.kind().is_sequence())?;
         let starts = |e: &Node<'t>, prefixes: &[&str]| {
             let t = self
-                .text(*e)
+                .const_text(*e, call.scope)
                 .trim_start_matches(['f', 'r', 'F', 'R', '"', '\'']);
             prefixes.iter().any(|p| {
                 t.get(..p.len())

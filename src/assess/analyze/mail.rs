@@ -146,10 +146,19 @@ impl<'t> Analyzer<'t> {
         let whole = self.calls.iter().find(|c| match c.method {
             Some("retr") => true,
             Some("fetch") => {
-                let t = self.text(c.node).to_ascii_lowercase();
-                ["rfc822", "body[]", "body.peek[]"]
-                    .iter()
-                    .any(|w| t.contains(w))
+                let whole = |t: &str| {
+                    let t = t.to_ascii_lowercase();
+                    ["rfc822", "body[]", "body.peek[]"]
+                        .iter()
+                        .any(|w| t.contains(w))
+                };
+                // The message part may be kept in a constant.
+                whole(self.text(c.node))
+                    || self
+                        .args(c.node)
+                        .0
+                        .iter()
+                        .any(|a| whole(self.const_text(*a, c.scope)))
             }
             _ => false,
         })?;

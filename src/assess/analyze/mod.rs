@@ -69,6 +69,7 @@ mod harvest;
 mod hidden;
 mod hooks;
 mod host;
+mod indirect;
 mod intercept;
 mod io;
 mod kernel;
@@ -207,6 +208,9 @@ fn analyze_text(
             );
         }
     }
+    // Before anything resolves a callee: calls through a pass-through
+    // helper are the calls it makes.
+    a.index_forwarding_calls();
     a.index_callers();
     a.index_archives();
     a.index_writes();
@@ -509,6 +513,18 @@ struct Analyzer<'t> {
     /// source or every literal.
     own_setup: std::cell::OnceCell<bool>,
     remote_literal: std::cell::OnceCell<bool>,
+    /// Calls made through a pass-through helper of the script's own, by
+    /// node id (see [`indirect`]).
+    forwarded: rustc_hash::FxHashSet<u32>,
+    /// Names functions declare `global`, with those functions' scopes,
+    /// sorted (see [`indirect`]).
+    declared_global: NameMap<'t, Vec<usize>>,
+    /// Needles searched for in the whole source, and whether it holds
+    /// each (see `indirect::source_holds`).
+    sources_held: RefCell<Vec<(&'static str, bool)>>,
+    /// Lists and tuples of two or more items holding a name: where a
+    /// command's words kept in constants may be (see `tabled`).
+    named_lists: Vec<Node<'t>>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -569,6 +585,10 @@ impl<'t> Analyzer<'t> {
             first_asks: std::cell::OnceCell::new(),
             own_setup: std::cell::OnceCell::new(),
             remote_literal: std::cell::OnceCell::new(),
+            forwarded: rustc_hash::FxHashSet::default(),
+            declared_global: NameMap::default(),
+            sources_held: RefCell::new(Vec::new()),
+            named_lists: Vec::new(),
         }
     }
 
@@ -633,6 +653,8 @@ impl<'t> Analyzer<'t> {
     }
 
     fn bind(&mut self, scope: usize, name: &'t str, b: Bind<'t>) {
+        // A name the function declared `global` is the module's.
+        let scope = self.binding_scope(scope, name);
         let at = match b {
             // After its value: a name used in its own value (`p = expand(p)`)
             // is the binding before, not this one.

@@ -374,6 +374,26 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// A call that waits under another name (`pause = time.sleep`, a
+    /// pass-through helper given `sock.recv`): what its callee resolves to.
+    fn resolves_to_blocking(&self, call: Node<'t>, written: &str, scope: usize) -> bool {
+        // `obj.method(...)` resolves to a name ending in the method it
+        // names: nothing new to learn (and most calls in a loop are these).
+        let plain_method = call
+            .child(F::Function)
+            .is_some_and(|f| f.kind() == K::Attribute);
+        if plain_method && !self.is_forwarded(call) {
+            return false;
+        }
+        let Some(q) = self.callee(call, scope) else {
+            return false;
+        };
+        let last = super::calls::last_part(&q);
+        last != written
+            && BLOCKING_CALLS.contains(&last)
+            && !self.only_looks_blocking(call, last, scope)
+    }
+
     /// A `while True` that waits for something (accept, recv, sleep, join...)
     /// is a server or worker loop, not a bomb. `requests.get` and
     /// `session.get` send rather than wait, and `os.path.join` or
@@ -394,6 +414,9 @@ impl<'t> Analyzer<'t> {
                 let f = n.child(F::Function).map(|f| self.text(f)).unwrap_or("");
                 let last = f.rsplit('.').next().unwrap_or(f);
                 if BLOCKING_CALLS.contains(&last) && !self.only_looks_blocking(n, last, scope) {
+                    return true;
+                }
+                if self.resolves_to_blocking(n, last, scope) {
                     return true;
                 }
             }

@@ -161,8 +161,8 @@ impl<'t> Analyzer<'t> {
         }
         let saved = self.budget.get();
         self.reset_budget();
-        let q: Option<Rc<str>> = call
-            .child(F::Function)
+        let q: Option<Rc<str>> = self
+            .call_function(call)
             .and_then(|f| self.resolve(f, scope, 0))
             .map(Rc::from);
         self.budget.set(saved);
@@ -379,7 +379,13 @@ impl<'t> Analyzer<'t> {
 
     /// A call's positional and keyword arguments (see [`super::args::ArgTable`]).
     pub(super) fn args(&self, call: Node<'t>) -> Args<'t> {
-        self.arg_table.get(call)
+        let (pos, kw) = self.arg_table.get(call);
+        // Through a pass-through helper: the arguments after the function
+        // it calls.
+        if !self.forwarded.is_empty() && self.forwarded.contains(&call.id()) {
+            return (pos.get(1..).unwrap_or_default(), kw);
+        }
+        (pos, kw)
     }
 
     pub(super) fn is_truthy_const(&self, n: Node<'t>) -> bool {

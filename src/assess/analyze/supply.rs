@@ -224,7 +224,7 @@ impl<'t> Analyzer<'t> {
             self.callee(c.node, c.scope).as_deref() == Some("builtins.open")
                 && pos
                     .get(1)
-                    .is_some_and(|m| self.text(*m).contains(['w', 'a']))
+                    .is_some_and(|m| self.const_text(*m, c.scope).contains(['w', 'a']))
         })
     }
 

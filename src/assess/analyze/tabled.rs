@@ -28,9 +28,20 @@ impl<'t> Analyzer<'t> {
             return;
         }
         let mut seen: FxHashSet<u32> = FxHashSet::default();
+        // Lists of words kept in constants have no literal of their own:
+        // each is visited as the parent of its first item.
+        let constant_lists: Vec<Node<'t>> = self
+            .constant_word_lists()
+            .into_iter()
+            .filter_map(|l| l.children().next())
+            .collect();
         // By place, not over a copy of the list: the walk made them all.
-        for i in 0..self.strings.len() {
-            let s = self.strings[i];
+        let literals = self.strings.len();
+        for i in 0..literals + constant_lists.len() {
+            let s = match i.checked_sub(literals) {
+                None => self.strings[i],
+                Some(j) => constant_lists[j],
+            };
             let Some(parent) = s.parent() else { continue };
             let words = match parent.kind() {
                 K::List | K::Tuple if seen.insert(parent.id()) => self.table_words(parent),

