@@ -633,7 +633,7 @@ impl<'t> Analyzer<'t> {
             return false;
         }
         let picked = self.dispatched(func, scope);
-        for def_scope in &picked {
+        for (def_scope, _) in &picked {
             self.tv_returns(*def_scope, depth, acc);
         }
         !picked.is_empty()
