@@ -133,6 +133,10 @@ impl<'t> Analyzer<'t> {
                         ..site.clone()
                     },
                 );
+            } else if let picked @ [_, ..] = &self.picked_functions(func, scope)[..] {
+                for &def_scope in picked {
+                    self.add_caller(def_scope, site.clone());
+                }
             } else if tables {
                 for (def_scope, offset) in self.dispatched(func, scope) {
                     self.add_caller(
@@ -359,6 +363,31 @@ impl<'t> Analyzer<'t> {
         })
     }
 
+    /// The script's own functions a name picked by a test holds (`ask =
+    /// ask_mac if mac else ask_linux`, `pick = fast or slow`): a call of
+    /// the name calls either.
+    pub(super) fn picked_functions(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+        if func.kind() != K::Identifier {
+            return Vec::new();
+        }
+        let Some(Bind::Expr(v, vs)) = self
+            .lookup(self.text(func), scope, func.start_byte())
+            .and_then(|b| b.last().copied())
+        else {
+            return Vec::new();
+        };
+        if !matches!(v.kind(), K::ConditionalExpression | K::BooleanOperator) {
+            return Vec::new();
+        }
+        v.children()
+            .filter(|c| c.kind() == K::Identifier)
+            .filter_map(|branch| match self.callee_def(branch, vs) {
+                Some((def_scope, 0)) => Some(def_scope),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The function a callee expression names: the scope its body opens and
     /// how many parameters the call leaves out (`self`).
     pub(super) fn callee_def(&self, func: Node<'t>, scope: usize) -> Option<(usize, usize)> {
@@ -403,7 +432,7 @@ impl<'t> Analyzer<'t> {
 
     /// The class body of the script's own class a name holds an instance
     /// of (`client = Client(url)`), so `client.send(x)` reaches its method.
-    fn instance_class(&self, obj: Node<'t>, scope: usize) -> Option<usize> {
+    pub(super) fn instance_class(&self, obj: Node<'t>, scope: usize) -> Option<usize> {
         let binds = self.lookup(self.text(obj), scope, obj.start_byte())?;
         let (v, s) = match binds[0] {
             Bind::Expr(v, s) => (v, s),

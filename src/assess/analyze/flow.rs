@@ -643,27 +643,11 @@ impl<'t> Analyzer<'t> {
     /// mac else ask_linux; ask(user)`) returns what either returns; false
     /// when `func` is no such pick.
     fn tv_picked(&self, func: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) -> bool {
-        if func.kind() != K::Identifier {
-            return false;
+        let picked = self.picked_functions(func, scope);
+        for def_scope in &picked {
+            self.tv_returns(*def_scope, depth, acc);
         }
-        let Some(Bind::Expr(v, vs)) = self
-            .lookup(self.text(func), scope, func.start_byte())
-            .and_then(|b| b.last().copied())
-        else {
-            return false;
-        };
-        if !matches!(v.kind(), K::ConditionalExpression | K::BooleanOperator) {
-            return false;
-        }
-        let mut picked = false;
-        for branch in v.children().filter(|c| c.kind() == K::Identifier) {
-            let Some((def_scope, 0)) = self.callee_def(branch, vs) else {
-                continue;
-            };
-            picked = true;
-            self.tv_returns(def_scope, depth, acc);
-        }
-        picked
+        !picked.is_empty()
     }
 
     /// What the function whose body opens `def_scope` returns or yields.

@@ -438,8 +438,31 @@ impl<'t> Analyzer<'t> {
                 .iter()
                 .map(|p| dirname(p))
                 .collect(),
-            _ => Vec::new(),
+            a => self.pv_instance_attr(obj, a, scope, depth),
         }
+    }
+
+    /// `policy.roots`, `self.roots` on an instance of the script's own
+    /// class: what its methods store there (`self.roots = roots or
+    /// ROOTS`), so a tree kept in a settings object is still that tree.
+    fn pv_instance_attr(
+        &self,
+        obj: Node<'t>,
+        attr: &str,
+        scope: usize,
+        depth: usize,
+    ) -> Vec<String> {
+        if obj.kind() != K::Identifier {
+            return Vec::new();
+        }
+        let own = self.text(obj) == "self" || self.instance_class(obj, scope).is_some();
+        let Some(stores) = self.attr_stores.get(attr).filter(|_| own) else {
+            return Vec::new();
+        };
+        stores
+            .iter()
+            .flat_map(|&(v, s)| self.pv(v, s, depth))
+            .collect()
     }
 
     fn pv_subscript(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
@@ -568,10 +591,12 @@ impl<'t> Analyzer<'t> {
             return v;
         }
         if let Some((def_scope, _)) = self.callee_def(func, scope) {
-            let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
-            return values
-                .into_iter()
-                .flat_map(|v| self.pv(v, def_scope, depth))
+            return self.returned_paths(def_scope, depth);
+        }
+        if let picked @ [_, ..] = &self.picked_functions(func, scope)[..] {
+            return picked
+                .iter()
+                .flat_map(|&d| self.returned_paths(d, depth))
                 .collect();
         }
         let _ = kw;
@@ -582,6 +607,15 @@ impl<'t> Analyzer<'t> {
         // `"".join(map(chr, codes))`, `b64decode(s).decode()`: a disguised
         // constant is its value, here as where it is folded.
         self.fold(n, scope, depth).into_iter().collect()
+    }
+
+    /// The paths the function whose body opens `def_scope` returns or yields.
+    fn returned_paths(&self, def_scope: usize, depth: usize) -> Vec<String> {
+        let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
+        values
+            .into_iter()
+            .flat_map(|v| self.pv(v, def_scope, depth))
+            .collect()
     }
 
     /// `for get in [lambda: "~", lambda: "/srv"]: get()`: a loop variable
