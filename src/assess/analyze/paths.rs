@@ -490,16 +490,86 @@ impl<'t> Analyzer<'t> {
                 return p.iter().map(|p| with_suffix(p, "")).collect();
             }
         }
-        if let Some((dict, s)) = self.dict_literal(base, scope) {
+        let dicts = match self.dict_literal(base, scope) {
+            Some(found) => vec![found],
+            None => self.dicts_of(base, scope, depth),
+        };
+        if !dicts.is_empty() {
             let keys = n
                 .child(F::Subscript)
                 .map(|k| self.key_choices(k, scope, depth))
                 .unwrap_or_default();
             if !keys.is_empty() {
-                return self.pv_dict_entry(dict, s, &keys, depth);
+                return dicts
+                    .into_iter()
+                    .flat_map(|(dict, s)| self.pv_dict_entry(dict, s, &keys, depth))
+                    .collect();
             }
         }
         self.pv(base, scope, depth)
+    }
+
+    /// The dict literals a settings value may be: a parameter's default and
+    /// what its callers pass (`def housekeeping(cfg)` called with `{**hk,
+    /// "targets": [t]}`), and an entry of another one (`hk =
+    /// policy["housekeeping"]`), so a tree named deep in a configuration
+    /// handed from function to function is still that tree.
+    fn dicts_of(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<(Node<'t>, usize)> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return Vec::new();
+        }
+        let d = depth + 1;
+        match n.kind() {
+            K::Dictionary => vec![(n, scope)],
+            K::Identifier => match self.lookup(self.text(n), scope, n.start_byte()) {
+                Some([Bind::Expr(v, s)]) => self.dicts_of(v, s, d),
+                Some([Bind::Param { param, func, index }]) => {
+                    let name = self.text(param.child(F::Name).unwrap_or(param));
+                    let outer = self.scopes.get(func).and_then(|f| f.parent);
+                    let default = param.child(F::Value).zip(outer);
+                    let passed = self.passed(func, index, name);
+                    default
+                        .into_iter()
+                        .chain(passed)
+                        .flat_map(|(a, s)| self.dicts_of(a, s, d))
+                        .collect()
+                }
+                _ => Vec::new(),
+            },
+            K::Subscript => {
+                let Some(k) = n.child(F::Subscript) else {
+                    return Vec::new();
+                };
+                let keys = self.key_choices(k, scope, d);
+                let Some(base) = n.child(F::Value).filter(|_| !keys.is_empty()) else {
+                    return Vec::new();
+                };
+                self.dicts_of(base, scope, d)
+                    .into_iter()
+                    .flat_map(|(dict, s)| self.dict_entries(dict, &keys, s))
+                    .flat_map(|(v, s)| self.dicts_of(v, s, d))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The values a dict literal keeps under any of `keys`.
+    fn dict_entries(
+        &self,
+        dict: Node<'t>,
+        keys: &[String],
+        scope: usize,
+    ) -> Vec<(Node<'t>, usize)> {
+        dict.children()
+            .filter(|p| p.kind() == K::Pair)
+            .filter(|p| {
+                p.child(F::Key)
+                    .and_then(|c| self.fold(c, scope, 0))
+                    .is_some_and(|v| keys.contains(&v))
+            })
+            .filter_map(|p| Some((p.child(F::Value)?, scope)))
+            .collect()
     }
 
     /// The constants a key may be: `"darwin" if mac else "linux"`, itself
@@ -535,15 +605,9 @@ impl<'t> Analyzer<'t> {
         keys: &[String],
         depth: usize,
     ) -> Vec<String> {
-        dict.children()
-            .filter(|p| p.kind() == K::Pair)
-            .filter(|p| {
-                p.child(F::Key)
-                    .and_then(|c| self.fold(c, scope, depth))
-                    .is_some_and(|v| keys.contains(&v))
-            })
-            .filter_map(|p| p.child(F::Value))
-            .flat_map(|v| self.pv(v, scope, depth))
+        self.dict_entries(dict, keys, scope)
+            .into_iter()
+            .flat_map(|(v, s)| self.pv(v, s, depth))
             .collect()
     }
 
