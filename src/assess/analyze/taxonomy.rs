@@ -360,15 +360,24 @@ fn secret_tree(lower: &str, grams: &Grams) -> bool {
     })
 }
 
+/// The suffixes of rotated log archives.
+const ROTATED: &[&str] = &[".gz", ".xz", ".bz2", ".zst", ".old"];
+
+/// Whether a test's text names a rotated archive's suffix in a literal
+/// (`name.endswith((".gz", ".old"))`).
+pub(super) fn names_rotated(test: &str) -> bool {
+    ROTATED
+        .iter()
+        .any(|e| test.contains(&format!("\"{e}\"")) || test.contains(&format!("'{e}'")))
+}
+
 /// Files that record what happened on the machine: system logs, login
 /// records, shell and interpreter histories. Rotated archives (`.1`, `.gz`,
 /// `.old`) are what log rotation removes, so they are not counted.
 pub(super) fn trace(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let rotated = [".gz", ".xz", ".bz2", ".zst", ".old"]
-        .iter()
-        .any(|e| name.ends_with(e))
+    let rotated = ROTATED.iter().any(|e| name.ends_with(e))
         || name
             .rsplit('.')
             .next()
