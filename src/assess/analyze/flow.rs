@@ -340,11 +340,34 @@ impl<'t> Analyzer<'t> {
                 }
                 self.tv_children(n, scope, d, acc);
             }
+            K::Dictionary if self.headers_of_request(n) => {
+                // `headers={"Authorization": "Bearer " + token}`: a
+                // credential shown to the service it belongs to is a
+                // login, not data sent; the other headers still are.
+                for pair in n.children() {
+                    let login = pair.child(F::Key).is_some_and(|k| {
+                        self.string_value(k)
+                            .is_some_and(|v| v.eq_ignore_ascii_case("authorization"))
+                    });
+                    if !login {
+                        self.tv(pair, scope, d, acc);
+                    }
+                }
+            }
             // The condition of a branch or a filter decides, it is not the value.
             K::IfClause | K::ComparisonOperator | K::NotOperator => {}
             k if k.opens_scope() => {}
             _ => self.tv_children(n, scope, d, acc),
         }
+    }
+
+    /// Whether the dict literal `n` is written as a call's `headers=`.
+    fn headers_of_request(&self, n: Node<'t>) -> bool {
+        n.parent().is_some_and(|k| {
+            k.kind() == K::KeywordArgument
+                && k.child(F::Name)
+                    .is_some_and(|name| self.text(name) == "headers")
+        })
     }
 
     fn tv_children(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
@@ -569,6 +592,18 @@ impl<'t> Analyzer<'t> {
                 self.tv_member(call, s, depth, acc);
             }
             return;
+        }
+        // `k.token` on an instance of the script's own class (`k =
+        // Kube()`): what its methods stored there.
+        if obj.kind() == K::Identifier && self.instance_class(obj, scope).is_some() {
+            for &(v, s) in self
+                .attr_stores
+                .get(attr)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv(v, s, depth, acc);
+            }
         }
         self.tv(obj, scope, depth, acc);
     }

@@ -527,6 +527,17 @@ pub(super) fn root_shell_target(path: &str) -> bool {
     temp || PROGRAMS.contains(&base)
 }
 
+/// Where a pod's service account token is mounted.
+const POD_TOKEN: &str = "/serviceaccount/token";
+
+/// A pod's own service account token: every client of the cluster's API
+/// running in the pod reads it to log in, so reading it beside network use
+/// is no sign (MB904); its contents sent anywhere but in an
+/// `Authorization` header still are (MB916).
+pub(super) fn pod_token(path: &str) -> bool {
+    path.ends_with(POD_TOKEN)
+}
+
 /// Files whose contents are secrets: credentials, keys, browser stores,
 /// shell histories, account databases.
 pub(super) fn secret(path: &str) -> bool {
@@ -549,6 +560,9 @@ pub(super) fn secret(path: &str) -> bool {
         "/library/keychains/",
         "/library/safari/",
         "cookies.binarycookies",
+        // A pod's service account token: the cluster credential of
+        // whatever runs in the pod (see `pod_token`).
+        POD_TOKEN,
     ];
     let lower = path.to_ascii_lowercase();
     let grams = Grams::of(&lower);
