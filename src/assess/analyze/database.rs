@@ -188,6 +188,7 @@ impl<'t> Analyzer<'t> {
             "executescript(",
             "exec_driver_sql(",
             ".query(",
+            "read_sql",
         ]);
         if !runs_sql {
             return;
@@ -195,6 +196,7 @@ impl<'t> Analyzer<'t> {
         let catalogue = fx.text_holding(CATALOGUE);
         let send = self.signs.network_send;
         let mut found = false;
+        let mut foreign = None;
         for (i, (n, t)) in fx.texts().iter().enumerate() {
             // The catalogue first: without one, no text needs the search.
             let destroyed = catalogue.and_then(|(cat, _)| Some((destroys_computed(t)?, cat)));
@@ -230,6 +232,8 @@ impl<'t> Analyzer<'t> {
                     }
                     None => self.add("MB219", *n, format!("`{shown}`")),
                 }
+            } else if send.is_none() && foreign.is_none() && fx.holds(i, FOREIGN_DB) {
+                foreign = Some(*n);
             } else if send.is_some() && !found && fx.holds(i, FOREIGN_DB) {
                 let shown = shorten(t);
                 let detail = format!(
@@ -238,6 +242,15 @@ impl<'t> Analyzer<'t> {
                 self.add("MB945", *n, detail);
                 found = true;
             }
+        }
+        // A mail or chat client's database queried by a script that sends
+        // nothing: other people's messages read and kept (MB972, HIGH).
+        if let (Some(n), false) = (foreign, found) {
+            let shown = shorten(self.text(n));
+            let detail = format!(
+                "`{shown}`: another application's messages, read by a script that runs SQL"
+            );
+            self.add("MB972", n, detail);
         }
     }
 }
