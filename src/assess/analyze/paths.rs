@@ -170,8 +170,10 @@ fn with_suffix(p: &str, suffix: &str) -> String {
     }
 }
 
-/// A `%`-format with every conversion (`%d`, `%s`, `%05x`...) left unknown.
-fn percent_wild(format: &str) -> String {
+/// A `%`-format (`%d`, `%s`, `%05x`...) with its conversions filled in
+/// order by `values` (those past the end, and named ones, `*`).
+fn percent_fill(format: &str, values: &[String]) -> String {
+    let mut next = values.iter();
     let mut out = String::with_capacity(format.len());
     let mut chars = format.chars().peekable();
     while let Some(c) = chars.next() {
@@ -184,12 +186,16 @@ fn percent_wild(format: &str) -> String {
             out.push('%');
             continue;
         }
-        if chars.next_if_eq(&'(').is_some() {
+        let named = chars.next_if_eq(&'(').is_some();
+        if named {
             while chars.next().is_some_and(|k| k != ')') {}
         }
         while chars.next_if(|k| !k.is_ascii_alphabetic()).is_some() {}
         chars.next();
-        out.push('*');
+        match next.next().filter(|_| !named) {
+            Some(v) => out.push_str(v),
+            None => out.push('*'),
+        }
     }
     out
 }
@@ -229,7 +235,27 @@ impl<'t> Analyzer<'t> {
                     Op::Bin(Operator::Add) if lists => l.into_iter().chain(r).collect(),
                     Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
                     Op::Bin(Operator::Div) => product(&l, &r, join2),
-                    Op::Bin(Operator::Mod) => l.iter().map(|f| percent_wild(f)).collect(),
+                    Op::Bin(Operator::Mod) => {
+                        // `'nohup "%s" "%s" &' % (sys.executable, path)`:
+                        // each conversion the first value of its item.
+                        let Some(items) = n.child(F::Right) else {
+                            return Vec::new();
+                        };
+                        let items: Vec<Node<'t>> = match items.kind() {
+                            K::Tuple => items.children().collect(),
+                            _ => vec![items],
+                        };
+                        let values: Vec<String> = items
+                            .iter()
+                            .map(|k| {
+                                self.pv(*k, scope, d)
+                                    .into_iter()
+                                    .next()
+                                    .unwrap_or_else(|| "*".into())
+                            })
+                            .collect();
+                        l.iter().map(|f| percent_fill(f, &values)).collect()
+                    }
                     _ => Vec::new(),
                 }
             }
