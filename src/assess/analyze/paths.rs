@@ -468,9 +468,13 @@ impl<'t> Analyzer<'t> {
         }
     }
 
-    /// `policy.roots`, `self.roots` on an instance of the script's own
-    /// class: what its methods store there (`self.roots = roots or
-    /// ROOTS`), so a tree kept in a settings object is still that tree.
+    /// `policy.roots` on an instance of the script's own class (made
+    /// here, or handed in by a caller), `self.home` in its methods: what
+    /// its methods store there (`self.roots = roots or ROOTS`), so a tree
+    /// kept in a settings object is still that tree. Through `self`, only
+    /// values with a known start: a file object's own path built from an
+    /// unknown base (`self._datfile = base + ".dat"`) would read as files
+    /// found by searching.
     fn pv_instance_attr(
         &self,
         obj: Node<'t>,
@@ -481,13 +485,15 @@ impl<'t> Analyzer<'t> {
         if obj.kind() != K::Identifier {
             return Vec::new();
         }
-        let own = self.text(obj) == "self" || self.instance_class(obj, scope).is_some();
+        let inside = self.text(obj) == "self";
+        let own = inside || self.instance_class(obj, scope).is_some();
         let Some(stores) = self.attr_stores.get(attr).filter(|_| own) else {
             return Vec::new();
         };
         stores
             .iter()
             .flat_map(|&(v, s)| self.pv(v, s, depth))
+            .filter(|p| !(inside && p.starts_with('*')))
             .collect()
     }
 
