@@ -235,27 +235,7 @@ impl<'t> Analyzer<'t> {
                     Op::Bin(Operator::Add) if lists => l.into_iter().chain(r).collect(),
                     Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
                     Op::Bin(Operator::Div) => product(&l, &r, join2),
-                    Op::Bin(Operator::Mod) => {
-                        // `'nohup "%s" "%s" &' % (sys.executable, path)`:
-                        // each conversion the first value of its item.
-                        let Some(items) = n.child(F::Right) else {
-                            return Vec::new();
-                        };
-                        let items: Vec<Node<'t>> = match items.kind() {
-                            K::Tuple => items.children().collect(),
-                            _ => vec![items],
-                        };
-                        let values: Vec<String> = items
-                            .iter()
-                            .map(|k| {
-                                self.pv(*k, scope, d)
-                                    .into_iter()
-                                    .next()
-                                    .unwrap_or_else(|| "*".into())
-                            })
-                            .collect();
-                        l.iter().map(|f| percent_fill(f, &values)).collect()
-                    }
+                    Op::Bin(Operator::Mod) => self.pv_percent(n, &l, scope, d),
                     _ => Vec::new(),
                 }
             }
@@ -281,6 +261,28 @@ impl<'t> Analyzer<'t> {
             _ => Vec::new(),
         };
         capped(v)
+    }
+
+    /// `'nohup "%s" "%s" &' % (sys.executable, path)`: each format `l`
+    /// may be, each conversion filled by the first value of its item.
+    fn pv_percent(&self, n: Node<'t>, l: &[String], scope: usize, d: usize) -> Vec<String> {
+        let Some(items) = n.child(F::Right) else {
+            return Vec::new();
+        };
+        let items: Vec<Node<'t>> = match items.kind() {
+            K::Tuple => items.children().collect(),
+            _ => vec![items],
+        };
+        let values: Vec<String> = items
+            .iter()
+            .map(|k| {
+                self.pv(*k, scope, d)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| "*".into())
+            })
+            .collect();
+        l.iter().map(|f| percent_fill(f, &values)).collect()
     }
 
     /// A literal, or an f-string whose interpolations take their values.
