@@ -51,7 +51,9 @@ const TARGET: Floors = Floors {
 /// programs, libraries or the standard library patched); blind/BATCH18.md),
 /// written by someone who saw neither the rules nor any sample while the
 /// nineteenth round was being written, scored with the assessment of 3c7ee1c,
-/// before the nineteenth round: 33 of 42, 26 of 38, 1 of 28.
+/// before the nineteenth round: 33 of 42, 26 of 38, 1 of 28; after it and
+/// the engine's changes for respellings (metamorphic_tests), which never saw
+/// this batch: the same.
 /// The seventeenth (70 scripts of fourteen families: the twelve rule families,
 /// and click fraud, which no batch had before, and container escapes, which
 /// only the tuned part had; blind/BATCH17.md), written by someone who saw
@@ -99,14 +101,16 @@ const BLIND_FLOOR: Floors = Floors {
 /// BLOCKED (0.938), 10 of 546 benign flagged (1.8%): the other two measures
 /// still meet their targets. The sixteenth round (held-out misses read):
 /// 821 of 850 (0.966, the target met again), 732 of 764 deserving BLOCKED
-/// (0.958), 10 of 546 benign flagged (1.8%). The floor is what it reaches,
+/// (0.958), 10 of 546 benign flagged (1.8%). After the nineteenth round:
+/// 958 of 976 (0.982), 858 of 877 deserving BLOCKED (0.978), 8 of 630 benign
+/// flagged (1.3%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.96,
-    blocked_recall: 0.95,
+    recall: 0.98,
+    blocked_recall: 0.97,
     benign_flagged: 0.02,
 };
 
@@ -171,10 +175,13 @@ const WHOLE_FLOOR: Floors = Floors {
 /// among them: firmware tampering and spam relays): 548 of 568, 495 of 513,
 /// 5 of 368. With the seventeenth batch (heldout/BATCH17.md, blind through the
 /// eighteenth round; 31 of 42, 27 of 38, 2 of 28 before and after it): 579 of
-/// 610, 522 of 551, 7 of 396.
+/// 610, 522 of 551, 7 of 396. After the nineteenth round (written on held-out
+/// misses as behaviours, each spelled three ways or more in its tests; the
+/// seventeenth batch 39 of 42, 34 of 38, 2 of 28): 593 of 610, 533 of 551, 7
+/// of 396.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.94,
-    blocked_recall: 0.94,
+    recall: 0.97,
+    blocked_recall: 0.96,
     benign_flagged: 0.02,
 };
 

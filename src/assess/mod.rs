@@ -44,6 +44,8 @@ mod behaviour17_tests;
 #[cfg(test)]
 mod behaviour18_tests;
 #[cfg(test)]
+mod behaviour19_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

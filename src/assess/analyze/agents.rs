@@ -179,6 +179,22 @@ pub(super) fn remote_code(t: &str) -> bool {
         || ((t.contains("urlopen") || t.contains("requests.get")) && t.contains("exec("))
 }
 
+/// A shell line (lower-cased) that uploads files or its input with curl:
+/// `-F k=@file`, `--data-binary @-`, `-T file`.
+fn uploads_files(t: &str) -> bool {
+    t.contains("curl ")
+        && [
+            "=@",
+            "--data-binary @",
+            "--data @",
+            "-d @",
+            "--upload-file",
+            " -t ",
+        ]
+        .iter()
+        .any(|u| t.contains(u))
+}
+
 /// The host of the first http(s) URL in `t`.
 pub(super) fn url_host(t: &str) -> Option<&str> {
     let at = t
@@ -314,7 +330,9 @@ impl<'t> Analyzer<'t> {
             folder_open,
             git_runner,
             foreign_index,
-            sends: self.signs.network_send.is_some(),
+            // A hook or wrapper kept in a string that uploads files with
+            // curl sends as surely as the script's own requests.
+            sends: self.signs.network_send.is_some() || fx.text_where(uploads_files).is_some(),
         }
     }
 

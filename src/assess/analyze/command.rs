@@ -432,6 +432,48 @@ fn elevated<'w>(words: &'w [&'w str]) -> Option<&'w [&'w str]> {
     words.get(i..).filter(|rest| !rest.is_empty())
 }
 
+/// `nsenter -t 1`, `--target=1`: the namespaces of process 1, the host's
+/// init when the container shares the host's process table.
+fn enters_init(words: &[&str]) -> bool {
+    words.windows(2).any(|w| {
+        matches!(w[0], "-t" | "--target") && w[1] == "1" || matches!(w[0], "-t1" | "--target=1")
+    })
+}
+
+/// ssh's options that take a value, lower-cased.
+const SSH_VALUED: &[&str] = &[
+    "-o", "-p", "-i", "-l", "-j", "-b", "-c", "-d", "-e", "-r", "-w", "-m",
+];
+
+/// The command a wrapper runs elsewhere, judged as if run here: `ssh
+/// [options] HOST CMD...` on another machine (`ssh h sudo -n sh -c ..`
+/// gains root there), `nsenter [options] [--] CMD...` in other
+/// namespaces. Options that take a value skip it.
+fn carried<'w>(words: &'w [&'w str]) -> Option<&'w [&'w str]> {
+    let head = words.first()?.rsplit('/').next()?;
+    let (valued, hosted): (&[&str], bool) = match head {
+        // Lower-cased: `-j` is `-J`, `-d` `-D`, `-r` `-R` (each takes a
+        // value); `-f`, `-q` and `-s` are left as flags, their commoner case.
+        "ssh" => (SSH_VALUED, true),
+        "nsenter" => (
+            &["-t", "--target", "-s", "-g", "--setuid", "--setgid"],
+            false,
+        ),
+        _ => return None,
+    };
+    let mut i = 1;
+    while let Some(w) = words.get(i).filter(|w| w.starts_with('-')) {
+        if *w == "--" {
+            i += 1;
+            break;
+        }
+        i += if valued.contains(w) { 2 } else { 1 };
+    }
+    // ssh's first plain word is the host; the rest runs there.
+    i += usize::from(hosted);
+    words.get(i..).filter(|rest| !rest.is_empty())
+}
+
 /// Registry keys whose values Windows runs at logon or start-up (Run,
 /// RunOnce, Winlogon's shell and userinit, debuggers attached by Image File
 /// Execution Options), lower-cased.
@@ -512,6 +554,7 @@ fn classify(words: &[&str]) -> Stage {
         // Listing one's crontab changes nothing.
         "crontab" if words[1..] == ["-l"] => Stage::Other,
         "sudo" | "su" | "pkexec" | "doas" => Stage::Rule("MB204"),
+        "nsenter" if enters_init(words) => Stage::Rule("MB971"),
         "useradd" | "adduser" | "usermod" | "passwd" | "chpasswd" | "visudo" | "iptables"
         | "ip6tables" | "nft" | "ufw" | "setenforce" | "insmod" | "rmmod" | "modprobe"
         | "sysctl" | "crontab" | "systemctl" | "mount" | "umount" | "chattr" | "setcap" => {
@@ -562,9 +605,20 @@ impl<'t> Analyzer<'t> {
                 continue;
             }
             self.judge_words(&words, seg, node);
+            self.note_command_steps(&words, node);
             // `sudo -n chmod 4755 f`: what runs as root is judged too.
             if let Some(inner) = elevated(&words) {
                 self.judge_words(inner, seg, node);
+            }
+            // `ssh host sudo -n ..`, `nsenter -t 1 -- rm ..`: what runs on
+            // the other machine or in the other namespaces, root included.
+            if let Some(inner) = carried(&words) {
+                // `ssh h 'sudo -S reboot'`: the remote line's own quotes.
+                let inner: Vec<&str> = inner.iter().map(|w| w.trim_matches(['\'', '"'])).collect();
+                self.judge_words(&inner, seg, node);
+                if let Some(root) = elevated(&inner) {
+                    self.judge_words(root, seg, node);
+                }
             }
             if let Some(src) = super::supply::untrusted_pip_source(&words) {
                 let detail = format!("runs `{}`: installs from {src}", shorten(seg.trim()));
@@ -573,6 +627,31 @@ impl<'t> Analyzer<'t> {
         }
         self.check_command_line(&lower, node);
         self.check_redirects(&lower, node);
+    }
+
+    /// The ransomware steps a command takes (see `ransom.rs`): files
+    /// deleted (`rm`, `del`), or packed into an archive under a password
+    /// (`zip -P`, `7z a -p..`) or encrypted (`gpg -c`, `openssl enc`),
+    /// which is their contents scrambled and written beside them.
+    fn note_command_steps(&mut self, words: &[&str], node: Node<'t>) {
+        let Some(head) = words.first().map(|h| program_word(h)) else {
+            return;
+        };
+        let has = |f: &dyn Fn(&str) -> bool| words[1..].iter().any(|w| f(w));
+        let scrambles = match head.as_ref() {
+            "zip" => has(&|w| matches!(w, "-p" | "-e" | "--password" | "--encrypt")),
+            "7z" | "7za" | "7zr" => has(&|w| w.starts_with("-p")),
+            "gpg" | "gpg2" => has(&|w| matches!(w, "-c" | "--symmetric" | "-e" | "--encrypt")),
+            "openssl" => words.get(1) == Some(&"enc"),
+            "rm" | "del" | "erase" | "unlink" | "shred" => {
+                self.signs.deletes.get_or_insert(node);
+                false
+            }
+            _ => false,
+        };
+        if scrambles {
+            self.signs.scrambled_write.get_or_insert((node, false));
+        }
     }
 
     /// Whether some literal is a URL or a command that fetches (`curl`,

@@ -9,7 +9,18 @@
 use super::effects::Effects;
 use super::literal::shorten;
 use super::needles::{CATALOGUE, FOREIGN_DB, GRANT};
-use super::{line, Analyzer};
+use super::{line, Analyzer, Node};
+
+/// Calls (as written) that run SQL: DB-API cursors and connections,
+/// SQLAlchemy, query builders, pandas.
+const RUNS_SQL: &[&str] = &[
+    "execute(",
+    "executemany(",
+    "executescript(",
+    "exec_driver_sql(",
+    ".query(",
+    "read_sql",
+];
 
 /// Queries that list every database, schema or table of a server.
 pub(super) const CATALOGUES: &[&str] = &[
@@ -182,19 +193,13 @@ fn selects_secrets(t: &str) -> Option<&'static str> {
 impl<'t> Analyzer<'t> {
     /// MB945 and MB219 over the SQL the script carries.
     pub(super) fn check_database(&mut self, fx: &Effects<'t>) {
-        let runs_sql = self.call_text_has(&[
-            "execute(",
-            "executemany(",
-            "executescript(",
-            "exec_driver_sql(",
-            ".query(",
-        ]);
-        if !runs_sql {
+        if !self.call_text_has(RUNS_SQL) {
             return;
         }
         let catalogue = fx.text_holding(CATALOGUE);
         let send = self.signs.network_send;
         let mut found = false;
+        let mut foreign = None;
         for (i, (n, t)) in fx.texts().iter().enumerate() {
             // The catalogue first: without one, no text needs the search.
             let destroyed = catalogue.and_then(|(cat, _)| Some((destroys_computed(t)?, cat)));
@@ -230,6 +235,8 @@ impl<'t> Analyzer<'t> {
                     }
                     None => self.add("MB219", *n, format!("`{shown}`")),
                 }
+            } else if send.is_none() && foreign.is_none() && fx.holds(i, FOREIGN_DB) {
+                foreign = Some(*n);
             } else if send.is_some() && !found && fx.holds(i, FOREIGN_DB) {
                 let shown = shorten(t);
                 let detail = format!(
@@ -238,6 +245,21 @@ impl<'t> Analyzer<'t> {
                 self.add("MB945", *n, detail);
                 found = true;
             }
+        }
+        if !found {
+            self.report_foreign_messages(foreign);
+        }
+    }
+
+    /// A mail or chat client's database queried by a script that sends
+    /// nothing: other people's messages read and kept (MB972, HIGH).
+    fn report_foreign_messages(&mut self, foreign: Option<Node<'t>>) {
+        if let Some(n) = foreign {
+            let shown = shorten(self.text(n));
+            let detail = format!(
+                "`{shown}`: another application's messages, read by a script that runs SQL"
+            );
+            self.add("MB972", n, detail);
         }
     }
 }

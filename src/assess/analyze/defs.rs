@@ -63,6 +63,19 @@ fn runner(q: Option<&str>, method: Option<&str>) -> Option<Runner> {
     }
 }
 
+/// `{"run": self.run, ...}`: a dict literal holding the instance's own
+/// methods, a command table an object keeps on itself.
+fn method_table(v: Node<'_>) -> bool {
+    v.kind() == K::Dictionary
+        && v.children().any(|p| {
+            p.child(F::Value).is_some_and(|x| {
+                x.kind() == K::Attribute
+                    && x.child(F::Object)
+                        .is_some_and(|o| o.kind() == K::Identifier)
+            })
+        })
+}
+
 /// A tuple or list of two or more bare names: functions kept in order
 /// (stages, steps) when the names are the script's own functions.
 fn names_only(v: Node<'_>) -> bool {
@@ -87,7 +100,11 @@ impl<'t> Analyzer<'t> {
             Bind::Expr(v, _) => names_only(v),
             Bind::Param { param, .. } => param.child(F::Value).is_some_and(names_only),
             _ => false,
-        });
+        }) || self
+            .attr_stores
+            .values()
+            .flatten()
+            .any(|(v, _)| method_table(*v));
         self.has_tables = tables;
         let sites: Vec<(Node<'t>, usize, bool)> = self
             .calls
@@ -116,9 +133,19 @@ impl<'t> Analyzer<'t> {
                         ..site.clone()
                     },
                 );
-            } else if tables {
-                for def_scope in self.dispatched(func, scope) {
+            } else if let picked @ [_, ..] = &self.picked_functions(func, scope)[..] {
+                for &def_scope in picked {
                     self.add_caller(def_scope, site.clone());
+                }
+            } else if tables {
+                for (def_scope, offset) in self.dispatched(func, scope) {
+                    self.add_caller(
+                        def_scope,
+                        Caller {
+                            offset,
+                            ..site.clone()
+                        },
+                    );
                 }
             }
             self.index_runner(site, func);
@@ -219,10 +246,11 @@ impl<'t> Analyzer<'t> {
     /// The functions a call through a dispatch table may reach:
     /// `TABLE[k](..)`, `TABLE.get(k)(..)`, or a name bound to either, where
     /// `TABLE` is a dict literal of the script's functions (a bot's or an
-    /// agent's command table: the argument reaches each handler).
-    pub(super) fn dispatched(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+    /// agent's command table: the argument reaches each handler), with how
+    /// many parameters a call leaves out (1 for `self.run`, a bound method).
+    pub(super) fn dispatched(&self, func: Node<'t>, scope: usize) -> Vec<(usize, usize)> {
         if let Some(stages) = self.looped_functions(func, scope) {
-            return stages;
+            return stages.into_iter().map(|s| (s, 0)).collect();
         }
         let (mut pick, mut s) = (func, scope);
         if func.kind() == K::Identifier {
@@ -243,8 +271,9 @@ impl<'t> Analyzer<'t> {
         dict.children()
             .filter(|p| p.kind() == K::Pair)
             .filter_map(|p| p.child(F::Value))
-            .filter_map(|v| match self.callee_def(v, s) {
-                Some((def_scope, 0)) => Some(def_scope),
+            .filter_map(|v| match (self.callee_def(v, s), v.kind()) {
+                (Some((def_scope, 0)), _) => Some((def_scope, 0)),
+                (Some((def_scope, 1)), K::Attribute) => Some((def_scope, 1)),
                 _ => None,
             })
             .collect()
@@ -310,10 +339,46 @@ impl<'t> Analyzer<'t> {
             }
             _ => return None,
         };
-        match *self.lookup(name, scope, at)?.last()? {
+        let found = self.lookup(name, scope, at).and_then(|b| match *b.last()? {
             Bind::Expr(v, s) if v.kind() == K::Dictionary => Some((v, s)),
             _ => None,
+        });
+        // `self.handlers = {...}` in `__init__`: the table the instance
+        // keeps, when the class body keeps none of that name.
+        found.or_else(|| {
+            (n.kind() == K::Attribute)
+                .then(|| self.attr_stores.get(name))??
+                .iter()
+                // `self.ops = {}` then filled by a later store: the table
+                // that holds something.
+                .find(|(v, _)| v.kind() == K::Dictionary && v.children().next().is_some())
+                .copied()
+        })
+    }
+
+    /// The script's own functions a name picked by a test holds (`ask =
+    /// ask_mac if mac else ask_linux`, `pick = fast or slow`): a call of
+    /// the name calls either.
+    pub(super) fn picked_functions(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+        if func.kind() != K::Identifier {
+            return Vec::new();
         }
+        let Some(Bind::Expr(v, vs)) = self
+            .lookup(self.text(func), scope, func.start_byte())
+            .and_then(|b| b.last().copied())
+        else {
+            return Vec::new();
+        };
+        if !matches!(v.kind(), K::ConditionalExpression | K::BooleanOperator) {
+            return Vec::new();
+        }
+        v.children()
+            .filter(|c| c.kind() == K::Identifier)
+            .filter_map(|branch| match self.callee_def(branch, vs) {
+                Some((def_scope, 0)) => Some(def_scope),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The function a callee expression names: the scope its body opens and
@@ -360,7 +425,7 @@ impl<'t> Analyzer<'t> {
 
     /// The class body of the script's own class a name holds an instance
     /// of (`client = Client(url)`), so `client.send(x)` reaches its method.
-    fn instance_class(&self, obj: Node<'t>, scope: usize) -> Option<usize> {
+    pub(super) fn instance_class(&self, obj: Node<'t>, scope: usize) -> Option<usize> {
         let binds = self.lookup(self.text(obj), scope, obj.start_byte())?;
         let (v, s) = match binds[0] {
             Bind::Expr(v, s) => (v, s),

@@ -169,26 +169,43 @@ fn within(d: &super::io::Download<'_>, path: &str) -> bool {
 }
 
 /// Does the command line `cmd` run, or make executable, the exactly known
-/// file `path` (as a command's first word, or after chmod, nohup, setsid,
-/// exec or a shell)?
+/// file `path`: as a command's first word (after the launchers `nohup`,
+/// `setsid`, `exec`, `start /b`), or as an argument of chmod, a shell or an
+/// interpreter (`nohup "<python>" "/tmp/x.py" &`)? Quotes around words and
+/// redirections are not words.
 fn runs_in_command(cmd: &str, path: &str) -> bool {
     if path.contains('*') || path.len() < 3 {
         return false;
     }
     cmd.split(['&', '|', ';', '\n']).any(|seg| {
-        // The first, second and last words, without collecting them all.
-        let mut words = seg.split_whitespace();
-        let Some(first) = words.next() else {
+        let mut words = seg
+            .split_whitespace()
+            .map(|w| w.trim_matches(['"', '\'']))
+            .filter(|w| !w.contains(['>', '<']));
+        let mut first = words.next();
+        while first.is_some_and(|w| matches!(w, "nohup" | "setsid" | "exec" | "start" | "/b" | ""))
+        {
+            first = words.next();
+        }
+        let Some(first) = first else {
             return false;
         };
-        let second = words.next();
-        let last = words.last().or(second).unwrap_or(first);
-        match first {
-            w if w == path => true,
-            "chmod" | "nohup" | "setsid" | "exec" | "sh" | "bash" => {
-                last == path || second == Some(path)
-            }
-            _ => false,
+        if first == path {
+            return true;
         }
+        let prog = first.rsplit(['/', '\\']).next().unwrap_or(first);
+        if prog == "chmod" {
+            return words.any(|w| w == path);
+        }
+        let interpreter = prog == "<python>"
+            || prog.starts_with("python")
+            || matches!(prog, "sh" | "bash" | "node" | "perl");
+        // The interpreter's script is its first word that is no option;
+        // `-m` and `-c` run a module or a string instead (`python -m
+        // json.tool FILE` reads the file).
+        interpreter
+            && words
+                .find(|w| !w.starts_with('-') || matches!(*w, "-m" | "-c"))
+                .is_some_and(|w| w == path)
     })
 }

@@ -173,7 +173,65 @@ impl<'t> Analyzer<'t> {
                     .collect();
             }
         }
+        let lines = self.caller_lines(n, scope);
+        if !lines.is_empty() {
+            return lines;
+        }
         self.command_words(n, scope).into_iter().collect()
+    }
+
+    /// `run(cmd + [key, value])` in `def git_global(key, value)`: one line
+    /// per caller, each parameter read as what that caller passes, so a
+    /// helper's commands are the words its callers give it rather than
+    /// `*` wherever they disagree.
+    fn caller_lines(&self, n: Node<'t>, scope: usize) -> Vec<String> {
+        const MAX_PASSED: usize = 8;
+        let parts: Vec<Node<'t>> = match n.kind() {
+            K::BinaryOperator => n.children().collect(),
+            _ => vec![n],
+        };
+        let lists: Vec<(Node<'t>, usize)> = parts
+            .iter()
+            .filter_map(|&p| self.bound_value(p, scope, |v| v.kind().is_sequence()))
+            .collect();
+        let param_of = |k: Node<'t>, s: usize| match self.lookup(self.text(k), s, k.start_byte()) {
+            Some([super::Bind::Param { func, index, .. }]) if k.kind() == K::Identifier => {
+                Some((func, index))
+            }
+            _ => None,
+        };
+        let Some(func) = lists
+            .iter()
+            .flat_map(|&(l, s)| l.children().map(move |k| (k, s)))
+            .find_map(|(k, s)| param_of(k, s).map(|(f, _)| f))
+        else {
+            return Vec::new();
+        };
+        let callers = self
+            .callers
+            .get(&func)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for c in callers.iter().take(MAX_PASSED) {
+            let words: Vec<String> = lists
+                .iter()
+                .flat_map(|&(l, s)| l.children().map(move |k| (k, s)))
+                .map(|(k, s)| {
+                    self.reset_budget();
+                    let passed = param_of(k, s)
+                        .filter(|&(f, _)| f == func)
+                        .and_then(|(_, i)| c.args.get(i.checked_sub(c.offset)?).copied());
+                    match passed {
+                        Some(a) => self.fold(a, c.scope, 0),
+                        None => self.fold(k, s, 0),
+                    }
+                    .unwrap_or_else(|| "*".to_string())
+                })
+                .collect();
+            out.push(words.join(" "));
+        }
+        out
     }
 
     pub(super) fn command_words(&self, n: Node<'t>, scope: usize) -> Option<String> {

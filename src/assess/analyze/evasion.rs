@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use super::calls::Call;
-use super::{taxonomy, Analyzer, Bind, Node, Part, F};
+use super::{taxonomy, Analyzer, Bind, Node, Part, F, K};
 
 /// Operations that, aimed at a trace file, erase it: deletion, truncation,
 /// replacement by a link or a copy (of /dev/null, typically).
@@ -42,8 +42,35 @@ impl<'t> Analyzer<'t> {
             return true;
         }
         if ERASING_OPS.contains(&op) && taxonomy::trace(p) {
+            if p.ends_with('*') && self.under_rotated_test(node) {
+                // Walked files removed only once a test picked rotated
+                // archives (`name.endswith(".gz")`): rotation, as when the
+                // path itself says so.
+                return false;
+            }
             self.judge_erased_trace(p, node, &format!("{op} {p}"), "erases");
             return true;
+        }
+        false
+    }
+
+    /// Whether the call at `node` runs only when an `if` around it tests a
+    /// rotated archive's suffix (`.gz`, `.1`, `.old`...) in its condition.
+    fn under_rotated_test(&self, node: Node<'t>) -> bool {
+        let mut up = node.parent();
+        for _ in 0..12 {
+            let Some(n) = up else {
+                return false;
+            };
+            let tests_suffix = n.kind() == K::IfStatement
+                && n.child(F::Condition).is_some_and(|c| {
+                    let t = self.text(c);
+                    t.contains("endswith") && taxonomy::names_rotated(t)
+                });
+            if tests_suffix {
+                return true;
+            }
+            up = n.parent();
         }
         false
     }

@@ -262,7 +262,10 @@ impl<'t> Analyzer<'t> {
         if self.signs.secret_read.is_some() {
             return;
         }
-        if let Some(p) = read.iter().find(|p| taxonomy::secret(p)) {
+        if let Some(p) = read
+            .iter()
+            .find(|p| taxonomy::secret(p) && !taxonomy::pod_token(p))
+        {
             self.signs.secret_read = Some((call.node, p.clone()));
         }
     }

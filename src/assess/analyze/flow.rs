@@ -340,11 +340,34 @@ impl<'t> Analyzer<'t> {
                 }
                 self.tv_children(n, scope, d, acc);
             }
+            K::Dictionary if self.headers_of_request(n) => {
+                // `headers={"Authorization": "Bearer " + token}`: a
+                // credential shown to the service it belongs to is a
+                // login, not data sent; the other headers still are.
+                for pair in n.children() {
+                    let login = pair.child(F::Key).is_some_and(|k| {
+                        self.string_value(k)
+                            .is_some_and(|v| v.eq_ignore_ascii_case("authorization"))
+                    });
+                    if !login {
+                        self.tv(pair, scope, d, acc);
+                    }
+                }
+            }
             // The condition of a branch or a filter decides, it is not the value.
             K::IfClause | K::ComparisonOperator | K::NotOperator => {}
             k if k.opens_scope() => {}
             _ => self.tv_children(n, scope, d, acc),
         }
+    }
+
+    /// Whether the dict literal `n` is written as a call's `headers=`.
+    fn headers_of_request(&self, n: Node<'t>) -> bool {
+        n.parent().is_some_and(|k| {
+            k.kind() == K::KeywordArgument
+                && k.child(F::Name)
+                    .is_some_and(|name| self.text(name) == "headers")
+        })
     }
 
     fn tv_children(&self, n: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) {
@@ -570,6 +593,18 @@ impl<'t> Analyzer<'t> {
             }
             return;
         }
+        // `k.token` on an instance of the script's own class (`k =
+        // Kube()`): what its methods stored there.
+        if obj.kind() == K::Identifier && self.instance_class(obj, scope).is_some() {
+            for &(v, s) in self
+                .attr_stores
+                .get(attr)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                self.tv(v, s, depth, acc);
+            }
+        }
         self.tv(obj, scope, depth, acc);
     }
 
@@ -642,7 +677,7 @@ impl<'t> Analyzer<'t> {
             return false;
         }
         let picked = self.dispatched(func, scope);
-        for def_scope in &picked {
+        for (def_scope, _) in &picked {
             self.tv_returns(*def_scope, depth, acc);
         }
         !picked.is_empty()
@@ -652,27 +687,11 @@ impl<'t> Analyzer<'t> {
     /// mac else ask_linux; ask(user)`) returns what either returns; false
     /// when `func` is no such pick.
     fn tv_picked(&self, func: Node<'t>, scope: usize, depth: usize, acc: &mut Taint<'t>) -> bool {
-        if func.kind() != K::Identifier {
-            return false;
+        let picked = self.picked_functions(func, scope);
+        for def_scope in &picked {
+            self.tv_returns(*def_scope, depth, acc);
         }
-        let Some(Bind::Expr(v, vs)) = self
-            .lookup(self.text(func), scope, func.start_byte())
-            .and_then(|b| b.last().copied())
-        else {
-            return false;
-        };
-        if !matches!(v.kind(), K::ConditionalExpression | K::BooleanOperator) {
-            return false;
-        }
-        let mut picked = false;
-        for branch in v.children().filter(|c| c.kind() == K::Identifier) {
-            let Some((def_scope, 0)) = self.callee_def(branch, vs) else {
-                continue;
-            };
-            picked = true;
-            self.tv_returns(def_scope, depth, acc);
-        }
-        picked
+        !picked.is_empty()
     }
 
     /// What the function whose body opens `def_scope` returns or yields.

@@ -142,7 +142,7 @@ impl<'t> Analyzer<'t> {
 
     /// A parameter's default and the scope it is read in (where the `def`
     /// stands), when no caller passes that parameter.
-    fn unpassed_default(
+    pub(super) fn unpassed_default(
         &self,
         param: Node<'t>,
         func: usize,
@@ -188,7 +188,13 @@ impl<'t> Analyzer<'t> {
     /// they would kept in variables of their own.
     fn fold_item(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
         let key = self.fold(n.child(F::Subscript)?, scope, depth + 1)?;
-        let (dict, s) = self.dict_of(n.child(F::Value)?, scope)?;
+        let (dict, s) = self.bound_value(n.child(F::Value)?, scope, |v| {
+            v.kind() == K::Dictionary || self.dict_call(v, scope)
+        })?;
+        if dict.kind() == K::Call {
+            // `dict(mirror=..., cache=...)`: the keyword is the key.
+            return self.fold(kwarg(self.args(dict).1, &key)?, s, depth + 1);
+        }
         let value = dict
             .children()
             .filter(|p| p.kind() == K::Pair)
@@ -199,6 +205,17 @@ impl<'t> Analyzer<'t> {
             })?
             .child(F::Value)?;
         self.fold(value, s, depth + 1)
+    }
+
+    /// Whether `v` is a call of the builtin `dict` (`dict(a=1, b=2)`): a
+    /// table spelled with keywords, the keys being their names.
+    fn dict_call(&self, v: Node<'t>, scope: usize) -> bool {
+        v.kind() == K::Call
+            && v.child(F::Function).is_some_and(|f| {
+                f.kind() == K::Identifier
+                    && self.text(f) == "dict"
+                    && self.lookup("dict", scope, f.start_byte()).is_none()
+            })
     }
 
     /// Whether `m.decode`/`m.encode` is the `codecs` module's function

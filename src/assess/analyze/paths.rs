@@ -170,8 +170,10 @@ fn with_suffix(p: &str, suffix: &str) -> String {
     }
 }
 
-/// A `%`-format with every conversion (`%d`, `%s`, `%05x`...) left unknown.
-fn percent_wild(format: &str) -> String {
+/// A `%`-format (`%d`, `%s`, `%05x`...) with its conversions filled in
+/// order by `values` (those past the end, and named ones, `*`).
+fn percent_fill(format: &str, values: &[String]) -> String {
+    let mut next = values.iter();
     let mut out = String::with_capacity(format.len());
     let mut chars = format.chars().peekable();
     while let Some(c) = chars.next() {
@@ -184,12 +186,16 @@ fn percent_wild(format: &str) -> String {
             out.push('%');
             continue;
         }
-        if chars.next_if_eq(&'(').is_some() {
+        let named = chars.next_if_eq(&'(').is_some();
+        if named {
             while chars.next().is_some_and(|k| k != ')') {}
         }
         while chars.next_if(|k| !k.is_ascii_alphabetic()).is_some() {}
         chars.next();
-        out.push('*');
+        match next.next().filter(|_| !named) {
+            Some(v) => out.push_str(v),
+            None => out.push('*'),
+        }
     }
     out
 }
@@ -229,7 +235,7 @@ impl<'t> Analyzer<'t> {
                     Op::Bin(Operator::Add) if lists => l.into_iter().chain(r).collect(),
                     Op::Bin(Operator::Add) => product(&l, &r, |a, b| format!("{a}{b}")),
                     Op::Bin(Operator::Div) => product(&l, &r, join2),
-                    Op::Bin(Operator::Mod) => l.iter().map(|f| percent_wild(f)).collect(),
+                    Op::Bin(Operator::Mod) => self.pv_percent(n, &l, scope, d),
                     _ => Vec::new(),
                 }
             }
@@ -255,6 +261,28 @@ impl<'t> Analyzer<'t> {
             _ => Vec::new(),
         };
         capped(v)
+    }
+
+    /// `'nohup "%s" "%s" &' % (sys.executable, path)`: each format `l`
+    /// may be, each conversion filled by the first value of its item.
+    fn pv_percent(&self, n: Node<'t>, l: &[String], scope: usize, d: usize) -> Vec<String> {
+        let Some(items) = n.child(F::Right) else {
+            return Vec::new();
+        };
+        let items: Vec<Node<'t>> = match items.kind() {
+            K::Tuple => items.children().collect(),
+            _ => vec![items],
+        };
+        let values: Vec<String> = items
+            .iter()
+            .map(|k| {
+                self.pv(*k, scope, d)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| "*".into())
+            })
+            .collect();
+        l.iter().map(|f| percent_fill(f, &values)).collect()
     }
 
     /// A literal, or an f-string whose interpolations take their values.
@@ -438,8 +466,37 @@ impl<'t> Analyzer<'t> {
                 .iter()
                 .map(|p| dirname(p))
                 .collect(),
-            _ => Vec::new(),
+            a => self.pv_instance_attr(obj, a, scope, depth),
         }
+    }
+
+    /// `policy.roots` on an instance of the script's own class (made
+    /// here, or handed in by a caller), `self.home` in its methods: what
+    /// its methods store there (`self.roots = roots or ROOTS`), so a tree
+    /// kept in a settings object is still that tree. Through `self`, only
+    /// values with a known start: a file object's own path built from an
+    /// unknown base (`self._datfile = base + ".dat"`) would read as files
+    /// found by searching.
+    fn pv_instance_attr(
+        &self,
+        obj: Node<'t>,
+        attr: &str,
+        scope: usize,
+        depth: usize,
+    ) -> Vec<String> {
+        if obj.kind() != K::Identifier {
+            return Vec::new();
+        }
+        let inside = self.text(obj) == "self";
+        let own = inside || self.instance_class(obj, scope).is_some();
+        let Some(stores) = self.attr_stores.get(attr).filter(|_| own) else {
+            return Vec::new();
+        };
+        stores
+            .iter()
+            .flat_map(|&(v, s)| self.pv(v, s, depth))
+            .filter(|p| !(inside && p.starts_with('*')))
+            .collect()
     }
 
     fn pv_subscript(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
@@ -467,16 +524,86 @@ impl<'t> Analyzer<'t> {
                 return p.iter().map(|p| with_suffix(p, "")).collect();
             }
         }
-        if let Some((dict, s)) = self.dict_literal(base, scope) {
+        let dicts = match self.dict_literal(base, scope) {
+            Some(found) => vec![found],
+            None => self.dicts_of(base, scope, depth),
+        };
+        if !dicts.is_empty() {
             let keys = n
                 .child(F::Subscript)
                 .map(|k| self.key_choices(k, scope, depth))
                 .unwrap_or_default();
             if !keys.is_empty() {
-                return self.pv_dict_entry(dict, s, &keys, depth);
+                return dicts
+                    .into_iter()
+                    .flat_map(|(dict, s)| self.pv_dict_entry(dict, s, &keys, depth))
+                    .collect();
             }
         }
         self.pv(base, scope, depth)
+    }
+
+    /// The dict literals a settings value may be: a parameter's default and
+    /// what its callers pass (`def housekeeping(cfg)` called with `{**hk,
+    /// "targets": [t]}`), and an entry of another one (`hk =
+    /// policy["housekeeping"]`), so a tree named deep in a configuration
+    /// handed from function to function is still that tree.
+    fn dicts_of(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<(Node<'t>, usize)> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return Vec::new();
+        }
+        let d = depth + 1;
+        match n.kind() {
+            K::Dictionary => vec![(n, scope)],
+            K::Identifier => match self.lookup(self.text(n), scope, n.start_byte()) {
+                Some([Bind::Expr(v, s)]) => self.dicts_of(v, s, d),
+                Some([Bind::Param { param, func, index }]) => {
+                    let name = self.text(param.child(F::Name).unwrap_or(param));
+                    let outer = self.scopes.get(func).and_then(|f| f.parent);
+                    let default = param.child(F::Value).zip(outer);
+                    let passed = self.passed(func, index, name);
+                    default
+                        .into_iter()
+                        .chain(passed)
+                        .flat_map(|(a, s)| self.dicts_of(a, s, d))
+                        .collect()
+                }
+                _ => Vec::new(),
+            },
+            K::Subscript => {
+                let Some(k) = n.child(F::Subscript) else {
+                    return Vec::new();
+                };
+                let keys = self.key_choices(k, scope, d);
+                let Some(base) = n.child(F::Value).filter(|_| !keys.is_empty()) else {
+                    return Vec::new();
+                };
+                self.dicts_of(base, scope, d)
+                    .into_iter()
+                    .flat_map(|(dict, s)| self.dict_entries(dict, &keys, s))
+                    .flat_map(|(v, s)| self.dicts_of(v, s, d))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The values a dict literal keeps under any of `keys`.
+    fn dict_entries(
+        &self,
+        dict: Node<'t>,
+        keys: &[String],
+        scope: usize,
+    ) -> Vec<(Node<'t>, usize)> {
+        dict.children()
+            .filter(|p| p.kind() == K::Pair)
+            .filter(|p| {
+                p.child(F::Key)
+                    .and_then(|c| self.fold(c, scope, 0))
+                    .is_some_and(|v| keys.contains(&v))
+            })
+            .filter_map(|p| Some((p.child(F::Value)?, scope)))
+            .collect()
     }
 
     /// The constants a key may be: `"darwin" if mac else "linux"`, itself
@@ -512,15 +639,9 @@ impl<'t> Analyzer<'t> {
         keys: &[String],
         depth: usize,
     ) -> Vec<String> {
-        dict.children()
-            .filter(|p| p.kind() == K::Pair)
-            .filter(|p| {
-                p.child(F::Key)
-                    .and_then(|c| self.fold(c, scope, depth))
-                    .is_some_and(|v| keys.contains(&v))
-            })
-            .filter_map(|p| p.child(F::Value))
-            .flat_map(|v| self.pv(v, scope, depth))
+        self.dict_entries(dict, keys, scope)
+            .into_iter()
+            .flat_map(|(v, s)| self.pv(v, s, depth))
             .collect()
     }
 
@@ -568,10 +689,12 @@ impl<'t> Analyzer<'t> {
             return v;
         }
         if let Some((def_scope, _)) = self.callee_def(func, scope) {
-            let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
-            return values
-                .into_iter()
-                .flat_map(|v| self.pv(v, def_scope, depth))
+            return self.returned_paths(def_scope, depth);
+        }
+        if let picked @ [_, ..] = &self.picked_functions(func, scope)[..] {
+            return picked
+                .iter()
+                .flat_map(|&d| self.returned_paths(d, depth))
                 .collect();
         }
         let _ = kw;
@@ -582,6 +705,15 @@ impl<'t> Analyzer<'t> {
         // `"".join(map(chr, codes))`, `b64decode(s).decode()`: a disguised
         // constant is its value, here as where it is folded.
         self.fold(n, scope, depth).into_iter().collect()
+    }
+
+    /// The paths the function whose body opens `def_scope` returns or yields.
+    fn returned_paths(&self, def_scope: usize, depth: usize) -> Vec<String> {
+        let values = self.returns.get(&def_scope).cloned().unwrap_or_default();
+        values
+            .into_iter()
+            .flat_map(|v| self.pv(v, def_scope, depth))
+            .collect()
     }
 
     /// `for get in [lambda: "~", lambda: "/srv"]: get()`: a loop variable

@@ -2,7 +2,9 @@
 
 use super::calls::Call;
 use super::kinds::{EXEC, PROCESS, SHELL};
-use super::{pos, Analyzer, Bind, Node, Part, F, K};
+use ruff_python_ast::Operator;
+
+use super::{pos, Analyzer, Bind, Node, Op, Part, F, K};
 
 /// Values of a computed command checked, at most.
 const MAX_COMMANDS: usize = 4;
@@ -33,7 +35,13 @@ impl<'t> Analyzer<'t> {
                 self.check_command(&c, node);
             }
         } else if call.is(PROCESS) {
-            let cmds = command();
+            // `create_subprocess_exec("ssh", host, "sudo", ..)`: the
+            // program and its arguments are the positional arguments.
+            let cmds = if q == "asyncio.create_subprocess_exec" && call.pos.len() > 1 {
+                vec![self.words(call.pos.iter().copied(), scope)]
+            } else {
+                command()
+            };
             self.check_capture_commands(call, &cmds);
             if call.shell_kw.is_some() || q == "asyncio.create_subprocess_shell" {
                 self.add("MB602", node, format!("{} with shell=True", call.via()));
@@ -117,6 +125,18 @@ impl<'t> Analyzer<'t> {
         }
         if arg.kind().is_sequence() {
             return vec![self.sequence_words(arg, scope)];
+        }
+        // `BASE + argv`, `base + ["logger", msg]`: the words of each side
+        // that is a list, `*` for one that is not (the user's words).
+        if arg.kind() == K::BinaryOperator && arg.operator() == Op::Bin(Operator::Add) {
+            let side = |n: Option<Node<'t>>| {
+                n.and_then(|n| self.bound_value(n, scope, |v| v.kind().is_sequence()))
+                    .map_or_else(|| "*".to_string(), |(v, s)| self.sequence_words(v, s))
+            };
+            let (l, r) = (side(arg.child(F::Left)), side(arg.child(F::Right)));
+            if l != "*" || r != "*" {
+                return vec![format!("{l} {r}")];
+            }
         }
         self.paths(arg, scope)
             .into_iter()

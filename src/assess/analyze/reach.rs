@@ -145,10 +145,13 @@ impl<'t> Analyzer<'t> {
                 return None;
             }
             let binds = self.lookup(self.text(n), scope, n.start_byte())?;
-            let Bind::Expr(v, s) = binds[0] else {
-                return None;
+            (n, scope) = match binds[0] {
+                Bind::Expr(v, s) => (v, s),
+                // `def _d(key, cfg=_CFG)` whose callers never pass `cfg`:
+                // the table is the default, read where the `def` stands.
+                Bind::Param { func, index, param } => self.unpassed_default(param, func, index)?,
+                _ => return None,
             };
-            (n, scope) = (v, s);
         }
         None
     }

@@ -98,7 +98,11 @@ impl<'t> Analyzer<'t> {
                 .flatten();
             if let Some(list) = here {
                 let before = list.partition_point(|x| x.at < at);
-                let i = if before > 0 {
+                // `[Thread(args=(t,)) for t in roots]`: the element is
+                // written before the clause that binds its variable.
+                let i = if list.get(before).is_some_and(|x| binds_around(x.bind, at)) {
+                    before
+                } else if before > 0 {
                     before - 1
                 } else {
                     list.len().saturating_sub(1)
@@ -150,7 +154,9 @@ impl<'t> Analyzer<'t> {
     fn resolve_default(&self, param: Node<'t>, func: usize, depth: usize) -> Option<String> {
         let default = param
             .child(F::Value)
-            .filter(|v| matches!(v.kind(), K::Identifier | K::Attribute))?;
+            // `_run=getattr(subprocess, "check_" + "output")`: a default
+            // fetched by name is the function it names.
+            .filter(|v| matches!(v.kind(), K::Identifier | K::Attribute | K::Call))?;
         let outer = self.scopes.get(func)?.parent?;
         self.resolve(default, outer, depth + 1)
     }
@@ -306,9 +312,15 @@ impl<'t> Analyzer<'t> {
         let def_scope = self.own_function_scope(call.child(F::Function)?, scope)?;
         self.returns.get(&def_scope)?.iter().find_map(|&ret| {
             if ret.kind() != K::Call {
-                return None;
+                // `def _shell(): return os.system`: a getter of a function.
+                return matches!(ret.kind(), K::Attribute | K::Identifier)
+                    .then(|| self.resolve(ret, def_scope, depth + 1))?;
             }
             let q = self.resolve(ret.child(F::Function)?, def_scope, depth + 1)?;
+            if q == "builtins.getattr" {
+                // `return getattr(os, "sys" + "tem")`: fetched by name.
+                return self.resolve(ret, def_scope, depth + 1);
+            }
             if !matches!(
                 q.as_str(),
                 "builtins.__import__" | "importlib.import_module" | "importlib.__import__"
@@ -485,6 +497,18 @@ fn is_known_target(q: &str) -> bool {
         || q.starts_with("os.set")
         || q == "os.fork"
         || q == "os.dup2"
+}
+
+/// Whether `b` is the variable of a comprehension clause (`for t in xs`)
+/// whose comprehension holds position `at`: the element that uses it.
+fn binds_around(b: Bind<'_>, at: usize) -> bool {
+    let Bind::Part { of, .. } = b else {
+        return false;
+    };
+    of.parent()
+        .filter(|c| c.kind() == K::ForInClause)
+        .and_then(|c| c.parent())
+        .is_some_and(|comp| comp.byte_range().contains(&at))
 }
 
 #[cfg(test)]

@@ -360,15 +360,24 @@ fn secret_tree(lower: &str, grams: &Grams) -> bool {
     })
 }
 
+/// The suffixes of rotated log archives.
+const ROTATED: &[&str] = &[".gz", ".xz", ".bz2", ".zst", ".old"];
+
+/// Whether a test's text names a rotated archive's suffix in a literal
+/// (`name.endswith((".gz", ".old"))`).
+pub(super) fn names_rotated(test: &str) -> bool {
+    ROTATED
+        .iter()
+        .any(|e| test.contains(&format!("\"{e}\"")) || test.contains(&format!("'{e}'")))
+}
+
 /// Files that record what happened on the machine: system logs, login
 /// records, shell and interpreter histories. Rotated archives (`.1`, `.gz`,
 /// `.old`) are what log rotation removes, so they are not counted.
 pub(super) fn trace(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let rotated = [".gz", ".xz", ".bz2", ".zst", ".old"]
-        .iter()
-        .any(|e| name.ends_with(e))
+    let rotated = ROTATED.iter().any(|e| name.ends_with(e))
         || name
             .rsplit('.')
             .next()
@@ -518,6 +527,17 @@ pub(super) fn root_shell_target(path: &str) -> bool {
     temp || PROGRAMS.contains(&base)
 }
 
+/// Where a pod's service account token is mounted.
+const POD_TOKEN: &str = "/serviceaccount/token";
+
+/// A pod's own service account token: every client of the cluster's API
+/// running in the pod reads it to log in, so reading it beside network use
+/// is no sign (MB904); its contents sent anywhere but in an
+/// `Authorization` header still are (MB916).
+pub(super) fn pod_token(path: &str) -> bool {
+    path.ends_with(POD_TOKEN)
+}
+
 /// Files whose contents are secrets: credentials, keys, browser stores,
 /// shell histories, account databases.
 pub(super) fn secret(path: &str) -> bool {
@@ -540,6 +560,9 @@ pub(super) fn secret(path: &str) -> bool {
         "/library/keychains/",
         "/library/safari/",
         "cookies.binarycookies",
+        // A pod's service account token: the cluster credential of
+        // whatever runs in the pod (see `pod_token`).
+        POD_TOKEN,
     ];
     let lower = path.to_ascii_lowercase();
     let grams = Grams::of(&lower);
