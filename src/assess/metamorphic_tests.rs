@@ -31,7 +31,6 @@ use std::process::Command;
 use super::{assess, AssessConfig, Verdict};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/assess");
-const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/assessment.md");
 const MUTATOR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/xtask/assess_mutate.py");
 const BEGIN: &str = "<!-- respelling-table:begin (cargo xtask assess-table) -->";
 const END: &str = "<!-- respelling-table:end -->";
@@ -368,25 +367,7 @@ fn check_floors(drift: &[Drift]) {
 
 /// Fails when docs/assessment.md's table differs; rewrites it when asked.
 fn check_doc(table: &str) {
-    let doc = std::fs::read_to_string(DOC).unwrap_or_default();
-    let block = format!("{BEGIN}\n{table}{END}");
-    let current = doc
-        .find(BEGIN)
-        .zip(doc.find(END))
-        .map(|(a, b)| &doc[a..b + END.len()]);
-    if std::env::var_os("MAIBOX_WRITE_ASSESSMENT_TABLE").is_some() {
-        let updated = match current {
-            Some(old) => doc.replace(old, &block),
-            None => format!("{doc}\n{block}\n"),
-        };
-        std::fs::write(DOC, updated).unwrap();
-        return;
-    }
-    assert_eq!(
-        current,
-        Some(block.as_str()),
-        "docs/assessment.md's respelling table is out of date: run `cargo xtask assess-table`"
-    );
+    super::family_tests::keep_doc_table(BEGIN, END, table, "respelling table");
 }
 
 #[test]

@@ -570,10 +570,13 @@ impl<'t> Analyzer<'t> {
             return;
         };
         let attr = self.text(attr);
-        if obj.kind() == K::Identifier && self.text(obj) == "self" {
-            if HANDLER_ATTRS.contains(&attr) && self.in_handler_class(scope) {
-                acc.add(Source::Request, n);
-            }
+        let on_self = obj.kind() == K::Identifier && self.text(obj) == "self";
+        if on_self && HANDLER_ATTRS.contains(&attr) && self.in_handler_class(scope) {
+            acc.add(Source::Request, n);
+        }
+        // `self.token`, or `k.token` on an instance of the script's own
+        // class (`k = Kube()`): what its methods stored there.
+        if on_self || (obj.kind() == K::Identifier && self.instance_class(obj, scope).is_some()) {
             for &(v, s) in self
                 .attr_stores
                 .get(attr)
@@ -582,6 +585,8 @@ impl<'t> Analyzer<'t> {
             {
                 self.tv(v, s, depth, acc);
             }
+        }
+        if on_self {
             // What was packed into an archive written into the attribute.
             for &(s, call) in self
                 .archive_attr_members
@@ -592,18 +597,6 @@ impl<'t> Analyzer<'t> {
                 self.tv_member(call, s, depth, acc);
             }
             return;
-        }
-        // `k.token` on an instance of the script's own class (`k =
-        // Kube()`): what its methods stored there.
-        if obj.kind() == K::Identifier && self.instance_class(obj, scope).is_some() {
-            for &(v, s) in self
-                .attr_stores
-                .get(attr)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                self.tv(v, s, depth, acc);
-            }
         }
         self.tv(obj, scope, depth, acc);
     }
