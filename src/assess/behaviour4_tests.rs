@@ -67,6 +67,35 @@ fn harness_patched_reports_forged_and_runner_killed() {
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);
 }
 
+/// A test module written into a directory the script has just made for
+/// itself is its own scratch file (py_compile's and compileall's tests do
+/// this), not the suite a grader runs; the same module written into the
+/// project's tests is.
+#[test]
+fn test_modules_in_an_own_temporary_directory_are_scratch() {
+    let scratch = "import os, tempfile, unittest
+
+class T(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.mkdtemp()
+        self.source_path = os.path.join(self.directory, '_test.py')
+        with open(self.source_path, 'w') as f:
+            f.write('x = 1\\n')
+";
+    let a = run(scratch);
+    assert!(!rules(&a).contains(&"MB937"), "{:?}", a.findings);
+    let project = "import os
+
+class T:
+    def setUp(self):
+        self.source_path = os.path.join('tests', 'test_grading.py')
+        with open(self.source_path, 'w') as f:
+            f.write('def test_ok():\\n    pass\\n')
+";
+    let a = run(project);
+    assert!(rules(&a).contains(&"MB937"), "{:?}", a.findings);
+}
+
 #[test]
 fn kernel_reached_through_raw_syscalls_and_memory_devices() {
     // The number alone, through a name that does not spell the call.

@@ -236,6 +236,12 @@ impl<'t> Analyzer<'t> {
         if op.ends_with("mkdir") || op.ends_with("makedirs") {
             return false;
         }
+        // A directory the script has just made for itself (`mkdtemp`) holds
+        // its own scratch files, never the suite a grader runs: py_compile's
+        // and compileall's own tests write `_test.py` there.
+        if p.starts_with("<tmp:") {
+            return false;
+        }
         let Some(what) = taxonomy::harness_file(p) else {
             return false;
         };
