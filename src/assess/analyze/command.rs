@@ -604,21 +604,14 @@ impl<'t> Analyzer<'t> {
             if !chained && words.first() == Some(&"sudo") && sudo_probe(&words[1..]) {
                 continue;
             }
-            self.judge_words(&words, seg, node);
+            self.judge_with_root(&words, seg, node);
             self.note_command_steps(&words, node);
-            // `sudo -n chmod 4755 f`: what runs as root is judged too.
-            if let Some(inner) = elevated(&words) {
-                self.judge_words(inner, seg, node);
-            }
             // `ssh host sudo -n ..`, `nsenter -t 1 -- rm ..`: what runs on
             // the other machine or in the other namespaces, root included.
             if let Some(inner) = carried(&words) {
                 // `ssh h 'sudo -S reboot'`: the remote line's own quotes.
                 let inner: Vec<&str> = inner.iter().map(|w| w.trim_matches(['\'', '"'])).collect();
-                self.judge_words(&inner, seg, node);
-                if let Some(root) = elevated(&inner) {
-                    self.judge_words(root, seg, node);
-                }
+                self.judge_with_root(&inner, seg, node);
             }
             if let Some(src) = super::supply::untrusted_pip_source(&words) {
                 let detail = format!("runs `{}`: installs from {src}", shorten(seg.trim()));
@@ -627,6 +620,15 @@ impl<'t> Analyzer<'t> {
         }
         self.check_command_line(&lower, node);
         self.check_redirects(&lower, node);
+    }
+
+    /// One command's words judged, and what it runs as root (`sudo -n
+    /// chmod 4755 f`) judged too.
+    fn judge_with_root(&mut self, words: &[&str], seg: &str, node: Node<'t>) {
+        self.judge_words(words, seg, node);
+        if let Some(inner) = elevated(words) {
+            self.judge_words(inner, seg, node);
+        }
     }
 
     /// The ransomware steps a command takes (see `ransom.rs`): files

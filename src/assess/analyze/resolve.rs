@@ -394,7 +394,7 @@ impl<'t> Analyzer<'t> {
         let (pos, kw) = self.arg_table.get(call);
         // Through a pass-through helper: the arguments after the function
         // it calls.
-        if !self.forwarded.is_empty() && self.forwarded.contains(&call.id()) {
+        if self.is_forwarded(call) {
             return (pos.get(1..).unwrap_or_default(), kw);
         }
         (pos, kw)
