@@ -53,7 +53,8 @@ const TARGET: Floors = Floors {
 /// nineteenth round was being written, scored with the assessment of 3c7ee1c,
 /// before the nineteenth round: 33 of 42, 26 of 38, 1 of 28; after it and
 /// the engine's changes for respellings (metamorphic_tests), which never saw
-/// this batch: the same.
+/// this batch: the same; it is now part of the held-out corpus,
+/// heldout/BATCH18.md.
 /// The seventeenth (70 scripts of fourteen families: the twelve rule families,
 /// and click fraud, which no batch had before, and container escapes, which
 /// only the tuned part had; blind/BATCH17.md), written by someone who saw
@@ -103,14 +104,15 @@ const BLIND_FLOOR: Floors = Floors {
 /// 821 of 850 (0.966, the target met again), 732 of 764 deserving BLOCKED
 /// (0.958), 10 of 546 benign flagged (1.8%). After the nineteenth round:
 /// 958 of 976 (0.982), 858 of 877 deserving BLOCKED (0.978), 8 of 630 benign
-/// flagged (1.3%). The floor is what it reaches,
+/// flagged (1.3%). With the eighteenth batch held out: 991 of 1,018 (0.973),
+/// 884 of 915 (0.966), 9 of 658 (1.4%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.98,
-    blocked_recall: 0.97,
+    recall: 0.97,
+    blocked_recall: 0.96,
     benign_flagged: 0.02,
 };
 
@@ -178,10 +180,12 @@ const WHOLE_FLOOR: Floors = Floors {
 /// 610, 522 of 551, 7 of 396. After the nineteenth round (written on held-out
 /// misses as behaviours, each spelled three ways or more in its tests; the
 /// seventeenth batch 39 of 42, 34 of 38, 2 of 28): 593 of 610, 533 of 551, 7
-/// of 396.
+/// of 396. With the eighteenth batch (heldout/BATCH18.md, blind through the
+/// nineteenth round; 33 of 42, 26 of 38, 1 of 28 before and after it): 626 of
+/// 652, 559 of 589, 8 of 424.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.97,
-    blocked_recall: 0.96,
+    recall: 0.96,
+    blocked_recall: 0.94,
     benign_flagged: 0.02,
 };
 
