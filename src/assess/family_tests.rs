@@ -45,6 +45,11 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
+/// The nineteenth (80 scripts of sixteen families: the eighteenth's fourteen,
+/// and surveillance and lateral movement with behaviours of their own;
+/// blind/BATCH19.md), written by someone who saw neither the rules nor any
+/// sample, scored with the assessment of 24c17c7 before the twentieth
+/// session changed it: 38 of 48, 33 of 44, 1 of 32.
 /// The eighteenth (70 scripts of fourteen families: the twelve rule families,
 /// and two no batch had before, sandbox escapes (the host reached through
 /// /proc, core_pattern, cgroups or mounts) and binary tampering (installed
@@ -81,8 +86,8 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.78,
-    blocked_recall: 0.68,
+    recall: 0.79,
+    blocked_recall: 0.75,
     benign_flagged: 0.04,
 };
 
