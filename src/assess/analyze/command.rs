@@ -618,6 +618,13 @@ impl<'t> Analyzer<'t> {
                 self.add("MB432", node, detail);
             }
         }
+        if prints_secrets(&lower) {
+            // Like reading the store's file (MB205): what it prints is every
+            // secret kept there.
+            let detail = format!("runs `{}`: prints stored secrets", shorten(cmd.trim()));
+            self.add("MB205", node, detail);
+            self.facts.creds.get_or_insert(super::pos(node));
+        }
         self.check_command_line(&lower, node);
         self.check_redirects(&lower, node);
     }

@@ -854,10 +854,10 @@ impl<'t> Analyzer<'t> {
     fn runs_secret_dump(&self, n: Node<'t>, scope: usize) -> bool {
         // A word that does not fold is kept as written (`f"{app} Safe
         // Storage"` still names the store).
-        let line = self.command_line(n, scope, &["security", "secret-tool"], |w| {
+        let lines = self.command_lines_run(n, scope, &["security", "secret-tool"], |w, _| {
             self.text(w).to_string()
         });
-        line.is_some_and(|t| super::command::prints_secrets(&t))
+        lines.iter().any(|t| super::command::prints_secrets(t))
     }
 
     /// Does the process call `n` show a password dialog (`zenity
@@ -866,47 +866,66 @@ impl<'t> Analyzer<'t> {
     fn runs_password_dialog(&self, n: Node<'t>, scope: usize) -> bool {
         // A word that does not fold is read as written, or as the value
         // its name is bound to (a dialog script formatted with `%`).
-        let as_written = |w: Node<'t>| match self.lookup(self.text(w), scope, w.start_byte()) {
+        let as_written = |w: Node<'t>, s: usize| match self.lookup(self.text(w), s, w.start_byte())
+        {
             Some([Bind::Expr(v, _)]) if w.kind() == K::Identifier => self.text(v).to_string(),
             _ => self.text(w).to_string(),
         };
         let programs = ["osascript", "zenity", "kdialog"];
-        let Some(line) = self.command_line(n, scope, &programs, as_written) else {
-            return false;
-        };
-        (line.contains("osascript") && line.contains("hidden answer"))
-            || ((line.contains("zenity") || line.contains("kdialog"))
-                && line.contains("--password"))
+        let lines = self.command_lines_run(n, scope, &programs, as_written);
+        lines.iter().any(|line| {
+            (line.contains("osascript") && line.contains("hidden answer"))
+                || ((line.contains("zenity") || line.contains("kdialog"))
+                    && line.contains("--password"))
+        })
     }
 
-    /// The command the process call `n` runs, lower-cased, when the call's
-    /// text names one of `programs` (most commands name none: looked for
-    /// before folding). An argument list is folded word by word, a word
-    /// that does not fold read by `unfolded`; folded inside this query's
-    /// budget.
-    fn command_line(
+    /// The commands the process call `n` runs, lower-cased, when they name
+    /// one of `programs` (most commands name none: looked for before
+    /// folding): its own, or, when it runs a helper's parameter (`def
+    /// _run(args): subprocess.run(args)`), what each caller passes. An
+    /// argument list is folded word by word, a word that does not fold read
+    /// by `unfolded`; folded inside this query's budget.
+    fn command_lines_run(
         &self,
         n: Node<'t>,
         scope: usize,
         programs: &[&'static str],
-        unfolded: impl Fn(Node<'t>) -> String,
-    ) -> Option<String> {
-        let cmd = self.args(n).0.first().copied()?;
-        if !self.text_holds_any(n, scope, programs) {
-            return None;
-        }
-        let saved = self.budget.get();
-        let line = if cmd.kind().is_sequence() {
-            let words: Vec<String> = cmd
-                .children()
-                .map(|w| self.fold(w, scope, 0).unwrap_or_else(|| unfolded(w)))
-                .collect();
-            Some(words.join(" "))
-        } else {
-            self.fold(cmd, scope, 0)
+        unfolded: impl Fn(Node<'t>, usize) -> String,
+    ) -> Vec<String> {
+        const MAX_PASSED: usize = 8;
+        let Some(cmd) = self.args(n).0.first().copied() else {
+            return Vec::new();
         };
+        let commands: Vec<(Node<'t>, usize)> =
+            match self.lookup(self.text(cmd), scope, cmd.start_byte()) {
+                Some([Bind::Param { func, index, .. }]) if cmd.kind() == K::Identifier => self
+                    .passed(func, index, self.text(cmd))
+                    .into_iter()
+                    .take(MAX_PASSED)
+                    .filter(|&(a, s)| self.text_holds_any(a, s, programs))
+                    .collect(),
+                _ if self.text_holds_any(n, scope, programs) => vec![(cmd, scope)],
+                _ => Vec::new(),
+            };
+        let saved = self.budget.get();
+        let lines = commands
+            .into_iter()
+            .filter_map(|(cmd, scope)| {
+                let line = if cmd.kind().is_sequence() {
+                    let words: Vec<String> = cmd
+                        .children()
+                        .map(|w| self.fold(w, scope, 0).unwrap_or_else(|| unfolded(w, scope)))
+                        .collect();
+                    Some(words.join(" "))
+                } else {
+                    self.fold(cmd, scope, 0)
+                };
+                line.map(|l| l.to_ascii_lowercase())
+            })
+            .collect();
         self.budget.set(self.budget.get().min(saved));
-        line.map(|l| l.to_ascii_lowercase())
+        lines
     }
 
     /// Does the decoder call `n` decode a long literal of the script's own,

@@ -21,6 +21,14 @@ pub(super) const BASE64_DECODERS: &[&str] = &[
     "binascii.a2b_base64",
 ];
 
+/// The functions that decode hexadecimal text.
+pub(super) const HEX_DECODERS: &[&str] = &[
+    "bytes.fromhex",
+    "binascii.unhexlify",
+    "binascii.a2b_hex",
+    "base64.b16decode",
+];
+
 impl<'t> Analyzer<'t> {
     /// Constant string value of an expression, folding the usual disguises.
     /// Values longer than MAX_FOLD_LEN give up, so `a = a + a` chains cannot
@@ -263,9 +271,7 @@ impl<'t> Analyzer<'t> {
                 String::from_utf8(raw).ok()
             }
             "base64.b32decode" => String::from_utf8(b32decode(&arg0()?)?).ok(),
-            "bytes.fromhex" | "binascii.unhexlify" | "binascii.a2b_hex" | "base64.b16decode" => {
-                String::from_utf8(hexdecode(&arg0()?)?).ok()
-            }
+            q if HEX_DECODERS.contains(&q) => String::from_utf8(hexdecode(&arg0()?)?).ok(),
             "codecs.decode" | "codecs.encode" => {
                 let codec = pos.get(1).copied().or_else(|| kwarg(kw, "encoding"));
                 let codec = codec

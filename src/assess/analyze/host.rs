@@ -15,7 +15,13 @@ impl<'t> Analyzer<'t> {
         let q = call.q.as_deref();
         if q == Some("fcntl.ioctl") {
             if let Some(req) = call.pos.get(1) {
-                let named = self.text(*req).ends_with("TIOCSTI");
+                // Named as written, through what it resolves to (`op =
+                // getattr(termios, "TIOC" + "STI")`), or as the number.
+                self.reset_budget();
+                let named = self.text(*req).ends_with("TIOCSTI")
+                    || self
+                        .resolve(*req, call.scope, 0)
+                        .is_some_and(|q| q.ends_with("TIOCSTI"));
                 self.reset_budget();
                 if named || self.fold_int(*req, call.scope, 0) == Some(TIOCSTI) {
                     self.add(

@@ -34,6 +34,13 @@ pub(super) fn string_cow<'s>(src: &'s str, n: Node) -> Option<Cow<'s, str>> {
     if n.children().any(|k| k.kind() == K::Interpolation) {
         return None;
     }
+    template_cow(src, n)
+}
+
+/// The text of a string literal between its quotes, escapes decoded, and an
+/// f-string's placeholders kept as written (`{key}`): what the literal says
+/// whatever fills them.
+pub(super) fn template_cow<'s>(src: &'s str, n: Node) -> Option<Cow<'s, str>> {
     let text = src.get(n.byte_range())?;
     let quote_at = text.find(['\'', '"'])?;
     let prefix = text[..quote_at].to_ascii_lowercase();

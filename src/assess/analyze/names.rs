@@ -279,6 +279,9 @@ pub(super) const CREDENTIAL_STORES: &[&str] = &[
     "logins.json",
     "key4.db",
     "/etc/sudoers",
+    // The macOS login keychain: the user's saved passwords and keys (the
+    // System keychain is also where trusted certificates are added).
+    "keychains/login.keychain",
 ];
 
 /// Every credential path: [`LOGIN_FILES`] and [`CREDENTIAL_STORES`].

@@ -10,8 +10,8 @@
 
 use ruff_python_ast::Operator;
 
-use super::fold::BASE64_DECODERS;
-use super::literal::b64decode;
+use super::fold::{BASE64_DECODERS, HEX_DECODERS};
+use super::literal::{b64decode, hexdecode};
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
 /// Steps one path query may take: path expressions are short chains, and
@@ -148,6 +148,14 @@ fn join2(a: &str, b: &str) -> String {
     }
     out.push_str(b);
     out
+}
+
+/// Each of `values` decoded, those that are not valid text left out.
+fn decode_each(values: &[String], decode: fn(&str) -> Option<Vec<u8>>) -> Vec<String> {
+    values
+        .iter()
+        .filter_map(|v| String::from_utf8(decode(v)?).ok())
+        .collect()
 }
 
 fn dirname(p: &str) -> String {
@@ -524,23 +532,50 @@ impl<'t> Analyzer<'t> {
                 return p.iter().map(|p| with_suffix(p, "")).collect();
             }
         }
-        let dicts = match self.dict_literal(base, scope) {
-            Some(found) => vec![found],
-            None => self.dicts_of(base, scope, depth),
-        };
-        if !dicts.is_empty() {
-            let keys = n
-                .child(F::Subscript)
-                .map(|k| self.key_choices(k, scope, depth))
-                .unwrap_or_default();
-            if !keys.is_empty() {
-                return dicts
-                    .into_iter()
-                    .flat_map(|(dict, s)| self.pv_dict_entry(dict, s, &keys, depth))
-                    .collect();
-            }
+        // `"emoh/"[::-1]`: each value the base may have, reversed.
+        if self.reversed_by_slice(n) {
+            let values = self.pv(base, scope, depth);
+            return values.iter().map(|v| v.chars().rev().collect()).collect();
+        }
+        let key = n.child(F::Subscript);
+        if let Some(v) = self.pv_looked_up(base, key, scope, depth) {
+            return v;
         }
         self.pv(base, scope, depth)
+    }
+
+    /// `TABLE[key]` or `TABLE.get(key)` of the dict literals `table` may be:
+    /// the entries the key may name, or, when nothing tells the key
+    /// (`ROOTS[platform.system()]`), any entry, since the lookup may give
+    /// any of them. `None` when `table` is no dict literal.
+    fn pv_looked_up(
+        &self,
+        table: Node<'t>,
+        key: Option<Node<'t>>,
+        scope: usize,
+        depth: usize,
+    ) -> Option<Vec<String>> {
+        let dicts = match self.dict_literal(table, scope) {
+            Some(found) => vec![found],
+            None => self.dicts_of(table, scope, depth),
+        };
+        if dicts.is_empty() {
+            return None;
+        }
+        let keys = key
+            .map(|k| self.key_choices(k, scope, depth))
+            .unwrap_or_default();
+        // A parameter's key is what each call passes (`def _b(k): TABLE[k]`
+        // called as `_b("ep")`), which the folder reads per call: every
+        // entry would be a guess where the call says which.
+        if keys.is_empty() && key.is_some_and(|k| self.is_parameter(k, scope)) {
+            return None;
+        }
+        let values = dicts
+            .into_iter()
+            .flat_map(|(dict, s)| self.pv_dict_entry(dict, s, &keys, depth))
+            .collect();
+        Some(values)
     }
 
     /// The dict literals a settings value may be: a parameter's default and
@@ -598,12 +633,22 @@ impl<'t> Analyzer<'t> {
         dict.children()
             .filter(|p| p.kind() == K::Pair)
             .filter(|p| {
-                p.child(F::Key)
-                    .and_then(|c| self.fold(c, scope, 0))
-                    .is_some_and(|v| keys.contains(&v))
+                keys.is_empty()
+                    || p.child(F::Key)
+                        .and_then(|c| self.fold(c, scope, 0))
+                        .is_some_and(|v| keys.contains(&v))
             })
             .filter_map(|p| Some((p.child(F::Value)?, scope)))
             .collect()
+    }
+
+    /// Whether `n` is a name bound to a function's parameter.
+    fn is_parameter(&self, n: Node<'t>, scope: usize) -> bool {
+        n.kind() == K::Identifier
+            && matches!(
+                self.lookup(self.text(n), scope, n.start_byte()),
+                Some([.., Bind::Param { .. }])
+            )
     }
 
     /// The constants a key may be: `"darwin" if mac else "linux"`, itself
@@ -630,8 +675,9 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `TABLE[key]` of a dict literal: the entries the key may name (one
-    /// constant, or each branch of `a if test else b`), rather than
-    /// nothing, which later joins would widen to `*`.
+    /// constant, or each branch of `a if test else b`; every entry when
+    /// `keys` is empty), rather than nothing, which later joins would widen
+    /// to `*`.
     fn pv_dict_entry(
         &self,
         dict: Node<'t>,
@@ -666,14 +712,11 @@ impl<'t> Analyzer<'t> {
                 "builtins.filter" => return arg(1),
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
-                // `b64decode(s)` of a parameter or loop variable: each
-                // value it takes, decoded (a folded one is decoded below).
-                q if BASE64_DECODERS.contains(&q) => {
-                    return arg(0)
-                        .iter()
-                        .filter_map(|v| String::from_utf8(b64decode(v)?).ok())
-                        .collect()
-                }
+                // `b64decode(s)`, `bytes.fromhex(s)` of a parameter or loop
+                // variable: each value it takes, decoded (a folded one is
+                // decoded below).
+                q if BASE64_DECODERS.contains(&q) => return decode_each(&arg(0), b64decode),
+                q if HEX_DECODERS.contains(&q) => return decode_each(&arg(0), hexdecode),
                 q if TEMP_MAKERS.contains(&q) => return vec![format!("<tmp:{}>", n.start_byte())],
                 "os.getenv" | "os.environ.get" => {
                     let key = pos.first().and_then(|k| self.fold(*k, scope, depth));
@@ -766,6 +809,11 @@ impl<'t> Analyzer<'t> {
         };
         match m {
             "get" if site_paths() => vec!["<site-packages>".into()],
+            // `ROOTS.get(platform.system(), "/")`: an entry, or the default.
+            "get" => {
+                let found = self.pv_looked_up(obj, pos.first().copied(), scope, depth);
+                found.into_iter().flatten().chain(arg(1)).collect()
+            }
             // `dict.fromkeys(paths)`: the paths, without repeats.
             "fromkeys" if self.text(obj) == "dict" => arg(0),
             m if SAME_PATH_METHODS.contains(&m) => base(),

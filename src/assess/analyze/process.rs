@@ -440,7 +440,10 @@ impl<'t> Analyzer<'t> {
                     return true;
                 }
             }
-            if cursor.goto_first_child() {
+            // A wait in an `except` runs only when the step fails (`try:
+            // os.fork() except OSError: sleep(0.01)`): while it succeeds,
+            // the loop never waits.
+            if n.kind() != K::ExceptClause && cursor.goto_first_child() {
                 continue;
             }
             loop {

@@ -17,12 +17,33 @@ impl<'t> Analyzer<'t> {
         let values = self.decoded.take().unwrap_or_default();
         let each = strings.into_iter().zip(values).zip(lowered.texts.iter());
         for (((s, v), (_, lower)), found) in each.zip(lowered.found.iter()) {
-            let Some(v) = v else {
-                self.check_template_script(s);
-                continue;
-            };
-            self.check_string(&v, lower, *found, s);
+            match v {
+                Some(v) => {
+                    if v.trim_start().starts_with("#!") {
+                        // A script kept in a string is written somewhere to be
+                        // run: judge the shapes whose meaning does not depend
+                        // on where.
+                        self.check_command_line(lower, s);
+                    }
+                    self.check_string(&v, lower, *found, s);
+                }
+                None => {
+                    self.check_template_script(s);
+                    self.check_template(s, *found);
+                }
+            }
         }
+    }
+
+    /// An f-string's text, placeholders as written, judged like a literal's:
+    /// `f"cat /etc/shadow > {out}"` names the shadow file as plainly as the
+    /// literal does (its words were read only as a shell script's).
+    fn check_template(&mut self, s: Node<'t>, found: u32) {
+        let Some(v) = super::literal::template_cow(self.src, s) else {
+            return;
+        };
+        let lower = v.to_ascii_lowercase();
+        self.check_string(&v, &lower, found, s);
     }
 
     /// An f-string holding a shell script (`f"#!/bin/sh\ncurl {url} | sh"`,
@@ -92,11 +113,6 @@ impl<'t> Analyzer<'t> {
         }
         if found & PRELOAD != 0 {
             self.check_preload(v, node);
-        }
-        if v.trim_start().starts_with("#!") {
-            // A script kept in a string is written somewhere to be run:
-            // judge the shapes whose meaning does not depend on where.
-            self.check_command_line(lower, node);
         }
         if v == "0.0.0.0" {
             self.add("MB104", node, "0.0.0.0");
