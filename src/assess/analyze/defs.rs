@@ -409,6 +409,11 @@ impl<'t> Analyzer<'t> {
             K::Attribute => {
                 let obj = func.child(F::Object)?;
                 let name = self.text(func.child(F::Attribute)?);
+                if obj.kind() == K::Attribute {
+                    // `self.engine.evaluate(x)` with `self.engine = Engine()`.
+                    let class = self.stored_instance_class(obj)?;
+                    return self.method_of(class, name).map(|s| (s, 1));
+                }
                 if obj.kind() != K::Identifier {
                     return None;
                 }
@@ -436,12 +441,34 @@ impl<'t> Analyzer<'t> {
             })?,
             _ => return None,
         };
+        self.constructed_class(v, s)
+    }
+
+    /// The class body of the script's own class whose instance `v` makes
+    /// (`Client(url)`).
+    fn constructed_class(&self, v: Node<'t>, s: usize) -> Option<usize> {
         let ctor = v.child(F::Function).filter(|f| f.kind() == K::Identifier)?;
         let binds = self.lookup(self.text(ctor), s, ctor.start_byte())?;
         match binds[0] {
             Bind::Def(def, inner) if def.kind() == K::ClassDefinition => Some(inner),
             _ => None,
         }
+    }
+
+    /// The class of the instance an attribute of `self` holds, from what
+    /// the methods store there (`self.engine = Engine()`).
+    fn stored_instance_class(&self, attr: Node<'t>) -> Option<usize> {
+        let obj = attr
+            .child(F::Object)
+            .filter(|o| o.kind() == K::Identifier)?;
+        if self.text(obj) != "self" {
+            return None;
+        }
+        let stores = self.attr_stores.get(self.text(attr.child(F::Attribute)?))?;
+        stores
+            .iter()
+            .filter(|(v, _)| v.kind() == K::Call)
+            .find_map(|&(v, s)| self.constructed_class(v, s))
     }
 
     /// The scope of method `name` defined in the class body `class`.

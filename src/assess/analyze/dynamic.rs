@@ -8,6 +8,9 @@ use super::names::*;
 use super::{Analyzer, Bind, Node, Part, F, K};
 use super::{EVAL_DEPTH, MAX_NESTED_CODE};
 
+/// Callers (or stores) whose values a parameter (or attribute) is read as.
+const MAX_PASSED: usize = 8;
+
 impl<'t> Analyzer<'t> {
     /// exec/eval/compile, `__import__`/`import_module` and `getattr` calls.
     pub(super) fn check_dynamic(&mut self, q: &str, call: &Call<'t>) {
@@ -134,7 +137,11 @@ impl<'t> Analyzer<'t> {
 
     fn check_exec(&mut self, q: &str, arg: Node<'t>, node: Node<'t>, scope: usize) {
         self.reset_budget();
-        if let Some(d) = self.contains_decoder(arg, scope, 0) {
+        // Decoded data reached through parameters and stored attributes
+        // counts when it is run; compiled only (an importer's code object
+        // handed back, zipimport), it is read where it stands.
+        let hops = q != "builtins.compile";
+        if let Some(d) = self.contains_decoder(arg, scope, 0, hops) {
             self.add("MB903", node, format!("{q} of data decoded by {d}"));
             return;
         }
@@ -203,7 +210,13 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Does the expression decode, decompress or unmarshal something?
-    fn contains_decoder(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<String> {
+    fn contains_decoder(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        depth: usize,
+        hops: bool,
+    ) -> Option<String> {
         if depth > EVAL_DEPTH || !self.tick() {
             return None;
         }
@@ -240,7 +253,7 @@ impl<'t> Analyzer<'t> {
                         let returned = self.returns.get(&def_scope).cloned().unwrap_or_default();
                         if let Some(d) = returned
                             .into_iter()
-                            .find_map(|v| self.contains_decoder(v, def_scope, depth + 1))
+                            .find_map(|v| self.contains_decoder(v, def_scope, depth + 1, hops))
                         {
                             return Some(d);
                         }
@@ -256,18 +269,64 @@ impl<'t> Analyzer<'t> {
             {
                 return Some("string reversal".into());
             }
-            K::Identifier => {
-                let binds = self.lookup(self.text(n), scope, n.start_byte())?;
-                return binds.iter().rev().find_map(|b| match *b {
-                    Bind::Expr(v, s) => self.contains_decoder(v, s, depth + 1),
-                    _ => None,
-                });
+            K::Identifier | K::Attribute => {
+                if let Some(found) = self.bound_decoder(n, scope, depth, hops) {
+                    return found;
+                }
             }
             _ => {}
         }
         let kids: Vec<Node<'t>> = n.children().collect();
         kids.into_iter()
-            .find_map(|k| self.contains_decoder(k, scope, depth + 1))
+            .find_map(|k| self.contains_decoder(k, scope, depth + 1, hops))
+    }
+
+    /// [`Self::contains_decoder`] of what a name is bound to (and, with
+    /// `hops`, what callers pass a parameter, or methods store in
+    /// `self.NAME`); `None` for an attribute it does not follow.
+    fn bound_decoder(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        depth: usize,
+        hops: bool,
+    ) -> Option<Option<String>> {
+        if n.kind() == K::Identifier {
+            let Some(binds) = self.lookup(self.text(n), scope, n.start_byte()) else {
+                return Some(None);
+            };
+            return Some(binds.iter().rev().find_map(|b| {
+                match *b {
+                    Bind::Expr(v, s) => self.contains_decoder(v, s, depth + 1, hops),
+                    // A parameter: what the callers pass (`def install(src):
+                    // exec(src)` called with decompressed bytes).
+                    Bind::Param { func, index, .. } if hops => self
+                        .passed(func, index, self.text(n))
+                        .into_iter()
+                        .take(MAX_PASSED)
+                        .find_map(|(a, s)| self.contains_decoder(a, s, depth + 1, hops)),
+                    _ => None,
+                }
+            }));
+        }
+        // `self.source`: what the methods store there.
+        if !hops || !self.is_self_attribute(n) {
+            return None;
+        }
+        let name = n.child(F::Attribute).map(|a| self.text(a))?;
+        let stores = self.attr_stores.get(name)?;
+        Some(
+            stores
+                .iter()
+                .take(MAX_PASSED)
+                .find_map(|&(v, s)| self.contains_decoder(v, s, depth + 1, hops)),
+        )
+    }
+
+    /// `self.NAME`.
+    fn is_self_attribute(&self, n: Node<'t>) -> bool {
+        n.child(F::Object)
+            .is_some_and(|o| o.kind() == K::Identifier && self.text(o) == "self")
     }
 
     /// Is this `chr(...)` call spelling text out: a computed code point
