@@ -49,7 +49,8 @@ const TARGET: Floors = Floors {
 /// and surveillance and lateral movement with behaviours of their own;
 /// blind/BATCH19.md), written by someone who saw neither the rules nor any
 /// sample, scored with the assessment of 24c17c7 before the twentieth
-/// session changed it: 38 of 48, 33 of 44, 1 of 32.
+/// session changed it: 38 of 48, 33 of 44, 1 of 32; after that session's
+/// engine work (which never opened this batch): the same.
 /// The eighteenth (70 scripts of fourteen families: the twelve rule families,
 /// and two no batch had before, sandbox escapes (the host reached through
 /// /proc, core_pattern, cgroups or mounts) and binary tampering (installed
@@ -110,14 +111,16 @@ const BLIND_FLOOR: Floors = Floors {
 /// (0.958), 10 of 546 benign flagged (1.8%). After the nineteenth round:
 /// 958 of 976 (0.982), 858 of 877 deserving BLOCKED (0.978), 8 of 630 benign
 /// flagged (1.3%). With the eighteenth batch held out: 991 of 1,018 (0.973),
-/// 884 of 915 (0.966), 9 of 658 (1.4%). The floor is what it reaches,
+/// 884 of 915 (0.966), 9 of 658 (1.4%). After the twentieth session's
+/// engine work (gaps the eighteenth batch's misses showed): 998 of 1,018
+/// (0.980), 893 of 915 (0.976), 9 of 658. The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.97,
-    blocked_recall: 0.96,
+    recall: 0.98,
+    blocked_recall: 0.97,
     benign_flagged: 0.02,
 };
 
@@ -187,10 +190,12 @@ const WHOLE_FLOOR: Floors = Floors {
 /// seventeenth batch 39 of 42, 34 of 38, 2 of 28): 593 of 610, 533 of 551, 7
 /// of 396. With the eighteenth batch (heldout/BATCH18.md, blind through the
 /// nineteenth round; 33 of 42, 26 of 38, 1 of 28 before and after it): 626 of
-/// 652, 559 of 589, 8 of 424.
+/// 652, 559 of 589, 8 of 424. After the twentieth session's engine work
+/// (written on the eighteenth batch's misses among others): 633 of 652,
+/// 568 of 589, 8 of 424.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.96,
-    blocked_recall: 0.94,
+    recall: 0.97,
+    blocked_recall: 0.96,
     benign_flagged: 0.02,
 };
 
