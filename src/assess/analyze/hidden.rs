@@ -87,12 +87,20 @@ impl<'t> Analyzer<'t> {
 
     /// The host a send goes to, when no literal of the script names it.
     fn hidden_host(&self, send: Node<'t>, scope: usize) -> Option<String> {
-        let (pos, kw) = self.args(send);
-        let arg = pos.first().copied().or_else(|| kwarg(kw, "url"))?;
-        let mut urls = Vec::new();
-        self.destinations(arg, scope, 0, &mut urls);
-        urls.into_iter()
+        self.send_urls(send, scope)
+            .into_iter()
             .find_map(|(url, s)| self.unwritten_host(url, s))
+    }
+
+    /// The expressions a send's URL may come from (its first argument or
+    /// `url=`, through names, parameters and requests).
+    fn send_urls(&self, send: Node<'t>, scope: usize) -> Vec<(Node<'t>, usize)> {
+        let (pos, kw) = self.args(send);
+        let mut urls = Vec::new();
+        if let Some(arg) = pos.first().copied().or_else(|| kwarg(kw, "url")) {
+            self.destinations(arg, scope, 0, &mut urls);
+        }
+        urls
     }
 
     /// The host of the URL `url` folds to, when no literal of the script
@@ -118,11 +126,8 @@ impl<'t> Analyzer<'t> {
 
     /// The host a send goes to, hidden or written.
     pub(super) fn send_host(&self, send: Node<'t>, scope: usize) -> Option<String> {
-        let (pos, kw) = self.args(send);
-        let arg = pos.first().copied().or_else(|| kwarg(kw, "url"))?;
-        let mut urls = Vec::new();
-        self.destinations(arg, scope, 0, &mut urls);
-        urls.into_iter()
+        self.send_urls(send, scope)
+            .into_iter()
             .find_map(|(url, s)| self.url_host_of(url, s))
     }
 
