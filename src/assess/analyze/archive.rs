@@ -107,12 +107,4 @@ impl<'t> Analyzer<'t> {
             _ => None,
         }
     }
-
-    /// `attr` of `self.attr`.
-    fn self_attribute(&self, n: Node<'t>) -> Option<&'t str> {
-        let obj = n.child(F::Object)?;
-        (obj.kind() == K::Identifier && self.text(obj) == "self")
-            .then(|| n.child(F::Attribute).map(|a| self.text(a)))
-            .flatten()
-    }
 }

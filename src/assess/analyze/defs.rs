@@ -84,6 +84,10 @@ fn names_only(v: Node<'_>) -> bool {
         && v.children().all(|x| x.kind() == K::Identifier)
 }
 
+/// Callers whose arguments a helper's parameter is read as, at most: a
+/// few of them say what the helper is given.
+pub(super) const MAX_PASSED: usize = 8;
+
 impl<'t> Analyzer<'t> {
     /// Records, for each function, the calls that reach it.
     pub(super) fn index_callers(&mut self) {
@@ -458,13 +462,7 @@ impl<'t> Analyzer<'t> {
     /// The class of the instance an attribute of `self` holds, from what
     /// the methods store there (`self.engine = Engine()`).
     fn stored_instance_class(&self, attr: Node<'t>) -> Option<usize> {
-        let obj = attr
-            .child(F::Object)
-            .filter(|o| o.kind() == K::Identifier)?;
-        if self.text(obj) != "self" {
-            return None;
-        }
-        let stores = self.attr_stores.get(self.text(attr.child(F::Attribute)?))?;
+        let stores = self.attr_stores.get(self.self_attribute(attr)?)?;
         stores
             .iter()
             .filter(|(v, _)| v.kind() == K::Call)
@@ -491,6 +489,33 @@ impl<'t> Analyzer<'t> {
             s = sc.parent;
         }
         None
+    }
+
+    /// `attr` of `self.attr`.
+    pub(super) fn self_attribute(&self, n: Node<'t>) -> Option<&'t str> {
+        let obj = n.child(F::Object)?;
+        (obj.kind() == K::Identifier && self.text(obj) == "self")
+            .then(|| n.child(F::Attribute).map(|a| self.text(a)))
+            .flatten()
+    }
+
+    /// When `n` is a name bound to one parameter (`def quiet(cmd):
+    /// run(cmd)`), what the first [`MAX_PASSED`] callers pass for it.
+    pub(super) fn passed_to_name(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+    ) -> Option<Vec<(Node<'t>, usize)>> {
+        if n.kind() != K::Identifier {
+            return None;
+        }
+        let [Bind::Param { func, index, .. }] = self.lookup(self.text(n), scope, n.start_byte())?
+        else {
+            return None;
+        };
+        let mut passed = self.passed(func, index, self.text(n));
+        passed.truncate(MAX_PASSED);
+        Some(passed)
     }
 
     /// What callers pass for parameter `index` (named `name`) of the

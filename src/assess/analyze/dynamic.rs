@@ -8,9 +8,6 @@ use super::names::*;
 use super::{Analyzer, Bind, Node, Part, F, K};
 use super::{EVAL_DEPTH, MAX_NESTED_CODE};
 
-/// Callers (or stores) whose values a parameter (or attribute) is read as.
-const MAX_PASSED: usize = 8;
-
 impl<'t> Analyzer<'t> {
     /// exec/eval/compile, `__import__`/`import_module` and `getattr` calls.
     pub(super) fn check_dynamic(&mut self, q: &str, call: &Call<'t>) {
@@ -303,30 +300,23 @@ impl<'t> Analyzer<'t> {
                     Bind::Param { func, index, .. } if hops => self
                         .passed(func, index, self.text(n))
                         .into_iter()
-                        .take(MAX_PASSED)
+                        .take(super::defs::MAX_PASSED)
                         .find_map(|(a, s)| self.contains_decoder(a, s, depth + 1, hops)),
                     _ => None,
                 }
             }));
         }
         // `self.source`: what the methods store there.
-        if !hops || !self.is_self_attribute(n) {
+        if !hops {
             return None;
         }
-        let name = n.child(F::Attribute).map(|a| self.text(a))?;
-        let stores = self.attr_stores.get(name)?;
+        let stores = self.attr_stores.get(self.self_attribute(n)?)?;
         Some(
             stores
                 .iter()
-                .take(MAX_PASSED)
+                .take(super::defs::MAX_PASSED)
                 .find_map(|&(v, s)| self.contains_decoder(v, s, depth + 1, hops)),
         )
-    }
-
-    /// `self.NAME`.
-    fn is_self_attribute(&self, n: Node<'t>) -> bool {
-        n.child(F::Object)
-            .is_some_and(|o| o.kind() == K::Identifier && self.text(o) == "self")
     }
 
     /// Is this `chr(...)` call spelling text out: a computed code point

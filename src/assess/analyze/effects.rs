@@ -160,18 +160,11 @@ impl<'t> Analyzer<'t> {
     /// (`def quiet(cmd): subprocess.run(cmd)`), of what each caller passes
     /// (a few of them): the lines the helper runs.
     fn command_lines(&self, n: Node<'t>, scope: usize) -> Vec<String> {
-        const MAX_PASSED: usize = 8;
-        if n.kind() == K::Identifier {
-            if let Some([super::Bind::Param { func, index, .. }]) =
-                self.lookup(self.text(n), scope, n.start_byte())
-            {
-                return self
-                    .passed(func, index, self.text(n))
-                    .into_iter()
-                    .take(MAX_PASSED)
-                    .filter_map(|(a, s)| self.command_words(a, s))
-                    .collect();
-            }
+        if let Some(passed) = self.passed_to_name(n, scope) {
+            return passed
+                .into_iter()
+                .filter_map(|(a, s)| self.command_words(a, s))
+                .collect();
         }
         let lines = self.caller_lines(n, scope);
         if !lines.is_empty() {
@@ -185,7 +178,6 @@ impl<'t> Analyzer<'t> {
     /// helper's commands are the words its callers give it rather than
     /// `*` wherever they disagree.
     fn caller_lines(&self, n: Node<'t>, scope: usize) -> Vec<String> {
-        const MAX_PASSED: usize = 8;
         let parts: Vec<Node<'t>> = match n.kind() {
             K::BinaryOperator => n.children().collect(),
             _ => vec![n],
@@ -213,7 +205,7 @@ impl<'t> Analyzer<'t> {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let mut out = Vec::new();
-        for c in callers.iter().take(MAX_PASSED) {
+        for c in callers.iter().take(super::defs::MAX_PASSED) {
             let words: Vec<String> = lists
                 .iter()
                 .flat_map(|&(l, s)| l.children().map(move |k| (k, s)))

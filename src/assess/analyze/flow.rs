@@ -893,21 +893,17 @@ impl<'t> Analyzer<'t> {
         programs: &[&'static str],
         unfolded: impl Fn(Node<'t>, usize) -> String,
     ) -> Vec<String> {
-        const MAX_PASSED: usize = 8;
         let Some(cmd) = self.args(n).0.first().copied() else {
             return Vec::new();
         };
-        let commands: Vec<(Node<'t>, usize)> =
-            match self.lookup(self.text(cmd), scope, cmd.start_byte()) {
-                Some([Bind::Param { func, index, .. }]) if cmd.kind() == K::Identifier => self
-                    .passed(func, index, self.text(cmd))
-                    .into_iter()
-                    .take(MAX_PASSED)
-                    .filter(|&(a, s)| self.text_holds_any(a, s, programs))
-                    .collect(),
-                _ if self.text_holds_any(n, scope, programs) => vec![(cmd, scope)],
-                _ => Vec::new(),
-            };
+        let commands: Vec<(Node<'t>, usize)> = match self.passed_to_name(cmd, scope) {
+            Some(passed) => passed
+                .into_iter()
+                .filter(|&(a, s)| self.text_holds_any(a, s, programs))
+                .collect(),
+            None if self.text_holds_any(n, scope, programs) => vec![(cmd, scope)],
+            None => Vec::new(),
+        };
         let saved = self.budget.get();
         let lines = commands
             .into_iter()

@@ -101,6 +101,28 @@ impl<'t> Analyzer<'t> {
         if n.kind() != K::String {
             return None;
         }
+        let mut head = String::new();
+        for (lit, part) in self.template_pieces(n)? {
+            // The text after the last placeholder is no part of the head.
+            let Some(part) = part else {
+                break;
+            };
+            head.push_str(lit);
+            let value = part
+                .child(F::Expression)
+                .and_then(|e| self.fold(e, scope, 1));
+            match value {
+                Some(v) => head.push_str(&v),
+                None => break,
+            }
+        }
+        (!head.is_empty()).then_some(head)
+    }
+
+    /// An f-string's pieces in order, as written: the text before each
+    /// placeholder with that placeholder (an interpolation node), then the
+    /// text after the last one with `None`.
+    pub(super) fn template_pieces(&self, n: Node<'t>) -> Option<Vec<(&'t str, Option<Node<'t>>)>> {
         let text = self.text(n);
         let q = text.find(['\'', '"'])?;
         let quote = if text[q..].starts_with("\"\"\"") || text[q..].starts_with("'''") {
@@ -109,29 +131,22 @@ impl<'t> Analyzer<'t> {
             1
         };
         let mut at = n.start_byte() + q + quote;
-        let mut head = String::new();
+        let mut pieces = Vec::new();
         for part in n.children().filter(|k| k.kind() == K::Interpolation) {
-            head.push_str(self.src.get(at..part.start_byte()).unwrap_or(""));
-            let value = part
-                .child(F::Expression)
-                .and_then(|e| self.fold(e, scope, 1));
-            match value {
-                Some(v) => head.push_str(&v),
-                None => break,
-            }
+            pieces.push((
+                self.src.get(at..part.start_byte()).unwrap_or(""),
+                Some(part),
+            ));
             at = part.byte_range().end;
         }
-        (!head.is_empty()).then_some(head)
+        let end = n.byte_range().end.saturating_sub(quote).max(at);
+        pieces.push((self.src.get(at..end).unwrap_or(""), None));
+        Some(pieces)
     }
-
     /// `self.path` where a method stored a constant there (`self.path =
     /// d(_K)` in `__init__`): the value the store folds to.
     fn fold_self_attr(&self, n: Node<'t>, depth: usize) -> Option<String> {
-        let obj = n.child(F::Object)?;
-        if obj.kind() != K::Identifier || self.text(obj) != "self" {
-            return None;
-        }
-        let stores = self.attr_stores.get(self.text(n.child(F::Attribute)?))?;
+        let stores = self.attr_stores.get(self.self_attribute(n)?)?;
         stores.iter().find_map(|&(v, s)| self.fold(v, s, depth + 1))
     }
 

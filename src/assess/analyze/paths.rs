@@ -298,33 +298,22 @@ impl<'t> Analyzer<'t> {
         if let Some(v) = self.string_value(n) {
             return vec![v];
         }
-        let text = self.text(n);
-        let Some(q) = text.find(['\'', '"']) else {
+        let Some(pieces) = self.template_pieces(n) else {
             return Vec::new();
         };
-        let quote = if text[q..].starts_with("\"\"\"") || text[q..].starts_with("'''") {
-            3
-        } else {
-            1
-        };
-        let (body_start, body_end) = (
-            n.start_byte() + q + quote,
-            n.byte_range().end.saturating_sub(quote),
-        );
         let mut acc = vec![String::new()];
-        let mut at = body_start;
-        for part in n.children().filter(|k| k.kind() == K::Interpolation) {
-            let lit = self.src.get(at..part.start_byte()).unwrap_or("");
+        for (lit, part) in pieces {
+            acc = product(&acc, &[lit.to_string()], |a, b| format!("{a}{b}"));
+            let Some(part) = part else {
+                break;
+            };
             let vals = part
                 .child(F::Expression)
                 .map(|e| self.pv(e, scope, depth))
                 .unwrap_or_default();
-            acc = product(&acc, &[lit.to_string()], |a, b| format!("{a}{b}"));
             acc = product(&acc, &vals, |a, b| format!("{a}{b}"));
-            at = part.byte_range().end;
         }
-        let tail = self.src.get(at..body_end.max(at)).unwrap_or("");
-        product(&acc, &[tail.to_string()], |a, b| format!("{a}{b}"))
+        acc
     }
 
     fn pv_name(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
