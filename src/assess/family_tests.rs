@@ -87,9 +87,9 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.79,
-    blocked_recall: 0.75,
-    benign_flagged: 0.04,
+    recall: 0.89,
+    blocked_recall: 0.81,
+    benign_flagged: 0.10,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
@@ -113,14 +113,15 @@ const BLIND_FLOOR: Floors = Floors {
 /// flagged (1.3%). With the eighteenth batch held out: 991 of 1,018 (0.973),
 /// 884 of 915 (0.966), 9 of 658 (1.4%). After the twentieth session's
 /// engine work (gaps the eighteenth batch's misses showed): 998 of 1,018
-/// (0.980), 893 of 915 (0.976), 9 of 658. The floor is what it reaches,
+/// (0.980), 893 of 915 (0.976), 9 of 658. With the nineteenth batch held
+/// out: 1,036 of 1,066 (0.972), 926 of 959 (0.966), 10 of 690 (1.4%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.98,
-    blocked_recall: 0.97,
+    recall: 0.97,
+    blocked_recall: 0.96,
     benign_flagged: 0.02,
 };
 
@@ -192,10 +193,12 @@ const WHOLE_FLOOR: Floors = Floors {
 /// nineteenth round; 33 of 42, 26 of 38, 1 of 28 before and after it): 626 of
 /// 652, 559 of 589, 8 of 424. After the twentieth session's engine work
 /// (written on the eighteenth batch's misses among others): 633 of 652,
-/// 568 of 589, 8 of 424.
+/// 568 of 589, 8 of 424. With the nineteenth batch (heldout/BATCH19.md,
+/// blind through the twentieth session; 38 of 48, 33 of 44, 1 of 32 before
+/// and after it): 671 of 700, 601 of 633, 9 of 456.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.97,
-    blocked_recall: 0.96,
+    recall: 0.95,
+    blocked_recall: 0.94,
     benign_flagged: 0.02,
 };
 
