@@ -45,12 +45,20 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
+/// The twentieth (80 scripts of sixteen families, among them privilege
+/// escalation, process injection, security disabling, cloud and container
+/// abuse and network abuse; blind/BATCH20.md), written by someone who saw
+/// neither the rules nor any sample, scored with the assessment of 6d0053c
+/// before the twenty-first session changed it: 43 of 48, 36 of 44, 3 of 32;
+/// after that session's engine work (written on the nineteenth batch's
+/// misses; this batch was never opened): 46 of 48, 39 of 44, 3 of 32.
 /// The nineteenth (80 scripts of sixteen families: the eighteenth's fourteen,
 /// and surveillance and lateral movement with behaviours of their own;
 /// blind/BATCH19.md), written by someone who saw neither the rules nor any
 /// sample, scored with the assessment of 24c17c7 before the twentieth
 /// session changed it: 38 of 48, 33 of 44, 1 of 32; after that session's
-/// engine work (which never opened this batch): the same.
+/// engine work (which never opened this batch): the same; it is now part of
+/// the held-out corpus, heldout/BATCH19.md.
 /// The eighteenth (70 scripts of fourteen families: the twelve rule families,
 /// and two no batch had before, sandbox escapes (the host reached through
 /// /proc, core_pattern, cgroups or mounts) and binary tampering (installed
@@ -87,8 +95,8 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.89,
-    blocked_recall: 0.81,
+    recall: 0.95,
+    blocked_recall: 0.88,
     benign_flagged: 0.10,
 };
 
@@ -114,14 +122,18 @@ const BLIND_FLOOR: Floors = Floors {
 /// 884 of 915 (0.966), 9 of 658 (1.4%). After the twentieth session's
 /// engine work (gaps the eighteenth batch's misses showed): 998 of 1,018
 /// (0.980), 893 of 915 (0.976), 9 of 658. With the nineteenth batch held
-/// out: 1,036 of 1,066 (0.972), 926 of 959 (0.966), 10 of 690 (1.4%). The floor is what it reaches,
+/// out: 1,036 of 1,066 (0.972), 926 of 959 (0.966), 10 of 690 (1.4%).
+/// After the twenty-first session's engine work (gaps the nineteenth
+/// batch's misses showed: folders as code lists, XOR, partials, encoded
+/// PowerShell, built strings, programs run from memory): 1,043 of 1,066
+/// (0.978), 934 of 959 (0.974), 10 of 690. The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
     recall: 0.97,
-    blocked_recall: 0.96,
+    blocked_recall: 0.97,
     benign_flagged: 0.02,
 };
 
@@ -195,10 +207,12 @@ const WHOLE_FLOOR: Floors = Floors {
 /// (written on the eighteenth batch's misses among others): 633 of 652,
 /// 568 of 589, 8 of 424. With the nineteenth batch (heldout/BATCH19.md,
 /// blind through the twentieth session; 38 of 48, 33 of 44, 1 of 32 before
-/// and after it): 671 of 700, 601 of 633, 9 of 456.
+/// and after it): 671 of 700, 601 of 633, 9 of 456. After the twenty-first
+/// session's engine work (written on the nineteenth batch's misses among
+/// others): 678 of 700, 609 of 633, 9 of 456.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.95,
-    blocked_recall: 0.94,
+    recall: 0.96,
+    blocked_recall: 0.96,
     benign_flagged: 0.02,
 };
 

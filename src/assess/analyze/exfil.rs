@@ -323,6 +323,11 @@ impl<'t> Analyzer<'t> {
                 Bind::Expr(v, s) if acc.seen.first(v, depth) => {
                     self.env_flow(v, s, depth + 1, acc);
                 }
+                // `for i, part in enumerate(parts)`: a piece of what the
+                // loop goes over.
+                Bind::Part { of, scope: s, .. } if acc.seen.first(of, depth) => {
+                    self.env_flow(of, s, depth + 1, acc);
+                }
                 // A parameter carries what its callers pass.
                 Bind::Param { func, index, .. } => {
                     for (a, s) in self.passed(func, index, self.text(n)) {
@@ -339,6 +344,17 @@ impl<'t> Analyzer<'t> {
         for (s, v) in self.mutations_near(self.text(n), scope) {
             if acc.seen.first(v, depth) {
                 self.env_flow(v, s, depth + 1, acc);
+            }
+        }
+        // `zf.writestr("env.txt", dump)` into a zip over this buffer: the
+        // dump is sent with the buffer.
+        let members = self.archive_members.get(self.text(n));
+        for &(s, call) in members.map(Vec::as_slice).unwrap_or_default() {
+            let related = self.encloses(s, scope) || self.encloses(scope, s);
+            if let (true, Some(data)) = (related, self.args(call).0.get(1)) {
+                if self.method_name(call) == Some("writestr") && acc.seen.first(*data, depth) {
+                    self.env_flow(*data, s, depth + 1, acc);
+                }
             }
         }
     }

@@ -9,7 +9,7 @@ use ruff_python_ast::Operator;
 use super::calls::kwarg;
 use super::literal::{b32decode, b64decode, hexdecode, int_value, join_path, rot13, stat_const};
 use super::names::*;
-use super::{Analyzer, Bind, Node, Op, F, K};
+use super::{Analyzer, Bind, Node, Op, Part, F, K};
 use super::{EVAL_DEPTH, MAX_FOLD_LEN};
 
 /// The functions that decode base64 text.
@@ -302,8 +302,11 @@ impl<'t> Analyzer<'t> {
                 let v = int_value(self.text(*pos.first()?))?;
                 char::from_u32(u32::try_from(v).ok()?).map(String::from)
             }
-            "builtins.str" | "builtins.bytes" | "os.path.expanduser" | "os.fsdecode"
-            | "os.fsencode" => arg0(),
+            "builtins.bytes" | "builtins.bytearray" => {
+                let a = *pos.first()?;
+                self.fold_xor(a, scope, depth).or_else(arg0)
+            }
+            "builtins.str" | "os.path.expanduser" | "os.fsdecode" | "os.fsencode" => arg0(),
             "os.path.join" | "posixpath.join" => {
                 let parts: Option<Vec<String>> = pos
                     .iter()
@@ -603,6 +606,106 @@ impl<'t> Analyzer<'t> {
             }
             _ => None,
         }
+    }
+
+    /// `"".join(map(chr, codes))` or `"".join(chr(c) for c in codes)` where
+    /// `codes` is not written at the join: a helper's parameter, a loop's
+    /// variable. Each literal list of character codes it may be, decoded:
+    /// folders named as code lists in a table and decoded by a helper in a
+    /// loop are paths all the same.
+    pub(super) fn pv_chr_join(
+        &self,
+        sep: Node<'t>,
+        codes: Node<'t>,
+        scope: usize,
+        depth: usize,
+    ) -> Vec<String> {
+        let Some(sep) = self.fold(sep, scope, depth + 1) else {
+            return Vec::new();
+        };
+        let Some((iter, shift)) = self.chr_source(codes, scope, depth) else {
+            return Vec::new();
+        };
+        self.int_lists(iter, scope, depth + 1)
+            .into_iter()
+            .filter_map(|list| {
+                list.children()
+                    .map(|k| {
+                        let v = int_value(self.text(k))?.checked_add(shift)?;
+                        char::from_u32(u32::try_from(v).ok()?).map(String::from)
+                    })
+                    .collect::<Option<Vec<String>>>()
+                    .map(|chars| chars.join(&sep))
+            })
+            .collect()
+    }
+
+    /// What `map(chr, xs)` or `chr(c ± k) for c in xs` maps, and the shift.
+    fn chr_source(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<(Node<'t>, i64)> {
+        if n.kind() == K::Call {
+            let [f, items] = self.args(n).0[..] else {
+                return None;
+            };
+            let is = |x: Node<'t>, q: &str| self.resolve(x, scope, depth + 1).as_deref() == Some(q);
+            return (is(n.child(F::Function)?, "builtins.map") && is(f, "builtins.chr"))
+                .then_some((items, 0));
+        }
+        if n.kind() != K::GeneratorExpression {
+            return None;
+        }
+        let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
+        let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
+        if self.resolve(body.child(F::Function)?, scope, depth + 1)? != "builtins.chr" {
+            return None;
+        }
+        let [code] = self.args(body).0[..] else {
+            return None;
+        };
+        let shift = self.code_shift(code, self.text(clause.child(F::Left)?))?;
+        Some((clause.child(F::Right)?, shift))
+    }
+
+    /// The literal lists of integers `n` may be: itself, what a name is
+    /// bound to, what each call passes a parameter, the elements of what a
+    /// loop variable iterates.
+    fn int_lists(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<Node<'t>> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return Vec::new();
+        }
+        let d = depth + 1;
+        if n.kind().is_sequence() {
+            let ints = n.children().all(|k| int_value(self.text(k)).is_some());
+            return if ints { vec![n] } else { Vec::new() };
+        }
+        if n.kind() != K::Identifier {
+            return Vec::new();
+        }
+        let name = self.text(n);
+        let Some(binds) = self.lookup(name, scope, n.start_byte()) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for b in binds {
+            match b {
+                Bind::Expr(v, s) => out.extend(self.int_lists(v, s, d)),
+                Bind::Param { func, index, .. } => {
+                    for (arg, s) in self.passed(func, index, name) {
+                        out.extend(self.int_lists(arg, s, d));
+                    }
+                }
+                Bind::Part {
+                    of,
+                    scope: s,
+                    how: Part::Each(None),
+                } => {
+                    if let Some((table, ts)) = self.bound_value(of, s, |v| v.kind().is_sequence()) {
+                        out.extend(table.children().flat_map(|e| self.int_lists(e, ts, d)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     /// `"process call create".split()`, also of a decoded text: the words

@@ -58,6 +58,7 @@ mod effects;
 mod escape;
 mod evasion;
 mod exfil;
+mod fileless;
 mod files;
 mod firmware;
 mod flow;
@@ -100,6 +101,7 @@ mod taxonomy;
 mod traffic;
 mod walk;
 mod windows;
+mod xor;
 
 pub(super) struct RawFinding {
     pub rule: &'static str,
@@ -231,6 +233,7 @@ fn analyze_text(
     a.check_cloud_wipe();
     a.check_intercepted_client();
     a.check_corruption();
+    a.check_fileless();
     // Before the literals are handed to their own check, which takes them.
     a.check_ransom_note();
     a.check_strings();

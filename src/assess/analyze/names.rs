@@ -142,6 +142,10 @@ pub(super) const NETWORK_CLIENTS: &[&str] = &[
     "urllib.request.urlretrieve",
     "urllib.urlopen",
     "urllib.urlretrieve",
+    // An opener made to set headers (a disguising User-Agent) fetches
+    // like `urlopen`.
+    "urllib.request.build_opener",
+    "urllib.request.OpenerDirector",
     "http.client.HTTPConnection",
     "http.client.HTTPSConnection",
     "smtplib.SMTP",

@@ -67,6 +67,11 @@ const SAME_PATH_METHODS: &[&str] = &[
     "lstrip",
     "__fspath__",
     "decode",
+    // `d = stack.pop()` in a walk kept by hand (a list or deque of the
+    // directories still to visit): one of the stack's paths, the root
+    // pushed first or what the walk pushes.
+    "pop",
+    "popleft",
 ];
 
 /// Calls that make a temporary file or directory of the script's own.
@@ -166,10 +171,14 @@ fn dirname(p: &str) -> String {
     }
 }
 
-/// `a/b.txt` with its last extension replaced by `suffix`.
+/// `a/b.txt` with its last extension replaced by `suffix`. A leading dot
+/// is no extension (`.cache-1` becomes `.cache-1.part`), as in pathlib.
 fn with_suffix(p: &str, suffix: &str) -> String {
     let (dir, name) = p.rsplit_once('/').map_or(("", p), |(d, n)| (d, n));
-    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    let stem = name
+        .rsplit_once('.')
+        .filter(|(s, _)| !s.is_empty())
+        .map_or(name, |(s, _)| s);
     let name = format!("{stem}{suffix}");
     if dir.is_empty() {
         name
@@ -220,7 +229,7 @@ impl<'t> Analyzer<'t> {
         capped(self.pv(n, scope, 0))
     }
 
-    fn pv(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
+    pub(super) fn pv(&self, n: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
         if depth > EVAL_DEPTH || !self.tick() {
             return Vec::new();
         }
@@ -706,6 +715,12 @@ impl<'t> Analyzer<'t> {
                 // decoded below).
                 q if BASE64_DECODERS.contains(&q) => return decode_each(&arg(0), b64decode),
                 q if HEX_DECODERS.contains(&q) => return decode_each(&arg(0), hexdecode),
+                "builtins.bytes" | "builtins.bytearray" => {
+                    let xored = pos.first().map(|a| self.pv_xor(*a, scope, depth));
+                    if let Some(v @ [_, ..]) = xored.as_deref() {
+                        return v.to_vec();
+                    }
+                }
                 q if TEMP_MAKERS.contains(&q) => return vec![format!("<tmp:{}>", n.start_byte())],
                 "os.getenv" | "os.environ.get" => {
                     let key = pos.first().and_then(|k| self.fold(*k, scope, depth));
@@ -819,6 +834,10 @@ impl<'t> Analyzer<'t> {
             "glob" => product(&base(), &arg(0), join2),
             "iterdir" => product(&base(), &["*".to_string()], join2),
             "format" => base().iter().map(|t| blank_fields(t)).collect(),
+            "join" if obj.kind() == K::String => match pos {
+                [codes] => self.pv_chr_join(obj, *codes, scope, depth),
+                _ => Vec::new(),
+            },
             _ => Vec::new(),
         }
     }
@@ -955,6 +974,7 @@ mod tests {
         assert_eq!(dirname("/etc"), "/");
         assert_eq!(dirname("x"), ".");
         assert_eq!(with_suffix("a/b.txt", ".enc"), "a/b.enc");
+        assert_eq!(with_suffix("~/.cache-1", ".part"), "~/.cache-1.part");
         assert_eq!(blank_fields("{}/.bashrc{0}"), "*/.bashrc*");
     }
 }

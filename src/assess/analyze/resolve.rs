@@ -282,6 +282,11 @@ impl<'t> Analyzer<'t> {
                 let name = self.fold(pos[1], scope, depth + 1)?;
                 Some(dotted(base, &name))
             }
+            // `run = functools.partial(subprocess.run, capture_output=True)`:
+            // calling the partial calls the function it wraps (with the
+            // call's own arguments; those fixed in the partial are not
+            // followed).
+            "functools.partial" => self.resolve(*pos.first()?, scope, depth + 1),
             "builtins.__import__" | "importlib.import_module" | "importlib.__import__" => {
                 self.fold(*pos.first()?, scope, depth + 1)
             }

@@ -4,7 +4,9 @@
 use super::literal::shorten;
 use super::names::METADATA_HOSTS;
 use super::needles::{CREDENTIAL, DEV_TCP, DOCKER, KUBE_API, METADATA, MINER, PRELOAD};
-use super::{pos, Analyzer, Node, F, K};
+use ruff_python_ast::Operator;
+
+use super::{pos, Analyzer, Node, Op, F, K};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_strings(&mut self) {
@@ -13,6 +15,7 @@ impl<'t> Analyzer<'t> {
         // their lower-cased forms and needles are the ones the configuration
         // families read.
         let lowered = self.lowered();
+        let built = self.built_strings();
         let strings = std::mem::take(&mut self.strings);
         let values = self.decoded.take().unwrap_or_default();
         let each = strings.into_iter().zip(values).zip(lowered.texts.iter());
@@ -33,6 +36,44 @@ impl<'t> Analyzer<'t> {
                 }
             }
         }
+        for (node, v) in built {
+            let lower = v.to_ascii_lowercase();
+            let found = super::needles::needles_in(&lower);
+            self.check_string(&v, &lower, found, node);
+        }
+    }
+
+    /// Strings the script builds from pieces rather than writes whole, with
+    /// their values: `"Privi" + "leged"`, `"/" + ":" + "/h"` (the outermost
+    /// `+` over a literal), `"".join(map(chr, [47, 118, ...]))`. Read like
+    /// literals, so that a name split to hide it is the name.
+    fn built_strings(&self) -> Vec<(Node<'t>, String)> {
+        let plus =
+            |n: Node<'t>| n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Add);
+        let mut nodes: Vec<Node<'t>> = Vec::new();
+        for s in &self.strings {
+            let mut top = None;
+            let mut at = *s;
+            while let Some(p) = at.parent().filter(|p| plus(*p)) {
+                top = Some(p);
+                at = p;
+            }
+            nodes.extend(top);
+        }
+        nodes.extend(self.calls.iter().filter_map(|c| {
+            let obj = c.node.child(F::Function)?.child(F::Object)?;
+            (c.method == Some("join") && obj.kind() == K::String).then_some(c.node)
+        }));
+        nodes.sort_unstable_by_key(|n| n.id());
+        nodes.dedup_by_key(|n| n.id());
+        nodes
+            .into_iter()
+            .filter_map(|n| {
+                let scope = self.scope_of(n);
+                self.reset_budget();
+                self.fold(n, scope, 0).map(|v| (n, v))
+            })
+            .collect()
     }
 
     /// An f-string's text, placeholders as written, judged like a literal's:

@@ -202,13 +202,14 @@ fn tree_root(path: &str) -> (&str, bool) {
 
 /// Is deleting `path` (recursively, or as one file of a walk over it)
 /// destruction of the system or of a home directory? Paths the script made
-/// itself (`<tmp:...>`), relative paths and subdirectories of a home are not.
+/// itself (`<tmp:...>`), relative paths and subdirectories of a home are
+/// not, but for the folders of the user's own work ([`USER_DATA_FOLDERS`]).
 pub(super) fn precious_tree(path: &str, recursive_op: bool) -> bool {
     let (root, walked) = tree_root(path);
     if !(recursive_op || walked) {
         return false;
     }
-    if PRECIOUS_TREES.contains(&root) || root == "/home/*" {
+    if PRECIOUS_TREES.contains(&root) || root == "/home/*" || user_data_folder(root) {
         return true;
     }
     let dir = format!("{root}/");
@@ -216,6 +217,34 @@ pub(super) fn precious_tree(path: &str, recursive_op: bool) -> bool {
     // `/var/tmp`; `tempfile` probes it with a file it makes and removes),
     // not part of the installed system beside it.
     SYSTEM_TREES.iter().any(|s| dir.starts_with(s)) && !dir.starts_with("/usr/tmp/")
+}
+
+/// The folders where a desktop keeps its user's own work (the XDG user
+/// directories, and the same names on macOS and Windows), in the user's
+/// home or in any home: deleting one whole, or every file a walk over it
+/// finds, destroys what cannot be reinstalled. Downloads is left out:
+/// clearing old downloads is what tidying tools do.
+const USER_DATA_FOLDERS: &[&str] = &[
+    "documents",
+    "desktop",
+    "pictures",
+    "photos",
+    "videos",
+    "movies",
+    "music",
+];
+
+fn user_data_folder(root: &str) -> bool {
+    let lower = root.to_ascii_lowercase();
+    let Some((home, folder)) = lower.rsplit_once('/') else {
+        return false;
+    };
+    let a_home = matches!(home, "~" | "/home/*" | "/users/*")
+        || ["/home/", "/users/"].iter().any(|h| {
+            home.strip_prefix(h)
+                .is_some_and(|u| !u.is_empty() && !u.contains('/'))
+        });
+    a_home && USER_DATA_FOLDERS.contains(&folder)
 }
 
 /// A whole disk written to.
@@ -719,6 +748,19 @@ mod tests {
         assert!(precious_tree("~/**/*", false));
         assert!(precious_tree("/var/lib/dpkg", true));
         assert!(precious_tree("/home/*", true));
+        // A user's own work, deleted whole or file by file through a walk.
+        assert!(precious_tree("~/Documents", true) && precious_tree("~/Pictures/**/*", false));
+        assert!(
+            precious_tree("/home/*/Desktop/*", false) && precious_tree("/Users/ann/Music", true)
+        );
+        // One file, a named folder below, Downloads, caches: not this.
+        assert!(!precious_tree("~/Documents/report.txt", false));
+        assert!(
+            !precious_tree("~/Documents/build", true) && !precious_tree("~/Downloads/*", false)
+        );
+        assert!(
+            !precious_tree("~/.cache/Pictures", true) && !precious_tree("/srv/x/Documents", true)
+        );
         assert!(!precious_tree("~/.cache/thumbnailer", true));
         assert!(!precious_tree("build", true));
         assert!(!precious_tree("<tmp:12>", true));
