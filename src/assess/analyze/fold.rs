@@ -29,6 +29,13 @@ pub(super) const HEX_DECODERS: &[&str] = &[
     "base64.b16decode",
 ];
 
+/// The character a literal code stands for, shifted by `shift` (a Caesar
+/// disguise): what `chr` of it gives.
+fn code_char(code: &str, shift: i64) -> Option<String> {
+    let v = int_value(code)?.checked_add(shift)?;
+    char::from_u32(u32::try_from(v).ok()?).map(String::from)
+}
+
 impl<'t> Analyzer<'t> {
     /// Constant string value of an expression, folding the usual disguises.
     /// Values longer than MAX_FOLD_LEN give up, so `a = a + a` chains cannot
@@ -298,10 +305,7 @@ impl<'t> Analyzer<'t> {
         };
         let arg0 = || pos.first().and_then(|a| self.fold(*a, scope, depth + 1));
         match q.as_str() {
-            "builtins.chr" => {
-                let v = int_value(self.text(*pos.first()?))?;
-                char::from_u32(u32::try_from(v).ok()?).map(String::from)
-            }
+            "builtins.chr" => code_char(self.text(*pos.first()?), 0),
             "builtins.bytes" | "builtins.bytearray" => {
                 let a = *pos.first()?;
                 self.fold_xor(a, scope, depth).or_else(arg0)
@@ -582,11 +586,10 @@ impl<'t> Analyzer<'t> {
         items
             .into_iter()
             .map(|k| {
-                let v = int_value(self.text(k))?.checked_add(shift)?;
                 if decimal {
-                    return Some(v.to_string());
+                    return Some(int_value(self.text(k))?.checked_add(shift)?.to_string());
                 }
-                char::from_u32(u32::try_from(v).ok()?).map(String::from)
+                code_char(self.text(k), shift)
             })
             .collect()
     }
@@ -630,10 +633,7 @@ impl<'t> Analyzer<'t> {
             .into_iter()
             .filter_map(|list| {
                 list.children()
-                    .map(|k| {
-                        let v = int_value(self.text(k))?.checked_add(shift)?;
-                        char::from_u32(u32::try_from(v).ok()?).map(String::from)
-                    })
+                    .map(|k| code_char(self.text(k), shift))
                     .collect::<Option<Vec<String>>>()
                     .map(|chars| chars.join(&sep))
             })
@@ -741,10 +741,7 @@ impl<'t> Analyzer<'t> {
         match self.resolve(f, scope, depth + 1)?.as_str() {
             "builtins.chr" => items
                 .children()
-                .map(|k| {
-                    let v = int_value(self.text(k))?;
-                    char::from_u32(u32::try_from(v).ok()?).map(String::from)
-                })
+                .map(|k| code_char(self.text(k), 0))
                 .collect(),
             // Numbers written out too: `".".join(map(str, (10, 0, 0, 1)))`
             // is an address.
