@@ -1048,3 +1048,39 @@ fn b64(data: &[u8]) -> String {
     }
     out
 }
+
+/// A backup that tars a folder, encrypts the archive with `gpg
+/// --symmetric` and deletes the plaintext archive it wrote itself removes
+/// no original: not ransomware. Control: the same script deleting the
+/// files it walked is.
+#[test]
+fn own_archive_deleted_after_encrypting_it() {
+    let backup = r#"import os, subprocess, tarfile
+from pathlib import Path
+def make_archive(src, out_dir):
+    archive = out_dir / "backup.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for root, dirs, files in os.walk(src):
+            for f in files:
+                tar.add(Path(root) / f)
+    return archive
+def encrypt(archive):
+    subprocess.run(["gpg", "--symmetric", "--output", str(archive) + ".gpg", str(archive)], check=True)
+    archive.unlink()
+encrypt(make_archive(Path("data"), Path.home() / "backups"))
+"#;
+    assert!(
+        !rules(&run(backup)).contains(&"MB917"),
+        "{:?}",
+        rules(&run(backup))
+    );
+    let originals = backup.replace(
+        "                tar.add(Path(root) / f)",
+        "                tar.add(Path(root) / f)\n                os.remove(Path(root) / f)",
+    );
+    assert!(
+        rules(&run(&originals)).contains(&"MB917"),
+        "{:?}",
+        rules(&run(&originals))
+    );
+}

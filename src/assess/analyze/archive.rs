@@ -10,7 +10,7 @@ use super::calls::kwarg;
 use super::{Analyzer, Bind, Node, Part, F, K};
 
 /// Calls that make an archive or compressed stream over a file object.
-const ARCHIVE_WRITERS: &[&str] = &[
+pub(super) const ARCHIVE_WRITERS: &[&str] = &[
     "zipfile.ZipFile",
     "tarfile.open",
     "tarfile.TarFile",
@@ -55,6 +55,17 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// Whether the archive-opening call `call` opens it for writing (its
+    /// mode, second or by keyword, starts with `w`, `a` or `x`).
+    pub(super) fn writes_archive(&self, call: Node<'t>, scope: usize) -> bool {
+        let (pos, kw) = self.args(call);
+        pos.get(1)
+            .copied()
+            .or_else(|| kwarg(kw, "mode"))
+            .and_then(|mode| self.fold(mode, scope, 0))
+            .is_some_and(|m| m.starts_with(['w', 'a', 'x']))
+    }
+
     /// The name of the buffer the archive `obj` is written into, when it
     /// was opened for writing over a named file object.
     fn archive_buffer(&self, obj: Node<'t>, scope: usize, depth: usize) -> Option<Buffer<'t>> {
@@ -88,10 +99,7 @@ impl<'t> Analyzer<'t> {
                     return None;
                 }
                 let (pos, kw) = self.args(obj);
-                let mode = pos.get(1).copied().or_else(|| kwarg(kw, "mode"))?;
-                let writes = self
-                    .fold(mode, scope, 0)
-                    .is_some_and(|m| m.starts_with(['w', 'a', 'x']));
+                let writes = self.writes_archive(obj, scope);
                 let file = kwarg(kw, "fileobj")
                     .or_else(|| kwarg(kw, "file"))
                     .or_else(|| pos.first().copied())?;

@@ -4,6 +4,7 @@
 //! place. Each step alone is ordinary (backups walk, tools encrypt one file,
 //! converters delete what they converted); together they are the shape.
 
+use super::archive::ARCHIVE_WRITERS;
 use super::calls::Call;
 use super::literal::shorten;
 use super::{line, Analyzer, Node, F, K};
@@ -61,9 +62,40 @@ impl<'t> Analyzer<'t> {
             self.signs.walks.push((call.node, call.scope));
         }
         let path_method = call.q.is_none() && matches!(m, "unlink" | "rename" | "replace");
-        if call.is(super::kinds::REMOVER) || path_method || self.removes_in_worker(call) {
-            self.signs.deletes.get_or_insert(call.node);
+        let removes = call.is(super::kinds::REMOVER) || path_method || self.removes_in_worker(call);
+        if removes && self.signs.deletes.is_none() && !self.removes_own_archive(call) {
+            self.signs.deletes = Some(call.node);
         }
+    }
+
+    /// `archive.unlink()` or `os.remove(archive)` of an archive the script
+    /// wrote itself (`tarfile.open(archive, "w:gz")`): its own intermediate
+    /// output (the plaintext before `gpg --symmetric`), not an original.
+    fn removes_own_archive(&self, call: &Call<'t>) -> bool {
+        let target = match (call.q.as_deref(), call.method) {
+            (Some("os.remove" | "os.unlink"), _) => call.pos.first().copied(),
+            (None, Some("unlink")) => call
+                .node
+                .child(F::Function)
+                .and_then(|f| f.child(F::Object)),
+            _ => None,
+        };
+        let Some(target) = target else {
+            return false;
+        };
+        let deleted = self.path_values(target, call.scope);
+        if deleted.is_empty() || deleted.iter().any(|p| p.as_str() == "*") {
+            return false;
+        }
+        let written: Vec<String> = self
+            .calls
+            .iter()
+            .filter(|c| self.site_q(c).is_some_and(|q| ARCHIVE_WRITERS.contains(&q)))
+            .filter(|c| self.writes_archive(c.node, c.scope))
+            .filter_map(|c| self.args(c.node).0.first().map(|a| (*a, c.scope)))
+            .flat_map(|(a, s)| self.path_values(a, s))
+            .collect();
+        deleted.iter().all(|p| written.contains(p))
     }
 
     /// `await asyncio.to_thread(path.unlink)`, `loop.run_in_executor(None,
