@@ -789,10 +789,6 @@ const PIPED_INTERPRETERS: &[&str] = &[
     "|/bin/bash",
 ];
 
-/// Does the (lower-cased) command line print stored secrets: the whole
-/// macOS keychain dumped, a browser's or chat app's "Safe Storage" key (what
-/// decrypts its saved passwords and cookies) asked of the keychain or of the
-/// desktop secret service? A program's own token fetched by name is not.
 /// The script `powershell -EncodedCommand <base64>` runs (UTF-16LE under
 /// the base64; PowerShell takes any prefix of the switch, `-enc`, `-e`):
 /// hidden from the command line, and judged like one.
@@ -820,6 +816,10 @@ fn powershell_encoded(cmd: &str) -> Option<String> {
     (!script.trim().is_empty() && script.len() < cmd.len()).then_some(script)
 }
 
+/// Does the (lower-cased) command line print stored secrets: the whole
+/// macOS keychain dumped, a browser's or chat app's "Safe Storage" key (what
+/// decrypts its saved passwords and cookies) asked of the keychain or of the
+/// desktop secret service? A program's own token fetched by name is not.
 pub(super) fn prints_secrets(lower: &str) -> bool {
     let words: Vec<&str> = lower.split_whitespace().collect();
     let head = words.first().map(|h| h.rsplit('/').next().unwrap_or(h));

@@ -348,13 +348,12 @@ impl<'t> Analyzer<'t> {
         }
         // `zf.writestr("env.txt", dump)` into a zip over this buffer: the
         // dump is sent with the buffer.
-        let members = self.archive_members.get(self.text(n));
-        for &(s, call) in members.map(Vec::as_slice).unwrap_or_default() {
-            let related = self.encloses(s, scope) || self.encloses(scope, s);
-            if let (true, Some(data)) = (related, self.args(call).0.get(1)) {
-                if self.method_name(call) == Some("writestr") && acc.seen.first(*data, depth) {
-                    self.env_flow(*data, s, depth + 1, acc);
-                }
+        for (s, call) in self.archive_members_near(self.text(n), scope) {
+            let Some(&data) = self.args(call).0.get(1) else {
+                continue;
+            };
+            if self.method_name(call) == Some("writestr") && acc.seen.first(data, depth) {
+                self.env_flow(data, s, depth + 1, acc);
             }
         }
     }

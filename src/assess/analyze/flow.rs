@@ -416,14 +416,8 @@ impl<'t> Analyzer<'t> {
             }
         }
         // What was packed into an archive written into the value.
-        for &(s, call) in self
-            .archive_members
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            let current = span.contains(&call.start_byte());
-            if current && (self.encloses(s, scope) || self.encloses(scope, s)) {
+        for (s, call) in self.archive_members_near(name, scope) {
+            if span.contains(&call.start_byte()) {
                 self.tv_member(call, s, depth, acc);
             }
         }
@@ -526,6 +520,23 @@ impl<'t> Analyzer<'t> {
         self.tv(v, scope, depth, &mut t);
         self.taint_memo.borrow_mut().insert(v.id(), t);
         acc.merge(&t);
+    }
+
+    /// The calls packing members into an archive written into `name` (see
+    /// `index_archives`), in a scope that `scope` is in or that is in
+    /// `scope`: (the call's scope, the call).
+    pub(super) fn archive_members_near(
+        &self,
+        name: &str,
+        scope: usize,
+    ) -> impl Iterator<Item = (usize, Node<'t>)> + '_ {
+        self.archive_members
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(move |&(s, _)| self.encloses(s, scope) || self.encloses(scope, s))
     }
 
     /// What `name` had put into it without being rebound (`found.append(p)`,

@@ -29,6 +29,20 @@ pub(super) const HEX_DECODERS: &[&str] = &[
     "base64.b16decode",
 ];
 
+/// A text decoder: hex or base64 text to bytes.
+pub(super) type Decode = fn(&str) -> Option<Vec<u8>>;
+
+/// How the function `q` decodes text, when it is a base64 or hex decoder.
+pub(super) fn text_decoder(q: &str) -> Option<Decode> {
+    if BASE64_DECODERS.contains(&q) {
+        Some(b64decode)
+    } else if HEX_DECODERS.contains(&q) {
+        Some(hexdecode)
+    } else {
+        None
+    }
+}
+
 /// The character a literal code stands for, shifted by `shift` (a Caesar
 /// disguise): what `chr` of it gives.
 fn code_char(code: &str, shift: i64) -> Option<String> {
@@ -150,6 +164,7 @@ impl<'t> Analyzer<'t> {
         pieces.push((self.src.get(at..end).unwrap_or(""), None));
         Some(pieces)
     }
+
     /// `self.path` where a method stored a constant there (`self.path =
     /// d(_K)` in `__init__`): the value the store folds to.
     fn fold_self_attr(&self, n: Node<'t>, depth: usize) -> Option<String> {
@@ -304,6 +319,9 @@ impl<'t> Analyzer<'t> {
             return self.fold_own_decoder(n, scope, depth);
         };
         let arg0 = || pos.first().and_then(|a| self.fold(*a, scope, depth + 1));
+        if let Some(decode) = text_decoder(&q) {
+            return String::from_utf8(decode(&arg0()?)?).ok();
+        }
         match q.as_str() {
             "builtins.chr" => code_char(self.text(*pos.first()?), 0),
             "builtins.bytes" | "builtins.bytearray" => {
@@ -318,12 +336,7 @@ impl<'t> Analyzer<'t> {
                     .collect();
                 Some(join_path(&parts?))
             }
-            q if BASE64_DECODERS.contains(&q) => {
-                let raw = b64decode(&arg0()?)?;
-                String::from_utf8(raw).ok()
-            }
             "base64.b32decode" => String::from_utf8(b32decode(&arg0()?)?).ok(),
-            q if HEX_DECODERS.contains(&q) => String::from_utf8(hexdecode(&arg0()?)?).ok(),
             "codecs.decode" | "codecs.encode" => {
                 let codec = pos.get(1).copied().or_else(|| kwarg(kw, "encoding"));
                 let codec = codec
@@ -547,24 +560,7 @@ impl<'t> Analyzer<'t> {
         depth: usize,
         codes: Option<&[Node<'t>]>,
     ) -> Option<Vec<String>> {
-        let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
-        let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
-        let var = self.text(clause.child(F::Left)?);
-        // `str(x) for x in (0xA9, 0xFE)`: the numbers written out (an
-        // address spelled in hex), else characters.
-        let decimal = match self
-            .resolve(body.child(F::Function)?, scope, depth + 1)?
-            .as_str()
-        {
-            "builtins.chr" => false,
-            "builtins.str" => true,
-            _ => return None,
-        };
-        let [code] = self.args(body).0[..] else {
-            return None;
-        };
-        let shift = self.code_shift(code, var)?;
-        let iter = clause.child(F::Right)?;
+        let (iter, shift, decimal) = self.code_generator(n, scope, depth)?;
         let items: Vec<Node<'t>> = match codes {
             Some(codes) => {
                 let [Bind::Param { param, .. }] =
@@ -592,6 +588,33 @@ impl<'t> Analyzer<'t> {
                 code_char(self.text(k), shift)
             })
             .collect()
+    }
+
+    /// `chr(c ± k) for c in xs` or `str(c) for c in xs`: what it goes over,
+    /// the shift, and whether it writes the numbers out (`str`: an address
+    /// spelled in hex, `str(x) for x in (0xA9, 0xFE)`) rather than
+    /// characters.
+    fn code_generator(
+        &self,
+        n: Node<'t>,
+        scope: usize,
+        depth: usize,
+    ) -> Option<(Node<'t>, i64, bool)> {
+        let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
+        let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
+        let decimal = match self
+            .resolve(body.child(F::Function)?, scope, depth + 1)?
+            .as_str()
+        {
+            "builtins.chr" => false,
+            "builtins.str" => true,
+            _ => return None,
+        };
+        let [code] = self.args(body).0[..] else {
+            return None;
+        };
+        let shift = self.code_shift(code, self.text(clause.child(F::Left)?))?;
+        Some((clause.child(F::Right)?, shift, decimal))
     }
 
     /// How a generator's element is made from its variable `var`: the
@@ -653,16 +676,10 @@ impl<'t> Analyzer<'t> {
         if n.kind() != K::GeneratorExpression {
             return None;
         }
-        let body = n.child(F::Body).filter(|b| b.kind() == K::Call)?;
-        let clause = n.children().find(|c| c.kind() == K::ForInClause)?;
-        if self.resolve(body.child(F::Function)?, scope, depth + 1)? != "builtins.chr" {
-            return None;
+        match self.code_generator(n, scope, depth)? {
+            (iter, shift, false) => Some((iter, shift)),
+            _ => None,
         }
-        let [code] = self.args(body).0[..] else {
-            return None;
-        };
-        let shift = self.code_shift(code, self.text(clause.child(F::Left)?))?;
-        Some((clause.child(F::Right)?, shift))
     }
 
     /// The literal lists of integers `n` may be: itself, what a name is

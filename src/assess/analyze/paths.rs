@@ -10,8 +10,7 @@
 
 use ruff_python_ast::Operator;
 
-use super::fold::{BASE64_DECODERS, HEX_DECODERS};
-use super::literal::{b64decode, hexdecode};
+use super::fold::{text_decoder, Decode};
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
 /// Steps one path query may take: path expressions are short chains, and
@@ -156,7 +155,7 @@ fn join2(a: &str, b: &str) -> String {
 }
 
 /// Each of `values` decoded, those that are not valid text left out.
-fn decode_each(values: &[String], decode: fn(&str) -> Option<Vec<u8>>) -> Vec<String> {
+fn decode_each(values: &[String], decode: Decode) -> Vec<String> {
     values
         .iter()
         .filter_map(|v| String::from_utf8(decode(v)?).ok())
@@ -703,6 +702,12 @@ impl<'t> Analyzer<'t> {
             if let Some(place) = known_place(&q) {
                 return vec![place];
             }
+            // `b64decode(s)`, `bytes.fromhex(s)` of a parameter or loop
+            // variable: each value it takes, decoded (a folded one is
+            // decoded below).
+            if let Some(decode) = text_decoder(&q) {
+                return decode_each(&arg(0), decode);
+            }
             match &*q {
                 q if JOINERS.contains(&q) => return self.pv_join(n, pos, scope, depth),
                 q if SAME_PATH.contains(&q) => return arg(0),
@@ -710,11 +715,6 @@ impl<'t> Analyzer<'t> {
                 "builtins.filter" => return arg(1),
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
-                // `b64decode(s)`, `bytes.fromhex(s)` of a parameter or loop
-                // variable: each value it takes, decoded (a folded one is
-                // decoded below).
-                q if BASE64_DECODERS.contains(&q) => return decode_each(&arg(0), b64decode),
-                q if HEX_DECODERS.contains(&q) => return decode_each(&arg(0), hexdecode),
                 "builtins.bytes" | "builtins.bytearray" => {
                     let xored = pos.first().map(|a| self.pv_xor(*a, scope, depth));
                     if let Some(v @ [_, ..]) = xored.as_deref() {

@@ -80,18 +80,22 @@ impl<'t> Analyzer<'t> {
                 .and_then(|f| f.child(F::Object)),
             _ => None,
         };
-        let Some(target) = target else {
+        // Most scripts that delete open no archive for writing: their
+        // deletions are not searched for one.
+        let writers = || {
+            self.calls
+                .iter()
+                .filter(|c| self.site_q(c).is_some_and(|q| ARCHIVE_WRITERS.contains(&q)))
+                .filter(|c| self.writes_archive(c.node, c.scope))
+        };
+        let (Some(target), Some(_)) = (target, writers().next()) else {
             return false;
         };
         let deleted = self.path_values(target, call.scope);
         if deleted.is_empty() || deleted.iter().any(|p| p.as_str() == "*") {
             return false;
         }
-        let written: Vec<String> = self
-            .calls
-            .iter()
-            .filter(|c| self.site_q(c).is_some_and(|q| ARCHIVE_WRITERS.contains(&q)))
-            .filter(|c| self.writes_archive(c.node, c.scope))
+        let written: Vec<String> = writers()
             .filter_map(|c| self.args(c.node).0.first().map(|a| (*a, c.scope)))
             .flat_map(|(a, s)| self.path_values(a, s))
             .collect();

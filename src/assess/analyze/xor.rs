@@ -7,19 +7,15 @@
 
 use ruff_python_ast::Operator;
 
-use super::fold::{BASE64_DECODERS, HEX_DECODERS};
-use super::literal::{b64decode, hexdecode};
+use super::fold::{text_decoder, Decode};
 use super::{Analyzer, Node, Op, F, K};
-
-/// A text decoder: hex or base64 to bytes.
-type Decode = fn(&str) -> Option<Vec<u8>>;
 
 impl<'t> Analyzer<'t> {
     /// What `bytes(...)`/`bytearray(...)` of an XOR generator decodes to,
     /// when its source and key fold; `None` for any other argument.
     pub(super) fn fold_xor(&self, arg: Node<'t>, scope: usize, depth: usize) -> Option<String> {
-        let (src, key, gen_scope) = self.xor_generator(arg, scope, depth)?;
-        let raw = self.fold_raw_bytes(src, gen_scope, depth + 1)?;
+        let (src, key) = self.xor_generator(arg, scope, depth)?;
+        let raw = self.fold_raw_bytes(src, scope, depth + 1)?;
         String::from_utf8(raw.iter().map(|b| b ^ key).collect()).ok()
     }
 
@@ -27,7 +23,7 @@ impl<'t> Analyzer<'t> {
     /// may be a parameter or loop variable (`for h in T["devs"]: _x(h)`).
     /// Empty when `arg` is no XOR generator.
     pub(super) fn pv_xor(&self, arg: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
-        let Some((src, key, s)) = self.xor_generator(arg, scope, depth) else {
+        let Some((src, key)) = self.xor_generator(arg, scope, depth) else {
             return Vec::new();
         };
         // The encoded text's values, decoded here: a decoded value that is
@@ -35,10 +31,10 @@ impl<'t> Analyzer<'t> {
         let decoded = |texts: Vec<String>, decode: Decode| {
             texts.iter().filter_map(|t| decode(t)).collect::<Vec<_>>()
         };
-        let raws: Vec<Vec<u8>> = match self.decoder_of(src, s, depth) {
-            Some((inner, decode)) => decoded(self.pv(inner, s, depth + 1), decode),
+        let raws: Vec<Vec<u8>> = match self.decoder_of(src, scope, depth) {
+            Some((inner, decode)) => decoded(self.pv(inner, scope, depth + 1), decode),
             None => self
-                .pv(src, s, depth + 1)
+                .pv(src, scope, depth + 1)
                 .into_iter()
                 .map(String::into_bytes)
                 .collect(),
@@ -49,13 +45,8 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `b ^ K for b in SRC` (or `K ^ b`), as a generator or a list
-    /// comprehension: its source, its key, and the scope they are in.
-    fn xor_generator(
-        &self,
-        n: Node<'t>,
-        scope: usize,
-        depth: usize,
-    ) -> Option<(Node<'t>, u8, usize)> {
+    /// comprehension: its source and its key.
+    fn xor_generator(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<(Node<'t>, u8)> {
         if !matches!(n.kind(), K::GeneratorExpression | K::ListComprehension) {
             return None;
         }
@@ -72,7 +63,7 @@ impl<'t> Analyzer<'t> {
             _ => return None,
         };
         let key = u8::try_from(self.fold_int(key, scope, depth + 1)?).ok()?;
-        Some((clause.child(F::Right)?, key, scope))
+        Some((clause.child(F::Right)?, key))
     }
 
     /// The bytes `n` is: a hex or base64 text decoded, a bytes literal
@@ -101,12 +92,6 @@ impl<'t> Analyzer<'t> {
             return None;
         };
         let q = self.resolve(n.child(F::Function)?, scope, depth + 1)?;
-        if HEX_DECODERS.contains(&q.as_str()) {
-            Some((inner, hexdecode))
-        } else if BASE64_DECODERS.contains(&q.as_str()) {
-            Some((inner, b64decode))
-        } else {
-            None
-        }
+        Some((inner, text_decoder(&q)?))
     }
 }
