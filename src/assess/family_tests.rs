@@ -45,13 +45,19 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
+/// The twenty-first (80 scripts of sixteen families, among them host abuse,
+/// lateral movement, surveillance, container escapes and trust-store
+/// tampering; blind/BATCH21.md), written by someone who saw neither the
+/// rules nor any sample, scored with the assessment of aa991bf before the
+/// twenty-second session changed it: 44 of 48, 40 of 44, 3 of 32.
 /// The twentieth (80 scripts of sixteen families, among them privilege
 /// escalation, process injection, security disabling, cloud and container
 /// abuse and network abuse; blind/BATCH20.md), written by someone who saw
 /// neither the rules nor any sample, scored with the assessment of 6d0053c
 /// before the twenty-first session changed it: 43 of 48, 36 of 44, 3 of 32;
 /// after that session's engine work (written on the nineteenth batch's
-/// misses; this batch was never opened): 46 of 48, 39 of 44, 3 of 32.
+/// misses; this batch was never opened): 46 of 48, 39 of 44, 3 of 32; it is
+/// now part of the held-out corpus, heldout/BATCH20.md.
 /// The nineteenth (80 scripts of sixteen families: the eighteenth's fourteen,
 /// and surveillance and lateral movement with behaviours of their own;
 /// blind/BATCH19.md), written by someone who saw neither the rules nor any
@@ -95,8 +101,8 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.95,
-    blocked_recall: 0.88,
+    recall: 0.91,
+    blocked_recall: 0.90,
     benign_flagged: 0.10,
 };
 
@@ -127,7 +133,9 @@ const BLIND_FLOOR: Floors = Floors {
 /// batch's misses showed: folders as code lists, XOR, partials, encoded
 /// PowerShell, built strings, programs run from memory): 1,043 of 1,066
 /// (0.978), 934 of 959 (0.974), 9 of 690 (a backup deleting the archive it
-/// made itself no longer reads as ransomware). The floor is what it reaches,
+/// made itself no longer reads as ransomware). With the twentieth batch
+/// held out: 1,089 of 1,114 (0.978), 973 of 1,003 (0.970), 12 of 722
+/// (1.7%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
@@ -210,11 +218,15 @@ const WHOLE_FLOOR: Floors = Floors {
 /// blind through the twentieth session; 38 of 48, 33 of 44, 1 of 32 before
 /// and after it): 671 of 700, 601 of 633, 9 of 456. After the twenty-first
 /// session's engine work (written on the nineteenth batch's misses among
-/// others): 678 of 700, 609 of 633, 8 of 456.
+/// others): 678 of 700, 609 of 633, 8 of 456. With the twentieth batch
+/// (heldout/BATCH20.md, blind through the twenty-first session; 43 of 48,
+/// 36 of 44, 3 of 32 before it, 46 of 48, 39 of 44, 3 of 32 after it): 724
+/// of 748, 648 of 677, 11 of 488 (2.3%: the batch's three flagged
+/// look-alikes put this part above the 2% target again).
 const HELD_OUT_FLOOR: Floors = Floors {
     recall: 0.96,
-    blocked_recall: 0.96,
-    benign_flagged: 0.02,
+    blocked_recall: 0.95,
+    benign_flagged: 0.025,
 };
 
 struct Floors {
