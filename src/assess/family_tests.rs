@@ -49,7 +49,9 @@ const TARGET: Floors = Floors {
 /// lateral movement, surveillance, container escapes and trust-store
 /// tampering; blind/BATCH21.md), written by someone who saw neither the
 /// rules nor any sample, scored with the assessment of aa991bf before the
-/// twenty-second session changed it: 44 of 48, 40 of 44, 3 of 32.
+/// twenty-second session changed it: 44 of 48, 40 of 44, 3 of 32; after
+/// that session's engine work (written on the twentieth batch's misses;
+/// this batch was never opened): the same.
 /// The twentieth (80 scripts of sixteen families, among them privilege
 /// escalation, process injection, security disabling, cloud and container
 /// abuse and network abuse; blind/BATCH20.md), written by someone who saw
@@ -135,13 +137,19 @@ const BLIND_FLOOR: Floors = Floors {
 /// (0.978), 934 of 959 (0.974), 9 of 690 (a backup deleting the archive it
 /// made itself no longer reads as ransomware). With the twentieth batch
 /// held out: 1,089 of 1,114 (0.978), 973 of 1,003 (0.970), 12 of 722
-/// (1.7%). The floor is what it reaches,
+/// (1.7%). After the twenty-second session's engine work (gaps the
+/// twentieth batch's misses showed: class attributes and dataclass
+/// defaults, SQL through database clients, Windows injection calls, key
+/// files picked on a home walk, look-alike packages, ciphers made by
+/// factories; a read-only Docker client and a log shipper's bookmark no
+/// longer flagged): 1,092 of 1,114 (0.980), 979 of 1,003 (0.976), 9 of
+/// 722 (1.2%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.97,
+    recall: 0.98,
     blocked_recall: 0.97,
     benign_flagged: 0.02,
 };
@@ -222,11 +230,13 @@ const WHOLE_FLOOR: Floors = Floors {
 /// (heldout/BATCH20.md, blind through the twenty-first session; 43 of 48,
 /// 36 of 44, 3 of 32 before it, 46 of 48, 39 of 44, 3 of 32 after it): 724
 /// of 748, 648 of 677, 11 of 488 (2.3%: the batch's three flagged
-/// look-alikes put this part above the 2% target again).
+/// look-alikes put this part above the 2% target again). After the
+/// twenty-second session's engine work (written on the twentieth batch's
+/// misses among others): 727 of 748, 654 of 677, 8 of 488.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.96,
-    blocked_recall: 0.95,
-    benign_flagged: 0.025,
+    recall: 0.97,
+    blocked_recall: 0.96,
+    benign_flagged: 0.02,
 };
 
 struct Floors {

@@ -46,6 +46,8 @@ mod behaviour18_tests;
 #[cfg(test)]
 mod behaviour19_tests;
 #[cfg(test)]
+mod behaviour20_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

@@ -22,6 +22,27 @@ const RUNS_SQL: &[&str] = &[
     "read_sql",
 ];
 
+/// Database clients run as programs, whose arguments carry the SQL
+/// (`psql -c "DROP DATABASE ..."`).
+const SQL_CLIENTS: &[&str] = &[
+    "psql",
+    "mysql",
+    "mariadb",
+    "sqlite3",
+    "sqlcmd",
+    "clickhouse-client",
+    "duckdb",
+];
+
+/// Whether the script runs a database client program.
+fn runs_sql_client(fx: &Effects) -> bool {
+    fx.commands.iter().any(|c| {
+        let program = c.line.split_whitespace().next().unwrap_or_default();
+        let program = program.rsplit('/').next().unwrap_or(program);
+        SQL_CLIENTS.contains(&program.trim_end_matches(".exe"))
+    })
+}
+
 /// Queries that list every database, schema or table of a server.
 pub(super) const CATALOGUES: &[&str] = &[
     "show databases",
@@ -193,7 +214,7 @@ fn selects_secrets(t: &str) -> Option<&'static str> {
 impl<'t> Analyzer<'t> {
     /// MB945 and MB219 over the SQL the script carries.
     pub(super) fn check_database(&mut self, fx: &Effects<'t>) {
-        if !self.call_text_has(RUNS_SQL) {
+        if !self.call_text_has(RUNS_SQL) && !runs_sql_client(fx) {
             return;
         }
         let catalogue = fx.text_holding(CATALOGUE);

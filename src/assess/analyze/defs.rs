@@ -438,14 +438,40 @@ impl<'t> Analyzer<'t> {
         let binds = self.lookup(self.text(obj), scope, obj.start_byte())?;
         let (v, s) = match binds[0] {
             Bind::Expr(v, s) => (v, s),
-            // An instance handed in: what a caller passes.
-            Bind::Param { func, index, .. } => self.callers.get(&func)?.iter().find_map(|c| {
-                let a = index.checked_sub(c.offset).and_then(|i| c.args.get(i))?;
-                (a.kind() == K::Call).then_some((*a, c.scope))
-            })?,
+            // An instance handed in: the class its annotation names
+            // (`def reclaim(t: Target)`), or what a caller passes, made
+            // there or one assignment before (`t = Target(); reclaim(t)`).
+            Bind::Param { param, func, index } => {
+                if let Some(class) = self.annotated_class(param, scope) {
+                    return Some(class);
+                }
+                self.callers.get(&func)?.iter().find_map(|c| {
+                    let a = *index.checked_sub(c.offset).and_then(|i| c.args.get(i))?;
+                    match a.kind() {
+                        K::Call => Some((a, c.scope)),
+                        K::Identifier => {
+                            match self.lookup(self.text(a), c.scope, a.start_byte())?[0] {
+                                Bind::Expr(v, s) if v.kind() == K::Call => Some((v, s)),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    }
+                })?
+            }
             _ => return None,
         };
         self.constructed_class(v, s)
+    }
+
+    /// The class body of the script's own class a parameter's annotation
+    /// names (`t: Target`).
+    fn annotated_class(&self, param: Node<'t>, scope: usize) -> Option<usize> {
+        let ty = param.child(F::Type).filter(|t| t.kind() == K::Identifier)?;
+        match self.lookup(self.text(ty), scope, ty.start_byte())?[0] {
+            Bind::Def(def, inner) if def.kind() == K::ClassDefinition => Some(inner),
+            _ => None,
+        }
     }
 
     /// The class body of the script's own class whose instance `v` makes
@@ -479,7 +505,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The class body a method's scope sits in.
-    fn enclosing_class_scope(&self, scope: usize) -> Option<usize> {
+    pub(super) fn enclosing_class_scope(&self, scope: usize) -> Option<usize> {
         let mut s = Some(scope);
         while let Some(id) = s {
             let sc = self.scopes.get(id)?;

@@ -2,10 +2,28 @@
 //! kernel interface used: host control files written (core_pattern, cgroup
 //! release agents, uevent and modprobe helpers), another process's root or
 //! namespaces entered (MB930); another process's memory or executable
-//! written, through /proc, ptrace or process_vm_writev (MB929).
+//! written, through /proc, ptrace, process_vm_writev or the Windows calls
+//! of DLL and shellcode injection (MB929).
 
 use super::calls::Call;
 use super::{taxonomy, Analyzer, Node};
+
+/// Windows calls that write into another process or start code in it: the
+/// steps of classic DLL and shellcode injection. No other API spells
+/// these names, so a method of that name counts even when its handle does
+/// not resolve.
+const WINDOWS_PROCESS_WRITES: &[&str] = &[
+    "WriteProcessMemory",
+    "NtWriteVirtualMemory",
+    "ZwWriteVirtualMemory",
+    "CreateRemoteThread",
+    "CreateRemoteThreadEx",
+    "NtCreateThreadEx",
+    "RtlCreateUserThread",
+    "QueueUserAPC",
+    "NtQueueApcThread",
+    "SetThreadContext",
+];
 
 /// ptrace requests that write into the traced process: POKETEXT, POKEDATA,
 /// POKEUSER, SETREGS, SETFPREGS (Linux numbers).
@@ -40,6 +58,17 @@ impl<'t> Analyzer<'t> {
         let q = call.q.as_deref().unwrap_or("");
         if call.method == Some("setns") && !q.starts_with("ctypes.CDLL().") {
             return self.check_setns(call);
+        }
+        let api = match q.strip_prefix("ctypes.") {
+            Some(rest) => rest.rsplit('.').next(),
+            None => call.method,
+        };
+        if let Some(api) = api.filter(|a| WINDOWS_PROCESS_WRITES.contains(a)) {
+            return self.add(
+                "MB929",
+                call.node,
+                format!("{api}: writes into another process, or starts code in it"),
+            );
         }
         // The function a libc handle reaches (`ctypes.CDLL().setns`); only
         // those calls are split at their dots.

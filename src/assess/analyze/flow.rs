@@ -643,6 +643,9 @@ impl<'t> Analyzer<'t> {
         if self.tv_dispatched(func, scope, depth, acc) || self.tv_picked(func, scope, depth, acc) {
             return;
         }
+        if self.tv_made_function(n, func, scope, depth, acc) {
+            return;
+        }
         if func.kind() == K::Attribute {
             if self.fixed_table_get(n, func, scope) {
                 // The key only chooses among constants; a default still
@@ -685,6 +688,51 @@ impl<'t> Analyzer<'t> {
             self.tv_returns(*def_scope, depth, acc);
         }
         !picked.is_empty()
+    }
+
+    /// A function a factory of the script's own made (`enc = make(key);
+    /// enc(data)`, the factory returning a lambda or an inner `def`):
+    /// what those return, and what the call hands them (their parameters
+    /// have no callers of their own to read). False when `func` is no such
+    /// function.
+    fn tv_made_function(
+        &self,
+        n: Node<'t>,
+        func: Node<'t>,
+        scope: usize,
+        depth: usize,
+        acc: &mut Taint<'t>,
+    ) -> bool {
+        if func.kind() != K::Identifier {
+            return false;
+        }
+        let Some((made, s)) = self.bound_value(func, scope, |v| v.kind() == K::Call) else {
+            return false;
+        };
+        let Some((factory, _)) = made.child(F::Function).and_then(|f| self.callee_def(f, s)) else {
+            return false;
+        };
+        let mut found = false;
+        for &r in self
+            .returns
+            .get(&factory)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            if let Some(body) = r.child(F::Body).filter(|_| r.kind() == K::Lambda) {
+                self.tv(body, self.scope_of(body), depth, acc);
+                found = true;
+            } else if let Some((inner, _)) = self.callee_def(r, factory) {
+                self.tv_returns(inner, depth, acc);
+                found = true;
+            }
+        }
+        if found {
+            for a in self.arg_values(n) {
+                self.tv(a, scope, depth, acc);
+            }
+        }
+        found
     }
 
     /// A function of the script's own picked by a test (`ask = ask_mac if

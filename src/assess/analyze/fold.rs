@@ -436,7 +436,8 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `reversed("gerniw")`: the characters of a constant string, last
-    /// first, so `"".join(reversed(s))` folds like `s[::-1]`.
+    /// first, so `"".join(reversed(s))` folds like `s[::-1]`; of a constant
+    /// list (`reversed(["c", "e", "x", "e"])`), its items last first.
     fn fold_reversed(&self, n: Node<'t>, scope: usize, depth: usize) -> Option<Vec<String>> {
         let [arg] = self.args(n).0[..] else {
             return None;
@@ -444,8 +445,12 @@ impl<'t> Analyzer<'t> {
         if self.resolve(n.child(F::Function)?, scope, depth + 1)? != "builtins.reversed" {
             return None;
         }
-        let v = self.fold(arg, scope, depth + 1)?;
-        Some(v.chars().rev().map(String::from).collect())
+        if let Some(v) = self.fold(arg, scope, depth + 1) {
+            return Some(v.chars().rev().map(String::from).collect());
+        }
+        let mut items = self.fold_list(arg, scope, depth + 1)?;
+        items.reverse();
+        Some(items)
     }
 
     /// `_s(118, 115)` of `def _s(*codes): return "".join(chr(c) for c in
@@ -498,7 +503,7 @@ impl<'t> Analyzer<'t> {
     /// so a decoder kept in a helper decodes what each call hands it. One
     /// such substitution at a time (a decoder folded inside another is
     /// not followed).
-    fn fold_with_argument(
+    pub(super) fn fold_with_argument(
         &self,
         call: Node<'t>,
         ret: Node<'t>,

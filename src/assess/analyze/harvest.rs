@@ -30,19 +30,48 @@ const PERSONAL_DIRS: &[&str] = &[
     "music",
 ];
 
-/// Document types a filter must name before the walk counts as a harvest.
+/// Key, vault and credential files, by extension or whole name: what a
+/// filter picks when it wants the user's secrets. Certificates (`.pem`,
+/// `.crt`) are left out: expiry scanners pick those.
+const SECRET_TYPES: &[&str] = &[
+    ".key",
+    ".p12",
+    ".pfx",
+    ".kdbx",
+    ".ppk",
+    ".jks",
+    ".keystore",
+    ".ovpn",
+    ".env",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    ".git-credentials",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "wallet.dat",
+];
+
+/// Types of one kind a filter must name before the walk counts as a harvest.
 const TYPES_MIN: usize = 2;
 
 impl<'t> Analyzer<'t> {
     /// MB958 over the walks, the document-type literals and the sends.
+    /// Also MB916 when the types picked are key and credential files.
     pub(super) fn check_document_harvest(&mut self) {
         if self.signs.walks.is_empty() || self.sends.is_empty() {
             return;
         }
-        let types = self.document_types();
-        if types.len() < TYPES_MIN {
+        let documents = self.types_named(DOCUMENT_TYPES);
+        let secrets = self.types_named(SECRET_TYPES);
+        let (rule, types, what) = if documents.len() >= TYPES_MIN {
+            ("MB958", documents, "by type")
+        } else if secrets.len() >= TYPES_MIN {
+            ("MB916", secrets, "as key and credential files")
+        } else {
             return;
-        }
+        };
         let Some((walk, root)) = self.personal_walk() else {
             return;
         };
@@ -51,21 +80,21 @@ impl<'t> Analyzer<'t> {
         };
         let line = walk.start_position().row + 1;
         self.add(
-            "MB958",
+            rule,
             send,
             format!(
-                "files under {root} walked (line {line}) and picked by type ({}); \
+                "files under {root} walked (line {line}) and picked {what} ({}); \
                  their contents sent to {peer}",
                 types.join(", ")
             ),
         );
     }
 
-    /// The distinct document types the script's literals name (`.docx`,
-    /// `*.pdf`).
-    fn document_types(&self) -> Vec<&'static str> {
+    /// The distinct types of `types` the script's literals name (`.docx`,
+    /// `*.pdf`, `id_rsa`).
+    fn types_named(&self, types: &[&'static str]) -> Vec<&'static str> {
         let lowered = self.lowered();
-        let mut found: Vec<&'static str> = DOCUMENT_TYPES
+        let mut found: Vec<&'static str> = types
             .iter()
             .copied()
             .filter(|t| {

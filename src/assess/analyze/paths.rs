@@ -10,6 +10,7 @@
 
 use ruff_python_ast::Operator;
 
+use super::calls::kwarg;
 use super::fold::{text_decoder, Decode};
 use super::{Analyzer, Bind, Node, Op, Part, EVAL_DEPTH, F, K};
 
@@ -493,14 +494,43 @@ impl<'t> Analyzer<'t> {
             return Vec::new();
         }
         let inside = self.text(obj) == "self";
-        let own = inside || self.instance_class(obj, scope).is_some();
-        let Some(stores) = self.attr_stores.get(attr).filter(|_| own) else {
-            return Vec::new();
+        let class = match inside {
+            true => self.enclosing_class_scope(scope),
+            false => self.instance_class(obj, scope),
         };
-        stores
+        if !inside && class.is_none() {
+            return Vec::new();
+        }
+        let stores = self.attr_stores.get(attr).map(Vec::as_slice);
+        let mut out: Vec<String> = stores
+            .unwrap_or_default()
             .iter()
             .flat_map(|&(v, s)| self.pv(v, s, depth))
             .filter(|p| !(inside && p.starts_with('*')))
+            .collect();
+        // What the class body gives it (`root = "/srv"`, a dataclass
+        // field's default): an instance that never sets it reads that.
+        for (v, s) in class
+            .map(|c| self.class_values(c, attr))
+            .unwrap_or_default()
+        {
+            append(&mut out, self.pv(v, s, depth));
+        }
+        out
+    }
+
+    /// The values the class body `class` binds to `attr`.
+    fn class_values(&self, class: usize, attr: &str) -> Vec<(Node<'t>, usize)> {
+        let list = self
+            .binds
+            .get(attr)
+            .and_then(|all| super::resolve::scope_binds(all, class));
+        list.unwrap_or_default()
+            .iter()
+            .filter_map(|b| match b.bind {
+                Bind::Expr(v, s) => Some((v, s)),
+                _ => None,
+            })
             .collect()
     }
 
@@ -713,6 +743,10 @@ impl<'t> Analyzer<'t> {
                 q if SAME_PATH.contains(&q) => return arg(0),
                 // `filter(pred, paths)`: the paths are the second argument.
                 "builtins.filter" => return arg(1),
+                // `map(Path, roots)`: each root made a path is that root.
+                "builtins.map" if self.maps_same_path(pos.first(), scope) => return arg(1),
+                // A dataclass field: its default, or what its factory makes.
+                "dataclasses.field" => return self.pv_field_default(kw, depth),
                 "os.path.dirname" => return arg(0).iter().map(|p| dirname(p)).collect(),
                 "os.path.basename" => return vec!["*".into()],
                 "builtins.bytes" | "builtins.bytearray" => {
@@ -744,7 +778,6 @@ impl<'t> Analyzer<'t> {
                 .flat_map(|&d| self.returned_paths(d, depth))
                 .collect();
         }
-        let _ = kw;
         let v = self.pv_method(func, pos, scope, depth);
         if !v.is_empty() {
             return v;
@@ -752,6 +785,25 @@ impl<'t> Analyzer<'t> {
         // `"".join(map(chr, codes))`, `b64decode(s).decode()`: a disguised
         // constant is its value, here as where it is folded.
         self.fold(n, scope, depth).into_iter().collect()
+    }
+
+    /// Whether `f` (a function mapped over paths) keeps each path: a
+    /// path constructor or a call that returns the path it is given.
+    fn maps_same_path(&self, f: Option<&Node<'t>>, scope: usize) -> bool {
+        let q = f.and_then(|f| self.resolve(*f, scope, 0));
+        q.is_some_and(|q| SAME_PATH.contains(&&*q) || JOINERS.contains(&&*q))
+    }
+
+    /// `field(default=...)`, `field(default_factory=lambda: [...])`.
+    fn pv_field_default(&self, kw: &[(&'t str, Node<'t>)], depth: usize) -> Vec<String> {
+        if let Some(v) = kwarg(kw, "default") {
+            return self.pv(v, self.scope_of(v), depth);
+        }
+        let factory = kwarg(kw, "default_factory").filter(|f| f.kind() == K::Lambda);
+        match factory.and_then(|f| f.child(F::Body)) {
+            Some(body) => self.pv(body, self.scope_of(body), depth),
+            None => Vec::new(),
+        }
     }
 
     /// The paths the function whose body opens `def_scope` returns or yields.

@@ -307,6 +307,24 @@ impl<'t> Analyzer<'t> {
         }
     }
 
+    /// `getattr(obj, name_expr)` returned by a one-parameter function,
+    /// with the name folded from this call's argument.
+    fn getattr_with_argument(
+        &self,
+        call: Node<'t>,
+        ret: Node<'t>,
+        def_scope: usize,
+        scope: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let [obj, name] = self.args(ret).0[..] else {
+            return None;
+        };
+        let attr = self.fold_with_argument(call, name, def_scope, scope, depth)?;
+        let base = self.resolve(obj, def_scope, depth + 1)?;
+        Some(dotted(base, &attr))
+    }
+
     /// The module a function of the script's own imports and returns
     /// (`def _reg(): return importlib.import_module("".join(reversed("gerniw")))`,
     /// `def _mod(name): return importlib.import_module(name)` called with
@@ -323,8 +341,12 @@ impl<'t> Analyzer<'t> {
             }
             let q = self.resolve(ret.child(F::Function)?, def_scope, depth + 1)?;
             if q == "builtins.getattr" {
-                // `return getattr(os, "sys" + "tem")`: fetched by name.
-                return self.resolve(ret, def_scope, depth + 1);
+                // `return getattr(os, "sys" + "tem")`: fetched by name;
+                // `return getattr(kernel32, API[name])`: by the name this
+                // call's argument picks.
+                return self
+                    .getattr_with_argument(call, ret, def_scope, scope, depth)
+                    .or_else(|| self.resolve(ret, def_scope, depth + 1));
             }
             if !matches!(
                 q.as_str(),

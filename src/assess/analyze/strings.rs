@@ -242,16 +242,31 @@ impl<'t> Analyzer<'t> {
         inside.then(|| paths[0].clone())
     }
 
+    /// Whether the script asks the Docker socket only to read: it names the
+    /// GET method and no other (every call that creates, starts or changes
+    /// a container is a POST, PUT or DELETE), calls no writing method of
+    /// an HTTP client, and does not use the Docker SDK.
+    fn docker_reads_only(&self) -> bool {
+        const WRITES: &[&str] = &["post", "put", "delete", "patch"];
+        let lowered = self.lowered();
+        let names = |m: &str| lowered.texts.iter().any(|(_, t)| t == m);
+        let writing_call = self.calls.iter().any(|c| {
+            c.method.is_some_and(|m| WRITES.contains(&m))
+                || self.site_q(c).is_some_and(|q| q.starts_with("docker."))
+        });
+        names("get") && !WRITES.iter().any(|m| names(m)) && !writing_call
+    }
+
     /// The Docker socket named, and the parts of a container spec that give
     /// it the host: `"Privileged": True`, a bind of `/` (`"/:/host"`).
     fn check_runtime_string(&mut self, v: &str, docker_sock: bool, node: Node<'t>) {
         if docker_sock {
             self.signs.docker.get_or_insert(node);
-            self.add(
-                "MB423",
-                node,
-                format!("{:?}: the Docker socket", shorten(v)),
-            );
+            let (rule, how) = match self.docker_reads_only() {
+                true => ("MB232", "queried with GET requests only"),
+                false => ("MB423", "the Docker socket"),
+            };
+            self.add(rule, node, format!("{:?}: {how}", shorten(v)));
         }
         // `"Privileged": True` (Docker), `"privileged": True` (a Kubernetes
         // securityContext).

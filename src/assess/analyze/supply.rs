@@ -30,6 +30,86 @@ pub(super) const MANIFESTS: &[&str] = &[
     "pip.ini",
 ];
 
+/// Widely installed packages, by distribution name: the names a
+/// typosquatter's look-alikes imitate.
+const POPULAR_PACKAGES: &[&str] = &[
+    "requests",
+    "urllib3",
+    "numpy",
+    "pandas",
+    "cryptography",
+    "python-dateutil",
+    "colorama",
+    "setuptools",
+    "six",
+    "pyyaml",
+    "boto3",
+    "botocore",
+    "django",
+    "flask",
+    "certifi",
+    "idna",
+    "charset-normalizer",
+    "typing-extensions",
+    "packaging",
+    "wheel",
+    "attrs",
+    "jinja2",
+    "markupsafe",
+    "click",
+    "pytest",
+    "protobuf",
+    "grpcio",
+    "pillow",
+    "scipy",
+    "matplotlib",
+    "scikit-learn",
+    "tensorflow",
+    "torch",
+    "aiohttp",
+    "sqlalchemy",
+    "psutil",
+    "paramiko",
+    "pycryptodome",
+    "beautifulsoup4",
+    "lxml",
+    "selenium",
+    "openai",
+    "pydantic",
+    "fastapi",
+    "uvicorn",
+    "httpx",
+    "pyjwt",
+    "redis",
+    "pymongo",
+    "psycopg2",
+    "docker",
+    "kubernetes",
+    "tqdm",
+    "toml",
+    "simplejson",
+    "python-dotenv",
+    "websocket-client",
+];
+
+/// Look-alike names a mapping must give before it reads as a swap.
+const LOOKALIKES_MIN: usize = 2;
+
+/// Whether `alike` is one edit from the popular package `name` (a letter
+/// doubled, dropped, swapped or replaced: `requestss`, `urlib3`,
+/// `crypt0graphy`), and not `name` with its last letter dropped (`attrs`
+/// to its import name `attr`).
+fn lookalike(name: &str, alike: &str) -> bool {
+    POPULAR_PACKAGES.contains(&name)
+        && !POPULAR_PACKAGES.contains(&alike)
+        && alike.len() >= 4
+        && alike
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+        && strsim::damerau_levenshtein(name, alike) == 1
+        && !name.starts_with(alike)
+}
+
 /// Options that point pip at another package index.
 pub(super) const INDEX_OPTIONS: &[&str] = &[
     "--extra-index-url",
@@ -233,6 +313,7 @@ impl<'t> Analyzer<'t> {
     /// followed by an import of a computed module name (MB931).
     pub(super) fn check_supply_chain(&mut self) {
         self.check_manifest_poison();
+        self.check_lookalike_swap();
         let install = self.findings.iter().find(|f| f.rule == "MB432");
         let import = self.findings.iter().find(|f| f.rule == "MB411");
         if let (Some(i), Some(m)) = (install, import) {
@@ -242,6 +323,44 @@ impl<'t> Analyzer<'t> {
                 m.row + 1
             );
             self.add_at("MB931", (i.row, i.col), detail);
+        }
+    }
+
+    /// A literal mapping from popular packages to names one letter off
+    /// (`{"requests": "requestss", "urllib3": "urlib3"}`), in a script that
+    /// names a dependency manifest or installs: dependencies swapped for
+    /// typosquatted look-alikes (MB932). Maps from import names to
+    /// distribution names (`yaml` to `pyyaml`) are more than one edit apart.
+    fn check_lookalike_swap(&mut self) {
+        let mut swaps: Vec<(Node<'t>, String)> = Vec::new();
+        for &s in &self.strings {
+            let pair = s.parent().filter(|p| p.kind() == K::Pair);
+            let Some(value) = pair
+                .filter(|p| p.child(F::Key) == Some(s))
+                .and_then(|p| p.child(F::Value))
+            else {
+                continue;
+            };
+            let (Some(k), Some(v)) = (self.string_value(s), self.string_value(value)) else {
+                continue;
+            };
+            if lookalike(&k.to_ascii_lowercase(), &v.to_ascii_lowercase()) {
+                swaps.push((s, format!("{k} -> {v}")));
+            }
+        }
+        if swaps.len() < LOOKALIKES_MIN {
+            return;
+        }
+        let lowered = self.lowered();
+        let installs = lowered.found.iter().any(|f| f & MANIFEST != 0)
+            || lowered.texts.iter().any(|(_, t)| t == "install");
+        if installs {
+            let shown: Vec<&str> = swaps.iter().map(|(_, d)| d.as_str()).take(3).collect();
+            let detail = format!(
+                "popular packages mapped to look-alike names ({}) in a script that names dependency manifests or installs",
+                shown.join(", ")
+            );
+            self.add("MB932", swaps[0].0, detail);
         }
     }
 

@@ -400,6 +400,12 @@ pub(super) fn names_rotated(test: &str) -> bool {
         .any(|e| test.contains(&format!("\"{e}\"")) || test.contains(&format!("'{e}'")))
 }
 
+/// Extensions of state and configuration files, which log readers keep
+/// under /var/log beside what they read.
+const STATE_FILES: &[&str] = &[
+    ".json", ".pos", ".yaml", ".yml", ".toml", ".ini", ".lock", ".pid", ".state", ".offset",
+];
+
 /// Files that record what happened on the machine: system logs, login
 /// records, shell and interpreter histories. Rotated archives (`.1`, `.gz`,
 /// `.old`) are what log rotation removes, so they are not counted.
@@ -413,7 +419,10 @@ pub(super) fn trace(path: &str) -> bool {
             .is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()))
         // `app.log.*`, `syslog-*`: the rotated copies beside a log.
         || (name.len() > 2 && (name.ends_with(".*") || name.ends_with("-*")));
-    if rotated {
+    // A log reader's own bookmark kept beside the logs (a shipper's read
+    // offsets, a pid or lock file) records nothing that happened.
+    let state = STATE_FILES.iter().any(|e| name.ends_with(e));
+    if rotated || state {
         return false;
     }
     let log = lower == "/var/log" || lower.starts_with("/var/log/");
@@ -776,6 +785,7 @@ mod tests {
         assert!(trace("/var/log/auth.log") && trace("~/.zsh_history") && trace("/var/log/wtmp"));
         assert!(!trace("/var/log/syslog.2.gz") && !trace("/var/log/app.log.1"));
         assert!(!trace("logs/app.log") && !trace("/var/log/app.log.*"));
+        assert!(!trace("/var/log/svc/.shipper-offset.json") && !trace("/var/log/td-agent/app.pos"));
         assert!(trace("/var/log/*") && trace("/var/log/*.log"));
         assert!(defence_setting("/proc/sys/kernel/randomize_va_space"));
         assert!(is_defence("auditd.service") && is_defence("/usr/sbin/auditd"));
