@@ -13,14 +13,14 @@ use super::behaviour_tests::{rules, run};
 use super::Verdict;
 
 /// The finding `rule` is made and the verdict is `level` or more.
-fn caught(src: &str, rule: &str, level: Verdict) {
+pub(super) fn caught(src: &str, rule: &str, level: Verdict) {
     let a = run(src);
     assert!(rules(&a).contains(&rule), "{rule}: {:?}", a.findings);
     assert!(a.verdict >= level, "{:?}: {:?}", a.verdict, a.findings);
 }
 
 /// The finding `rule` is not made and the verdict stays below HIGH.
-fn spared(src: &str, rule: &str) {
+pub(super) fn spared(src: &str, rule: &str) {
     let a = run(src);
     assert!(!rules(&a).contains(&rule), "{rule}: {:?}", a.findings);
     assert!(a.verdict < Verdict::High, "{:?}", a.findings);

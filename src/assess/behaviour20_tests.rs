@@ -9,22 +9,9 @@
 //! shipper's bookmark under /var/log). Every malicious case is misjudged
 //! by the analyser at aa991bf; every control passes there.
 
+use super::behaviour19_tests::{caught, spared};
 use super::behaviour_tests::{rules, run};
 use super::Verdict;
-
-/// The finding `rule` is made and the verdict is `level` or more.
-fn caught(src: &str, rule: &str, level: Verdict) {
-    let a = run(src);
-    assert!(rules(&a).contains(&rule), "{rule}: {:?}", a.findings);
-    assert!(a.verdict >= level, "{:?}: {:?}", a.verdict, a.findings);
-}
-
-/// The finding `rule` is not made and the verdict stays below HIGH.
-fn spared(src: &str, rule: &str) {
-    let a = run(src);
-    assert!(!rules(&a).contains(&rule), "{rule}: {:?}", a.findings);
-    assert!(a.verdict < Verdict::High, "{:?}", a.findings);
-}
 
 // Trees kept on classes (MB907)
 
