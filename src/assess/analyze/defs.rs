@@ -467,19 +467,22 @@ impl<'t> Analyzer<'t> {
     /// The class body of the script's own class a parameter's annotation
     /// names (`t: Target`).
     fn annotated_class(&self, param: Node<'t>, scope: usize) -> Option<usize> {
-        let ty = param.child(F::Type).filter(|t| t.kind() == K::Identifier)?;
-        match self.lookup(self.text(ty), scope, ty.start_byte())?[0] {
-            Bind::Def(def, inner) if def.kind() == K::ClassDefinition => Some(inner),
-            _ => None,
-        }
+        self.class_named(param.child(F::Type)?, scope)
     }
 
     /// The class body of the script's own class whose instance `v` makes
     /// (`Client(url)`).
     fn constructed_class(&self, v: Node<'t>, s: usize) -> Option<usize> {
-        let ctor = v.child(F::Function).filter(|f| f.kind() == K::Identifier)?;
-        let binds = self.lookup(self.text(ctor), s, ctor.start_byte())?;
-        match binds[0] {
+        self.class_named(v.child(F::Function)?, s)
+    }
+
+    /// The class body of the script's own class the identifier `name`
+    /// stands for in `scope`.
+    fn class_named(&self, name: Node<'t>, scope: usize) -> Option<usize> {
+        if name.kind() != K::Identifier {
+            return None;
+        }
+        match self.lookup(self.text(name), scope, name.start_byte())?[0] {
             Bind::Def(def, inner) if def.kind() == K::ClassDefinition => Some(inner),
             _ => None,
         }

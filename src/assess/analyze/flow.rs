@@ -14,7 +14,7 @@ use ruff_python_ast::Operator;
 
 use super::calls::kwarg;
 use super::names::is_network_client;
-use super::{taxonomy, Analyzer, Bind, Node, Op, EVAL_DEPTH, F, K};
+use super::{taxonomy, Analyzer, Bind, NameMap, Node, Op, EVAL_DEPTH, F, K};
 
 /// Where data comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -523,32 +523,34 @@ impl<'t> Analyzer<'t> {
     }
 
     /// The calls packing members into an archive written into `name` (see
-    /// `index_archives`), in a scope that `scope` is in or that is in
-    /// `scope`: (the call's scope, the call).
+    /// `index_archives`), near `scope` (see `entries_near`).
     pub(super) fn archive_members_near(
         &self,
         name: &str,
         scope: usize,
     ) -> impl Iterator<Item = (usize, Node<'t>)> + '_ {
-        self.archive_members
-            .get(name)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .copied()
-            .filter(move |&(s, _)| self.encloses(s, scope) || self.encloses(scope, s))
+        self.entries_near(&self.archive_members, name, scope)
     }
 
     /// What `name` had put into it without being rebound (`found.append(p)`,
-    /// `found += [...]`, `d[k] = v`), in a scope that `scope` is in or that
-    /// is in `scope`: (the mutation's scope, the value put).
+    /// `found += [...]`, `d[k] = v`), near `scope` (see `entries_near`).
     pub(super) fn mutations_near(
         &self,
         name: &str,
         scope: usize,
     ) -> impl Iterator<Item = (usize, Node<'t>)> + '_ {
-        self.mutations
-            .get(name)
+        self.entries_near(&self.mutations, name, scope)
+    }
+
+    /// The entries `map` keeps for `name` that sit in a scope `scope` is in
+    /// or that is in `scope`: (the entry's scope, its node).
+    fn entries_near<'a>(
+        &'a self,
+        map: &'a NameMap<'t, Vec<(usize, Node<'t>)>>,
+        name: &str,
+        scope: usize,
+    ) -> impl Iterator<Item = (usize, Node<'t>)> + 'a {
+        map.get(name)
             .map(Vec::as_slice)
             .unwrap_or_default()
             .iter()
