@@ -45,13 +45,18 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
+/// The twenty-second (80 scripts of the twenty-first's sixteen families;
+/// blind/BATCH22.md), written by someone who saw neither the rules nor any
+/// sample, scored with the assessment of 7372b59 before the twenty-third
+/// session changed it: 43 of 48, 40 of 44, 0 of 32.
 /// The twenty-first (80 scripts of sixteen families, among them host abuse,
 /// lateral movement, surveillance, container escapes and trust-store
 /// tampering; blind/BATCH21.md), written by someone who saw neither the
 /// rules nor any sample, scored with the assessment of aa991bf before the
 /// twenty-second session changed it: 44 of 48, 40 of 44, 3 of 32; after
 /// that session's engine work (written on the twentieth batch's misses;
-/// this batch was never opened): the same.
+/// this batch was never opened): the same; it is now part of the held-out
+/// corpus, heldout/BATCH21.md.
 /// The twentieth (80 scripts of sixteen families, among them privilege
 /// escalation, process injection, security disabling, cloud and container
 /// abuse and network abuse; blind/BATCH20.md), written by someone who saw
@@ -103,9 +108,9 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.91,
+    recall: 0.89,
     blocked_recall: 0.90,
-    benign_flagged: 0.10,
+    benign_flagged: 0.035,
 };
 
 /// The whole corpus (the tuned and held-out parts) below the malicious recall
@@ -143,13 +148,15 @@ const BLIND_FLOOR: Floors = Floors {
 /// files picked on a home walk, look-alike packages, ciphers made by
 /// factories; a read-only Docker client and a log shipper's bookmark no
 /// longer flagged): 1,092 of 1,114 (0.980), 979 of 1,003 (0.976), 9 of
-/// 722 (1.2%). The floor is what it reaches,
+/// 722 (1.2%). With the twenty-first batch held out: 1,136 of 1,162
+/// (0.978), 1,019 of 1,047 (0.973), 12 of 754 (1.6%). The floor is what it
+/// reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.98,
+    recall: 0.97,
     blocked_recall: 0.97,
     benign_flagged: 0.02,
 };
@@ -232,11 +239,15 @@ const WHOLE_FLOOR: Floors = Floors {
 /// of 748, 648 of 677, 11 of 488 (2.3%: the batch's three flagged
 /// look-alikes put this part above the 2% target again). After the
 /// twenty-second session's engine work (written on the twentieth batch's
-/// misses among others): 727 of 748, 654 of 677, 8 of 488.
+/// misses among others): 727 of 748, 654 of 677, 8 of 488. With the
+/// twenty-first batch (heldout/BATCH21.md, blind through the twenty-second
+/// session; 44 of 48, 40 of 44, 3 of 32 before and after it): 771 of 796,
+/// 694 of 721, 11 of 520 (2.1%: the batch's three flagged look-alikes put
+/// this part above the 2% target again).
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.97,
+    recall: 0.96,
     blocked_recall: 0.96,
-    benign_flagged: 0.02,
+    benign_flagged: 0.025,
 };
 
 struct Floors {
