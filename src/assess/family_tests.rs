@@ -48,7 +48,9 @@ const TARGET: Floors = Floors {
 /// The twenty-second (80 scripts of the twenty-first's sixteen families;
 /// blind/BATCH22.md), written by someone who saw neither the rules nor any
 /// sample, scored with the assessment of 7372b59 before the twenty-third
-/// session changed it: 43 of 48, 40 of 44, 0 of 32.
+/// session changed it: 43 of 48, 40 of 44, 0 of 32; after that session's
+/// engine work (written on the twenty-first batch's misses; this batch was
+/// never opened): the same.
 /// The twenty-first (80 scripts of sixteen families, among them host abuse,
 /// lateral movement, surveillance, container escapes and trust-store
 /// tampering; blind/BATCH21.md), written by someone who saw neither the
@@ -149,16 +151,21 @@ const BLIND_FLOOR: Floors = Floors {
 /// factories; a read-only Docker client and a log shipper's bookmark no
 /// longer flagged): 1,092 of 1,114 (0.980), 979 of 1,003 (0.976), 9 of
 /// 722 (1.2%). With the twenty-first batch held out: 1,136 of 1,162
-/// (0.978), 1,019 of 1,047 (0.973), 12 of 754 (1.6%). The floor is what it
-/// reaches,
+/// (0.978), 1,019 of 1,047 (0.973), 12 of 754 (1.6%). After the
+/// twenty-third session's engine work (gaps the twenty-first batch's misses
+/// showed: SQL keywords built from pieces, pairs unpacked from tables and
+/// helpers, dicts returned by helpers, modules behind nicknames, library
+/// functions handed to runners; literal tables, validating helpers and a
+/// read-only sudo report no longer flagged): 1,140 of 1,162 (0.981), 1,023
+/// of 1,047 (0.977), 7 of 754 (0.9%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.97,
+    recall: 0.98,
     blocked_recall: 0.97,
-    benign_flagged: 0.02,
+    benign_flagged: 0.01,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first
@@ -243,11 +250,13 @@ const WHOLE_FLOOR: Floors = Floors {
 /// twenty-first batch (heldout/BATCH21.md, blind through the twenty-second
 /// session; 44 of 48, 40 of 44, 3 of 32 before and after it): 771 of 796,
 /// 694 of 721, 11 of 520 (2.1%: the batch's three flagged look-alikes put
-/// this part above the 2% target again).
+/// this part above the 2% target again). After the twenty-third session's
+/// engine work (written on the twenty-first batch's misses among others):
+/// 775 of 796, 698 of 721, 6 of 520.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.96,
+    recall: 0.97,
     blocked_recall: 0.96,
-    benign_flagged: 0.025,
+    benign_flagged: 0.012,
 };
 
 struct Floors {

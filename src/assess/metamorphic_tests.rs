@@ -74,13 +74,19 @@ struct Floor {
 /// caught, some of them only as written): hoist 1065/1077, 996/1012;
 /// all 1070/1093, 995/1024, 18/713. With the twenty-first batch held out:
 /// wrapper 1056/1105, 993/1046; all 1113/1137, 1035/1065, 18/742.
+/// After the twenty-third session's engine work (three look-alikes no
+/// longer flagged, so their respellings count; one of them, a calculator
+/// whose validator is recognised by its calls' names, is raised again when
+/// `ast` is aliased or its calls dispatched): alias and dispatch 9/726
+/// benign raised, hoist 9/739 (from 11/734: literal tables hoisted into
+/// constants are still literal choices), all 1116/1141, 1038/1069, 17/747.
 const FLOORS: [Floor; 9] = [
     floor("identity", 0.998, 0.998, 0.0),
     floor("rename", 0.997, 0.997, 0.0),
-    floor("hoist", 0.988, 0.984, 0.018),
-    floor("alias", 0.995, 0.996, 0.012),
+    floor("hoist", 0.988, 0.984, 0.013),
+    floor("alias", 0.995, 0.996, 0.013),
     floor("wrapper", 0.955, 0.949, 0.02),
-    floor("dispatch", 0.993, 0.994, 0.012),
+    floor("dispatch", 0.993, 0.994, 0.013),
     floor("getattr", 0.996, 0.996, 0.007),
     floor("mainwrap", 1.0, 1.0, 0.002),
     floor("all", 0.978, 0.971, 0.028),

@@ -48,6 +48,8 @@ mod behaviour19_tests;
 #[cfg(test)]
 mod behaviour20_tests;
 #[cfg(test)]
+mod behaviour21_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

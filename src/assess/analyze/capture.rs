@@ -294,7 +294,15 @@ impl<'t> Analyzer<'t> {
     /// file) and keeps no database. Keystrokes read there live and die in
     /// memory (a typing test, a reaction game): MB225, not a keylogger.
     pub(super) fn keeps_to_itself(&self) -> bool {
-        const KEEPS: &[&str] = &[
+        const RUNS: &[&str] = &["Popen", "run", "system", "call", "check_output"];
+        self.sends_and_writes_nothing() && !self.calls_any(RUNS)
+    }
+
+    /// A script that imports no network module, writes no file and keeps
+    /// no database (it may run commands, judged on their own): what it
+    /// reads, it only shows.
+    pub(super) fn sends_and_writes_nothing(&self) -> bool {
+        const WRITES: &[&str] = &[
             "write",
             "write_text",
             "write_bytes",
@@ -305,24 +313,23 @@ impl<'t> Analyzer<'t> {
             "FileHandler",
             "RotatingFileHandler",
             "basicConfig",
-            "Popen",
-            "run",
-            "system",
-            "call",
-            "check_output",
             "copyfile",
         ];
+        !self.facts.net_import && !self.calls_any(WRITES)
+    }
+
+    /// Whether some call's method, or plain function name, is in `names`.
+    fn calls_any(&self, names: &[&str]) -> bool {
         let plain = |c: Node<'t>| {
             c.child(super::F::Function)
                 .filter(|f| f.kind() == super::K::Identifier)
                 .map(|f| self.text(f))
         };
-        !self.facts.net_import
-            && !self.calls.iter().any(|c| {
-                c.method
-                    .or_else(|| plain(c.node))
-                    .is_some_and(|m| KEEPS.contains(&m))
-            })
+        self.calls.iter().any(|c| {
+            c.method
+                .or_else(|| plain(c.node))
+                .is_some_and(|m| names.contains(&m))
+        })
     }
 
     /// MB940: something captured in a script that sends data off the host,

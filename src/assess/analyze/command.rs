@@ -553,6 +553,8 @@ fn classify(words: &[&str]) -> Stage {
     match head {
         // Listing one's crontab changes nothing.
         "crontab" if words[1..] == ["-l"] => Stage::Other,
+        // `visudo -c` checks the policy's syntax and edits nothing.
+        "visudo" if words[1..].iter().any(|w| *w == "-c" || *w == "--check") => Stage::Other,
         "sudo" | "su" | "pkexec" | "doas" => Stage::Rule("MB204"),
         "nsenter" if enters_init(words) => Stage::Rule("MB971"),
         "useradd" | "adduser" | "usermod" | "passwd" | "chpasswd" | "visudo" | "iptables"

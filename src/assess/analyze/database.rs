@@ -9,7 +9,8 @@
 use super::effects::Effects;
 use super::literal::shorten;
 use super::needles::{CATALOGUE, FOREIGN_DB, GRANT};
-use super::{line, Analyzer, Node};
+use super::{line, Analyzer, Node, Op, F, K};
+use ruff_python_ast::Operator;
 
 /// Calls (as written) that run SQL: DB-API cursors and connections,
 /// SQLAlchemy, query builders, pandas.
@@ -21,6 +22,9 @@ const RUNS_SQL: &[&str] = &[
     ".query(",
     "read_sql",
 ];
+
+/// The methods of those calls, for statements the script builds.
+const SQL_METHODS: &[&str] = &["execute", "executemany", "executescript", "exec_driver_sql"];
 
 /// Database clients run as programs, whose arguments carry the SQL
 /// (`psql -c "DROP DATABASE ..."`).
@@ -221,7 +225,10 @@ impl<'t> Analyzer<'t> {
         let send = self.signs.network_send;
         let mut found = false;
         let mut foreign = None;
-        for (i, (n, t)) in fx.texts().iter().enumerate() {
+        let built = self.built_statements();
+        let literals = fx.texts().iter().enumerate();
+        let literals = literals.map(|(i, (n, t))| (n, &**t, fx.found(i)));
+        for (n, t, bits) in literals.chain(built.iter().map(|(n, t, b)| (n, t.as_str(), *b))) {
             // The catalogue first: without one, no text needs the search.
             let destroyed = catalogue.and_then(|(cat, _)| Some((destroys_computed(t)?, cat)));
             if let Some((kw, cat)) = destroyed {
@@ -246,7 +253,7 @@ impl<'t> Analyzer<'t> {
                 );
                 self.add("MB945", *n, detail);
                 found = true;
-            } else if grants_all(t, fx.found(i)) {
+            } else if grants_all(t, bits) {
                 let shown = shorten(t);
                 match send {
                     Some(s) => {
@@ -256,9 +263,9 @@ impl<'t> Analyzer<'t> {
                     }
                     None => self.add("MB219", *n, format!("`{shown}`")),
                 }
-            } else if send.is_none() && foreign.is_none() && fx.holds(i, FOREIGN_DB) {
+            } else if send.is_none() && foreign.is_none() && bits & FOREIGN_DB != 0 {
                 foreign = Some(*n);
-            } else if send.is_some() && !found && fx.holds(i, FOREIGN_DB) {
+            } else if send.is_some() && !found && bits & FOREIGN_DB != 0 {
                 let shown = shorten(t);
                 let detail = format!(
                     "`{shown}`: another application's database, in a script that sends data"
@@ -270,6 +277,71 @@ impl<'t> Analyzer<'t> {
         if !found {
             self.report_foreign_messages(foreign);
         }
+    }
+
+    /// The statements SQL calls run that the script builds from pieces
+    /// rather than writes whole (`"".join(("DR" + "OP ", "TAB" + "LE ")) +
+    /// name`), lower-cased, what does not fold as `{}`: a keyword split to
+    /// hide it is the keyword. Literals, f-strings and literals joined to
+    /// unknown names are among the script's texts already.
+    fn built_statements(&self) -> Vec<(Node<'t>, String, u32)> {
+        let mut out = Vec::new();
+        for c in self
+            .calls
+            .iter()
+            .filter(|c| c.method.is_some_and(|m| SQL_METHODS.contains(&m)))
+        {
+            let (pos, _) = self.args(c.node);
+            let Some(mut arg) = pos.first().copied() else {
+                continue;
+            };
+            if arg.kind() == K::Identifier {
+                match self.local_value(arg, c.scope) {
+                    Some(v) => arg = v,
+                    None => continue,
+                }
+            }
+            if arg.kind() == K::String {
+                continue;
+            }
+            self.reset_budget();
+            let mut text = String::new();
+            let mut built = false;
+            for part in self.plus_operands(arg) {
+                match self.fold(part, c.scope, 1) {
+                    Some(v) => {
+                        built |= part.kind() != K::String;
+                        text.push_str(&v);
+                    }
+                    None => text.push_str("{}"),
+                }
+            }
+            if built {
+                let lower = text.to_ascii_lowercase();
+                let bits = super::needles::needles_in(&lower);
+                out.push((c.node, lower, bits));
+            }
+        }
+        out
+    }
+
+    /// The operands of a chain of `+`, left to right (`a + b + c`); a
+    /// node that is no `+` is its own only operand.
+    fn plus_operands(&self, n: Node<'t>) -> Vec<Node<'t>> {
+        let plus =
+            |n: Node<'t>| n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Add);
+        let mut out = Vec::new();
+        let mut stack = vec![n];
+        while let Some(n) = stack.pop() {
+            match (plus(n), n.child(F::Left), n.child(F::Right)) {
+                (true, Some(l), Some(r)) => {
+                    stack.push(r);
+                    stack.push(l);
+                }
+                _ => out.push(n),
+            }
+        }
+        out
     }
 
     /// A mail or chat client's database queried by a script that sends

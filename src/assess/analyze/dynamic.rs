@@ -3,7 +3,6 @@
 //! computed `getattr`.
 
 use super::calls::Call;
-use super::literal::string_value;
 use super::names::*;
 use super::{Analyzer, Bind, Node, Part, F, K};
 use super::{EVAL_DEPTH, MAX_NESTED_CODE};
@@ -44,6 +43,8 @@ impl<'t> Analyzer<'t> {
                 if let Some(base) = self.resolve(pos[0], scope, 0) {
                     self.reset_budget();
                     match self.fold(pos[1], scope, 0) {
+                        // One of a literal list of names (`for n in ("sqrt", "sin")`).
+                        None if self.literal_choice(pos[1], scope) => {}
                         None => self.add("MB413", node, format!("getattr({base}, <computed>)")),
                         Some(name) if pos[1].kind() != K::String => {
                             self.add("MB414", node, format!("getattr({base}, {name:?})"))
@@ -57,8 +58,23 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Is `n` a loop variable over a literal list of strings (`for m in
-    /// ("json", "csv")`, or a name bound to such a list)?
+    /// ("json", "csv")`, or a name bound to such a list, or the values or
+    /// keys of a literal dict), or an entry of a literal dict of strings
+    /// picked by an unknown key (`PLUGINS[key]`, `PLUGINS.get(key)`)?
     fn literal_choice(&self, n: Node<'t>, scope: usize) -> bool {
+        if let Some(table) = self.looked_up_table(n) {
+            let literal = |e: Node<'t>| self.constant(e);
+            // `.get(key, default)`: the default is a choice too.
+            let default = (n.kind() == K::Call)
+                .then(|| self.args(n).0.get(1).copied())
+                .flatten();
+            if default.is_some_and(|d| !literal(d)) {
+                return false;
+            }
+            return self.dict_literal(table, scope).is_some_and(|(d, _)| {
+                d.child_count() > 0 && d.children().all(|p| p.child(F::Value).is_some_and(literal))
+            });
+        }
         if n.kind() != K::Identifier {
             return false;
         }
@@ -69,9 +85,21 @@ impl<'t> Analyzer<'t> {
         let Some(Bind::Part {
             of,
             scope: s,
-            how: Part::Each(None),
+            how: Part::Each(at),
         }) = first(n, scope)
         else {
+            return false;
+        };
+        // `for k, v in {"shot": "mss", ...}.items()`: the dict's values.
+        let (of, pick) = match (at, self.method_name(of)) {
+            (None, None) => (Some(of), None),
+            (None, Some("values")) | (Some(1), Some("items")) => {
+                (self.receiver(of), Some(F::Value))
+            }
+            (None, Some("keys")) | (Some(0), Some("items")) => (self.receiver(of), Some(F::Key)),
+            _ => return false,
+        };
+        let Some(of) = of else {
             return false;
         };
         let list = match (of.kind(), first(of, s)) {
@@ -79,11 +107,40 @@ impl<'t> Analyzer<'t> {
             (K::Identifier, _) => return false,
             _ => of,
         };
-        matches!(list.kind(), K::List | K::Tuple | K::Set)
-            && list.child_count() > 0
-            && list
-                .children()
-                .all(|e| e.kind() == K::String && string_value(self.src, e).is_some())
+        let literal = |e: Node<'t>| self.constant(e);
+        match pick {
+            None => {
+                matches!(list.kind(), K::List | K::Tuple | K::Set)
+                    && list.child_count() > 0
+                    && list.children().all(literal)
+            }
+            Some(side) => {
+                list.kind() == K::Dictionary
+                    && list.child_count() > 0
+                    && list.children().all(|p| p.child(side).is_some_and(literal))
+            }
+        }
+    }
+
+    /// Whether `e` is a constant text: a literal, or a name bound to one
+    /// (a literal list hoisted into named constants is the same list).
+    fn constant(&self, e: Node<'t>) -> bool {
+        self.reset_budget();
+        self.fold(e, self.scope_of(e), 0).is_some()
+    }
+
+    /// The table `n` looks an entry up in: `t` of `t[key]` or `t.get(key)`.
+    fn looked_up_table(&self, n: Node<'t>) -> Option<Node<'t>> {
+        match n.kind() {
+            K::Subscript => n.child(F::Value),
+            K::Call if self.method_name(n) == Some("get") => self.receiver(n),
+            _ => None,
+        }
+    }
+
+    /// The object a method is called on (`d` of `d.items()`).
+    fn receiver(&self, call: Node<'t>) -> Option<Node<'t>> {
+        call.child(F::Function)?.child(F::Object)
     }
 
     /// Code that is a syntax tree from `ast.parse`, walked by the same
@@ -114,6 +171,23 @@ impl<'t> Analyzer<'t> {
         if q.as_deref() != Some("ast.parse") {
             return None;
         }
+        // Checked here, or by a function of the script's own given the tree
+        // (`validate(tree)` walking its parameter).
+        let by_helper = || {
+            self.calls.iter().filter(|c| c.scope == scope).any(|c| {
+                let passes = self.args(c.node).0.first().map(|a| self.text(*a)) == Some(name);
+                let helper = c.node.child(F::Function).filter(|_| passes);
+                let def = helper.and_then(|f| self.own_function_scope(f, scope));
+                def.and_then(|d| Some((d, self.first_param_name(d)?)))
+                    .is_some_and(|(d, p)| self.walks_with_checks(d, p))
+            })
+        };
+        (self.walks_with_checks(scope, name) || by_helper()).then_some(parsed)
+    }
+
+    /// Whether scope `scope` walks or visits the tree named `name` and
+    /// checks node types with `isinstance`.
+    fn walks_with_checks(&self, scope: usize, name: &str) -> bool {
         let in_scope = |c: &&super::CallSite<'t>| c.scope == scope;
         let walked = self.calls.iter().filter(in_scope).any(|c| {
             let t = c
@@ -124,12 +198,26 @@ impl<'t> Analyzer<'t> {
             let arg0 = self.args(c.node).0.first().map(|a| self.text(*a));
             (t.ends_with("walk") || t.ends_with("visit")) && arg0 == Some(name)
         });
-        let checks = self.calls.iter().filter(in_scope).any(|c| {
-            c.node
-                .child(F::Function)
-                .is_some_and(|f| self.text(f) == "isinstance")
-        });
-        (walked && checks).then_some(parsed)
+        walked
+            && self.calls.iter().filter(in_scope).any(|c| {
+                c.node
+                    .child(F::Function)
+                    .is_some_and(|f| self.text(f) == "isinstance")
+            })
+    }
+
+    /// The name of the first parameter of the function whose body opens
+    /// `def_scope`.
+    fn first_param_name(&self, def_scope: usize) -> Option<&'t str> {
+        let def = self.scopes.get(def_scope)?.node?;
+        let p = def.child(F::Parameters)?.children().next()?;
+        let id = match p.kind() {
+            K::Identifier => p,
+            _ => p
+                .child(F::Name)
+                .or_else(|| p.children().find(|k| k.kind() == K::Identifier))?,
+        };
+        Some(self.text(id))
     }
 
     fn check_exec(&mut self, q: &str, arg: Node<'t>, node: Node<'t>, scope: usize) {

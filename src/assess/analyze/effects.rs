@@ -170,7 +170,12 @@ impl<'t> Analyzer<'t> {
         if !lines.is_empty() {
             return lines;
         }
-        self.command_words(n, scope).into_iter().collect()
+        // A loop variable over command lists, a parameter, or one name of
+        // `get, refresh = tools()`: the commands it takes.
+        match self.command_words(n, scope) {
+            Some(c) => vec![c],
+            None => self.looped_commands(n, scope).unwrap_or_default(),
+        }
     }
 
     /// `run(cmd + [key, value])` in `def git_global(key, value)`: one line

@@ -23,26 +23,38 @@ const NAMES_LOOKED_AT: usize = 64;
 
 impl<'t> Analyzer<'t> {
     /// The function a call calls, as the families should see it: the callee
-    /// as written, or the first argument of a call through a pass-through
-    /// helper (see [`Self::index_forwarding_calls`]).
+    /// as written, or the argument naming the function a pass-through
+    /// helper or a runner calls (see [`Self::index_forwarding_calls`]).
     pub(super) fn call_function(&self, call: Node<'t>) -> Option<Node<'t>> {
-        if self.is_forwarded(call) {
-            return self.arg_table.get(call).0.first().copied();
+        if let Some(at) = self.forwarded_at(call) {
+            return self.arg_table.get(call).0.get(at).copied();
         }
         call.child(F::Function)
     }
 
-    /// Whether `call` goes through a pass-through helper (see
+    /// Whether `call` goes through a pass-through helper or a runner (see
     /// [`Self::index_forwarding_calls`]).
     pub(super) fn is_forwarded(&self, call: Node<'t>) -> bool {
-        !self.forwarded.is_empty() && self.forwarded.contains(&call.id())
+        self.forwarded_at(call).is_some()
     }
 
-    /// Finds the calls made through the script's own pass-through helpers
-    /// and records them, with the method their first argument names, so
-    /// that the callee and the arguments the families read are those of the
-    /// call the helper makes. Run once after the walk, before anything
-    /// resolves a callee.
+    /// The position, among a forwarded call's arguments, of the function
+    /// it has called.
+    pub(super) fn forwarded_at(&self, call: Node<'t>) -> Option<usize> {
+        if self.forwarded.is_empty() {
+            return None;
+        }
+        self.forwarded.get(&call.id()).copied()
+    }
+
+    /// Finds the calls made through the script's own pass-through helpers,
+    /// and the library functions handed to a runner with their arguments
+    /// (`asyncio.to_thread(requests.post, url, data=d)`,
+    /// `pool.submit(os.remove, p)`, `loop.run_in_executor(None,
+    /// shutil.rmtree, d)`), and records them, with the method the function
+    /// argument names, so that the callee and the arguments the families
+    /// read are those of the call made. Run once after the walk, before
+    /// anything resolves a callee.
     pub(super) fn index_forwarding_calls(&mut self) {
         // Most scripts have no helper: a look at each function's return
         // values, and nothing more.
@@ -52,27 +64,49 @@ impl<'t> Analyzer<'t> {
             .filter(|(s, rets)| rets.iter().any(|r| self.forwards_params(*r, **s)))
             .map(|(s, _)| *s)
             .collect();
-        if helpers.is_empty() {
-            return;
-        }
         for i in 0..self.calls.len() {
             let site = self.calls[i];
             let Some(func) = site.node.child(F::Function) else {
                 continue;
             };
+            let at = match site.method {
+                Some("to_thread" | "submit") => 0,
+                Some("run_in_executor") => 1,
+                _ if helpers.is_empty() => continue,
+                _ => 0,
+            };
+            let Some(first) = self.arg_table.get(site.node).0.get(at).copied() else {
+                continue;
+            };
             self.reset_budget();
-            let through_helper = self
-                .own_function_scope(func, site.scope)
-                .is_some_and(|s| helpers.contains(&s));
-            let first = self.arg_table.get(site.node).0.first().copied();
-            if let (true, Some(first)) = (through_helper, first) {
-                self.forwarded.insert(site.node.id());
+            let forwards = match site.method {
+                Some("to_thread" | "submit" | "run_in_executor") => {
+                    self.library_function(first, site.scope)
+                }
+                _ => self
+                    .own_function_scope(func, site.scope)
+                    .is_some_and(|s| helpers.contains(&s)),
+            };
+            if forwards {
+                self.forwarded.insert(site.node.id(), at);
                 let method = (first.kind() == K::Attribute)
                     .then(|| first.child(F::Attribute).map(|a| self.text(a)))
                     .flatten();
                 self.calls[i].method = method;
             }
         }
+    }
+
+    /// Whether `f`, handed to a runner, names a function of a library (a
+    /// module's, not the script's own, whose calls the runner's caller
+    /// tracks already: see `defs::runner`).
+    fn library_function(&self, f: Node<'t>, scope: usize) -> bool {
+        let named = matches!(f.kind(), K::Attribute | K::Identifier);
+        let own_method = f.child(F::Object).is_some_and(|o| self.text(o) == "self");
+        named
+            && !own_method
+            && self.own_function_scope(f, scope).is_none()
+            && self.resolve(f, scope, 0).is_some_and(|q| q.contains('.'))
     }
 
     /// Whether `ret`, a value the function whose body opens `func` returns,

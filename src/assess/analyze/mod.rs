@@ -516,9 +516,10 @@ struct Analyzer<'t> {
     /// source or every literal.
     own_setup: std::cell::OnceCell<bool>,
     remote_literal: std::cell::OnceCell<bool>,
-    /// Calls made through a pass-through helper of the script's own, by
-    /// node id (see [`indirect`]).
-    forwarded: rustc_hash::FxHashSet<u32>,
+    /// Calls made through a pass-through helper of the script's own or a
+    /// library runner, by node id, with the position of the function they
+    /// call among their arguments (see [`indirect`]).
+    forwarded: FxHashMap<u32, usize>,
     /// Names functions declare `global`, with those functions' scopes,
     /// sorted (see [`indirect`]).
     declared_global: NameMap<'t, Vec<usize>>,
@@ -588,7 +589,7 @@ impl<'t> Analyzer<'t> {
             first_asks: std::cell::OnceCell::new(),
             own_setup: std::cell::OnceCell::new(),
             remote_literal: std::cell::OnceCell::new(),
-            forwarded: rustc_hash::FxHashSet::default(),
+            forwarded: FxHashMap::default(),
             declared_global: NameMap::default(),
             sources_held: RefCell::new(Vec::new()),
             named_lists: Vec::new(),

@@ -411,30 +411,82 @@ impl<'t> Analyzer<'t> {
                 self.dict_value_paths(of, scope, depth)
             }
             (_, Part::Each(_)) => self.pv(of, scope, depth),
+            (_, Part::Unpacked(i)) => self.pv_element(of, scope, i, depth),
             _ => Vec::new(),
         }
     }
 
-    /// The values of the literal dict whose `items()` a loop unpacks
-    /// (`for tag, src in SOURCES.items()`).
+    /// Position `i` of the tuples `of` may be: a tuple or list literal, a
+    /// name bound to one, what the script's own function returns, or an
+    /// entry of a dict literal of them
+    /// (`name, target = PACKAGES[platform.system()]`: any entry's second
+    /// item when nothing tells the key), so a path kept in a table of
+    /// per-platform pairs is still that path once unpacked.
+    fn pv_element(&self, of: Node<'t>, scope: usize, i: usize, depth: usize) -> Vec<String> {
+        if depth > EVAL_DEPTH || !self.tick() {
+            return Vec::new();
+        }
+        let d = depth + 1;
+        match of.kind() {
+            K::Tuple | K::List => of
+                .children()
+                .nth(i)
+                .map(|v| self.pv(v, scope, d))
+                .unwrap_or_default(),
+            K::Identifier => match self.lookup(self.text(of), scope, of.start_byte()) {
+                Some([Bind::Expr(v, s)]) => self.pv_element(v, s, i, d),
+                _ => Vec::new(),
+            },
+            // `dst, refresh = store()`: what the script's own function returns.
+            K::Call => {
+                let func = of.child(F::Function);
+                let Some(def) = func.and_then(|f| self.own_function_scope(f, scope)) else {
+                    return Vec::new();
+                };
+                let values = self.returns.get(&def).cloned().unwrap_or_default();
+                let mut out = Vec::new();
+                for v in values {
+                    append(&mut out, self.pv_element(v, def, i, d));
+                }
+                out
+            }
+            K::Subscript => {
+                let (Some(table), Some(key)) = (of.child(F::Value), of.child(F::Subscript)) else {
+                    return Vec::new();
+                };
+                let keys = self.key_choices(key, scope, d);
+                // A parameter's key is each caller's (see `pv_looked_up`).
+                if keys.is_empty() && self.is_parameter(key, scope) {
+                    return Vec::new();
+                }
+                let dicts = match self.dict_literal(table, scope) {
+                    Some(found) => vec![found],
+                    None => self.dicts_of(table, scope, d),
+                };
+                dicts
+                    .into_iter()
+                    .flat_map(|(dict, s)| self.dict_entries(dict, &keys, s))
+                    .flat_map(|(v, s)| self.pv_element(v, s, i, d))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The values of the literal dicts whose `items()` a loop unpacks
+    /// (`for tag, src in SOURCES.items()`, `for app, paths in
+    /// locations().items()`: see `dicts_of`).
     fn dict_value_paths(&self, items: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
         let Some(obj) = items.child(F::Function).and_then(|f| f.child(F::Object)) else {
             return Vec::new();
         };
-        let (dict, s) = match obj.kind() {
-            K::Identifier => match self.lookup(self.text(obj), scope, obj.start_byte()) {
-                Some([Bind::Expr(v, s)]) => (v, s),
-                _ => return Vec::new(),
-            },
-            _ => (obj, scope),
-        };
-        if dict.kind() != K::Dictionary {
-            return Vec::new();
+        let mut out = Vec::new();
+        for (dict, s) in self.dicts_of(obj, scope, depth) {
+            for v in dict.children().filter_map(|pair| pair.child(F::Value)) {
+                append(&mut out, self.pv(v, s, depth));
+            }
         }
-        dict.children()
-            .filter_map(|pair| pair.child(F::Value))
-            .flat_map(|v| self.pv(v, s, depth))
-            .collect()
+        out
     }
 
     fn first_arg_paths(
@@ -632,6 +684,18 @@ impl<'t> Analyzer<'t> {
                 }
                 _ => Vec::new(),
             },
+            // `locations().items()`: what the script's own function returns.
+            K::Call => {
+                let func = n.child(F::Function);
+                let Some(def) = func.and_then(|f| self.own_function_scope(f, scope)) else {
+                    return Vec::new();
+                };
+                let values = self.returns.get(&def).cloned().unwrap_or_default();
+                values
+                    .into_iter()
+                    .flat_map(|v| self.dicts_of(v, def, d))
+                    .collect()
+            }
             K::Subscript => {
                 let Some(k) = n.child(F::Subscript) else {
                     return Vec::new();

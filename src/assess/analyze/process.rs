@@ -287,7 +287,7 @@ impl<'t> Analyzer<'t> {
     /// variable's position), also when the variable reaches the call as a
     /// helper's parameter. Each list is folded whole, so `["ufw", "status"]`
     /// stays one command instead of its words being judged alone.
-    fn looped_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
+    pub(super) fn looped_commands(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
         self.looped_commands_at(arg, scope, 0)
     }
 

@@ -401,8 +401,14 @@ impl<'t> Analyzer<'t> {
         depth: usize,
     ) -> Option<String> {
         let (v, s) = self.bound_value(table, scope, |v| {
-            matches!(v.kind(), K::Dictionary | K::BooleanOperator)
+            matches!(
+                v.kind(),
+                K::Dictionary | K::BooleanOperator | K::DictionaryComprehension
+            )
         })?;
+        if v.kind() == K::DictionaryComprehension {
+            return self.resolve_comprehension_entry(v, key, s, depth);
+        }
         let dicts = std::iter::once(v).chain(v.children());
         dicts
             .filter(|d| d.kind() == K::Dictionary)
@@ -416,13 +422,71 @@ impl<'t> Analyzer<'t> {
             .and_then(|p| self.resolve(p.child(F::Value)?, s, depth + 1))
     }
 
+    /// `mods["shot"]` of `mods = {k: importlib.import_module(v) for k, v
+    /// in {"shot": "mss", ...}.items()}` (or `{k: v for ...}` over a table
+    /// of functions): the entry the key picks from the dict the
+    /// comprehension maps, imported or as it is. Imports kept behind
+    /// nicknames are still those modules.
+    fn resolve_comprehension_entry(
+        &self,
+        comp: Node<'t>,
+        key: &str,
+        s: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let pair = comp.child(F::Body)?;
+        let clause = comp.children().find(|c| c.kind() == K::ForInClause)?;
+        let names: Vec<&str> = clause
+            .child(F::Left)?
+            .children()
+            .filter(|t| t.kind() == K::Identifier)
+            .map(|t| self.text(t))
+            .collect();
+        let [k, v] = names[..] else {
+            return None;
+        };
+        let source = clause.child(F::Right)?;
+        if self.text(pair.child(F::Key)?) != k || self.method_name(source) != Some("items") {
+            return None;
+        }
+        let obj = source.child(F::Function)?.child(F::Object)?;
+        let (dict, ds) = match obj.kind() {
+            K::Dictionary => (obj, s),
+            _ => self.dict_literal(obj, s)?,
+        };
+        let entry = dict
+            .children()
+            .filter(|p| p.kind() == K::Pair)
+            .find(|p| {
+                p.child(F::Key)
+                    .and_then(|c| self.fold(c, ds, depth + 1))
+                    .is_some_and(|c| c == key)
+            })?
+            .child(F::Value)?;
+        let value = pair.child(F::Value)?;
+        if value.kind() == K::Identifier && self.text(value) == v {
+            return self.resolve(entry, ds, depth + 1);
+        }
+        let (pos, _) = self.args(value);
+        let passes_v = pos.len() == 1 && pos[0].kind() == K::Identifier && self.text(pos[0]) == v;
+        let func = value
+            .child(F::Function)
+            .filter(|_| value.kind() == K::Call && passes_v)?;
+        match self.resolve(func, s, depth + 1)?.as_str() {
+            "builtins.__import__" | "importlib.import_module" | "importlib.__import__" => {
+                self.fold(entry, ds, depth + 1)
+            }
+            _ => None,
+        }
+    }
+
     /// A call's positional and keyword arguments (see [`super::args::ArgTable`]).
     pub(super) fn args(&self, call: Node<'t>) -> Args<'t> {
         let (pos, kw) = self.arg_table.get(call);
-        // Through a pass-through helper: the arguments after the function
-        // it calls.
-        if self.is_forwarded(call) {
-            return (pos.get(1..).unwrap_or_default(), kw);
+        // Through a pass-through helper or a runner: the arguments after
+        // the function it calls.
+        if let Some(at) = self.forwarded_at(call) {
+            return (pos.get(at + 1..).unwrap_or_default(), kw);
         }
         (pos, kw)
     }

@@ -131,9 +131,10 @@ impl<'t> Analyzer<'t> {
             };
             self.add(id, node, format!("{:?}", shorten(v)));
         }
-        // The sudo policy is no secret: a script that keeps and sends
-        // nothing only reports on it (an audit).
-        let policy_audit = || lower.contains("/etc/sudoers") && self.keeps_to_itself();
+        // The sudo policy is no secret: a script that writes and sends
+        // nothing only reports on it (an audit; the commands it runs, a
+        // `visudo -c`, are judged on their own).
+        let policy_audit = || lower.contains("/etc/sudoers") && self.sends_and_writes_nothing();
         if found & CREDENTIAL != 0 && !self.deny_listed(node) && !policy_audit() {
             // The user's own login file is MEDIUM (the seeds keep HIGH for
             // privileged access); sending what it holds is still MB916/MB948.

@@ -588,6 +588,12 @@ pub(super) fn secret(path: &str) -> bool {
         "wallet.dat",
         "/.electrum",
         "/.bitcoin",
+        // Other wallets' key stores, as their applications lay them out
+        // (under the home directory, or under %APPDATA% on Windows).
+        "/electrum/wallets",
+        "/ethereum/keystore",
+        "exodus.wallet",
+        "/monero/wallets",
         "/.password-store",
         "/.local/share/keyrings",
         // macOS's private stores: messages, notes, mail, keychains,
