@@ -270,16 +270,26 @@ impl<'t> Analyzer<'t> {
             // `dict(mirror=..., cache=...)`: the keyword is the key.
             return self.fold(kwarg(self.args(dict).1, &key)?, s, depth + 1);
         }
-        let value = dict
-            .children()
+        let value = self.entry_at(dict, &key, s, depth)?;
+        self.fold(value, s, depth + 1)
+    }
+
+    /// The value a dict literal keeps under the key that folds to `key`.
+    pub(super) fn entry_at(
+        &self,
+        dict: Node<'t>,
+        key: &str,
+        scope: usize,
+        depth: usize,
+    ) -> Option<Node<'t>> {
+        dict.children()
             .filter(|p| p.kind() == K::Pair)
             .find(|p| {
                 p.child(F::Key)
-                    .and_then(|k| self.fold(k, s, depth + 1))
+                    .and_then(|k| self.fold(k, scope, depth + 1))
                     .is_some_and(|k| k == key)
             })?
-            .child(F::Value)?;
-        self.fold(value, s, depth + 1)
+            .child(F::Value)
     }
 
     /// Whether `v` is a call of the builtin `dict` (`dict(a=1, b=2)`): a

@@ -439,11 +439,7 @@ impl<'t> Analyzer<'t> {
             },
             // `dst, refresh = store()`: what the script's own function returns.
             K::Call => {
-                let func = of.child(F::Function);
-                let Some(def) = func.and_then(|f| self.own_function_scope(f, scope)) else {
-                    return Vec::new();
-                };
-                let values = self.returns.get(&def).cloned().unwrap_or_default();
+                let (def, values) = self.own_returns(of, scope);
                 let mut out = Vec::new();
                 for v in values {
                     append(&mut out, self.pv_element(v, def, i, d));
@@ -686,11 +682,7 @@ impl<'t> Analyzer<'t> {
             },
             // `locations().items()`: what the script's own function returns.
             K::Call => {
-                let func = n.child(F::Function);
-                let Some(def) = func.and_then(|f| self.own_function_scope(f, scope)) else {
-                    return Vec::new();
-                };
-                let values = self.returns.get(&def).cloned().unwrap_or_default();
+                let (def, values) = self.own_returns(n, scope);
                 values
                     .into_iter()
                     .flat_map(|v| self.dicts_of(v, def, d))
@@ -867,6 +859,16 @@ impl<'t> Analyzer<'t> {
         match factory.and_then(|f| f.child(F::Body)) {
             Some(body) => self.pv(body, self.scope_of(body), depth),
             None => Vec::new(),
+        }
+    }
+
+    /// What the script's own function that `call` calls returns, with the
+    /// scope of its body: nothing when the callee is no such function.
+    fn own_returns(&self, call: Node<'t>, scope: usize) -> (usize, Vec<Node<'t>>) {
+        let func = call.child(F::Function);
+        match func.and_then(|f| self.own_function_scope(f, scope)) {
+            Some(def) => (def, self.returns.get(&def).cloned().unwrap_or_default()),
+            None => (scope, Vec::new()),
         }
     }
 

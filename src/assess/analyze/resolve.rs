@@ -412,14 +412,8 @@ impl<'t> Analyzer<'t> {
         let dicts = std::iter::once(v).chain(v.children());
         dicts
             .filter(|d| d.kind() == K::Dictionary)
-            .flat_map(|d| d.children())
-            .filter(|p| p.kind() == K::Pair)
-            .find(|p| {
-                p.child(F::Key)
-                    .and_then(|k| self.fold(k, s, depth + 1))
-                    .is_some_and(|k| k == key)
-            })
-            .and_then(|p| self.resolve(p.child(F::Value)?, s, depth + 1))
+            .find_map(|d| self.entry_at(d, key, s, depth))
+            .and_then(|e| self.resolve(e, s, depth + 1))
     }
 
     /// `mods["shot"]` of `mods = {k: importlib.import_module(v) for k, v
@@ -454,15 +448,7 @@ impl<'t> Analyzer<'t> {
             K::Dictionary => (obj, s),
             _ => self.dict_literal(obj, s)?,
         };
-        let entry = dict
-            .children()
-            .filter(|p| p.kind() == K::Pair)
-            .find(|p| {
-                p.child(F::Key)
-                    .and_then(|c| self.fold(c, ds, depth + 1))
-                    .is_some_and(|c| c == key)
-            })?
-            .child(F::Value)?;
+        let entry = self.entry_at(dict, key, ds, depth)?;
         let value = pair.child(F::Value)?;
         if value.kind() == K::Identifier && self.text(value) == v {
             return self.resolve(entry, ds, depth + 1);
