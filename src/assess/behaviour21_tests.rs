@@ -146,11 +146,14 @@ def apply():
 apply()
 "#;
     caught(src, "MB220", Verdict::High);
+    // The control copies to a folder of the user's own too: since the
+    // twenty-fourth session the unbracketed pair's path is read as well.
     spared(
         &src.replace(
             r#"["trust", "anchor", "--store", "proxy.pem"]"#,
             r#"["openssl", "x509", "-noout", "-enddate", "-in", "proxy.pem"]"#,
-        ),
+        )
+        .replace("/etc/pki/ca-trust/source/anchors/", "certs/"),
         "MB220",
     );
 }

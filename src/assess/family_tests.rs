@@ -45,12 +45,19 @@ const TARGET: Floors = Floors {
 
 /// What the blind batch reaches, so that a regression fails; asserted only
 /// while there is a blind batch (git keeps no empty directory between batches).
+/// The twenty-third (80 scripts of the same sixteen families, asked to use
+/// less common techniques; blind/BATCH23.md), written by someone who saw
+/// neither the rules nor any sample, scored with the assessment of 54ade22
+/// before the twenty-fourth session changed it: 40 of 48, 36 of 44, 1 of
+/// 32; after that session's engine work (written on the twenty-second
+/// batch's misses; this batch was never opened): the same.
 /// The twenty-second (80 scripts of the twenty-first's sixteen families;
 /// blind/BATCH22.md), written by someone who saw neither the rules nor any
 /// sample, scored with the assessment of 7372b59 before the twenty-third
 /// session changed it: 43 of 48, 40 of 44, 0 of 32; after that session's
 /// engine work (written on the twenty-first batch's misses; this batch was
-/// never opened): the same.
+/// never opened): the same; it is now part of the held-out corpus,
+/// heldout/BATCH22.md.
 /// The twenty-first (80 scripts of sixteen families, among them host abuse,
 /// lateral movement, surveillance, container escapes and trust-store
 /// tampering; blind/BATCH21.md), written by someone who saw neither the
@@ -110,8 +117,8 @@ const TARGET: Floors = Floors {
 /// before the thirteenth round, 32 of 42, 28 of 38, 0 of 28 after the
 /// fourteenth.)
 const BLIND_FLOOR: Floors = Floors {
-    recall: 0.89,
-    blocked_recall: 0.90,
+    recall: 0.83,
+    blocked_recall: 0.81,
     benign_flagged: 0.035,
 };
 
@@ -157,15 +164,21 @@ const BLIND_FLOOR: Floors = Floors {
 /// helpers, dicts returned by helpers, modules behind nicknames, library
 /// functions handed to runners; literal tables, validating helpers and a
 /// read-only sudo report no longer flagged): 1,140 of 1,162 (0.981), 1,023
-/// of 1,047 (0.977), 7 of 754 (0.9%). The floor is what it reaches,
+/// of 1,047 (0.977), 7 of 754 (0.9%). With the twenty-second batch held
+/// out: 1,183 of 1,210 (0.978), 1,063 of 1,091 (0.974), 7 of 786 (0.9%).
+/// After the twenty-fourth session's engine work (gaps the twenty-second
+/// batch's misses showed: lambdas bound to names, queues, methods held in
+/// names or picked by prefix, commands and pairs returned by helpers,
+/// connection floods): 1,191 of 1,210 (0.984), 1,071 of 1,091 (0.982), 7
+/// of 786 (0.9%). The floor is what it reaches,
 /// so that a regression fails; the targets ([`TARGET`]) are asserted too, so
 /// that a batch joining the held-out part cannot take the corpus below them
 /// unnoticed (before the sixteenth round, the distance was stated in
 /// docs/assessment.md rather than hidden by keeping the batch out).
 const WHOLE_FLOOR: Floors = Floors {
-    recall: 0.98,
-    blocked_recall: 0.97,
-    benign_flagged: 0.01,
+    recall: 0.984,
+    blocked_recall: 0.98,
+    benign_flagged: 0.009,
 };
 
 /// What the held-out part reaches, so that a regression fails. Its first
@@ -252,11 +265,16 @@ const WHOLE_FLOOR: Floors = Floors {
 /// 694 of 721, 11 of 520 (2.1%: the batch's three flagged look-alikes put
 /// this part above the 2% target again). After the twenty-third session's
 /// engine work (written on the twenty-first batch's misses among others):
-/// 775 of 796, 698 of 721, 6 of 520.
+/// 775 of 796, 698 of 721, 6 of 520. With the twenty-second batch
+/// (heldout/BATCH22.md, blind through the twenty-third session; 43 of 48,
+/// 40 of 44, 0 of 32 before and after it): 818 of 844, 738 of 765, 6 of
+/// 552. After the twenty-fourth session's engine work (written on the
+/// twenty-second batch's misses among others): 826 of 844, 746 of 765, 6
+/// of 552.
 const HELD_OUT_FLOOR: Floors = Floors {
-    recall: 0.97,
-    blocked_recall: 0.96,
-    benign_flagged: 0.012,
+    recall: 0.978,
+    blocked_recall: 0.975,
+    benign_flagged: 0.011,
 };
 
 struct Floors {

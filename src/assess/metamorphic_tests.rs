@@ -80,16 +80,24 @@ struct Floor {
 /// `ast` is aliased or its calls dispatched): alias and dispatch 9/726
 /// benign raised, hoist 9/739 (from 11/734: literal tables hoisted into
 /// constants are still literal choices), all 1116/1141, 1038/1069, 17/747.
+/// With the twenty-second batch held out and the twenty-fourth session's
+/// engine work (lambdas, queues, methods held in names, commands returned
+/// by helpers; a validator recognised by what its calls resolve to, so the
+/// calculator is no longer raised when `ast` is aliased or dispatched; a
+/// clock read through a pass-through helper bounds a flood): alias 7/758
+/// and dispatch 8/758 benign raised, wrapper 1114/1160, 1051/1101, 12/767;
+/// all 1167/1192, 1089/1120, 15/779 (two of the newly caught, a connection
+/// flood among them, are caught only as written under some respellings).
 const FLOORS: [Floor; 9] = [
     floor("identity", 0.998, 0.998, 0.0),
     floor("rename", 0.997, 0.997, 0.0),
-    floor("hoist", 0.988, 0.984, 0.013),
-    floor("alias", 0.995, 0.996, 0.013),
-    floor("wrapper", 0.955, 0.949, 0.02),
-    floor("dispatch", 0.993, 0.994, 0.013),
-    floor("getattr", 0.996, 0.996, 0.007),
+    floor("hoist", 0.988, 0.984, 0.012),
+    floor("alias", 0.996, 0.997, 0.01),
+    floor("wrapper", 0.96, 0.954, 0.016),
+    floor("dispatch", 0.993, 0.994, 0.011),
+    floor("getattr", 0.997, 0.997, 0.004),
     floor("mainwrap", 1.0, 1.0, 0.002),
-    floor("all", 0.978, 0.971, 0.028),
+    floor("all", 0.979, 0.972, 0.02),
 ];
 
 const fn floor(transform: &'static str, flagged: f64, blocked: f64, raised: f64) -> Floor {

@@ -50,6 +50,8 @@ mod behaviour20_tests;
 #[cfg(test)]
 mod behaviour21_tests;
 #[cfg(test)]
+mod behaviour22_tests;
+#[cfg(test)]
 mod behaviour4_tests;
 #[cfg(test)]
 mod behaviour5_tests;

@@ -9,7 +9,8 @@
 use std::borrow::Cow;
 
 use super::calls::kwarg;
-use super::{Analyzer, Bind, Node, F, K};
+use super::{Analyzer, Bind, Node, Op, F, K};
+use ruff_python_ast::Operator;
 
 /// Callers of a function record at most this many call sites, which keeps
 /// parameter queries bounded on generated code with huge fan-in.
@@ -98,9 +99,11 @@ impl<'t> Analyzer<'t> {
         // Most scripts bind no dict holding names: calls through tables are
         // looked for only when one does.
         let tables = self.binds.values().flatten().any(|b| match b.bind {
-            Bind::Expr(v, _) if v.kind() == K::Dictionary => v
-                .children()
-                .any(|p| p.child(F::Value).is_some_and(|x| x.kind() == K::Identifier)),
+            Bind::Expr(v, _) if v.kind() == K::Dictionary => {
+                method_table(v)
+                    || v.children()
+                        .any(|p| p.child(F::Value).is_some_and(|x| x.kind() == K::Identifier))
+            }
             Bind::Expr(v, _) => names_only(v),
             Bind::Param { param, .. } => param.child(F::Value).is_some_and(names_only),
             _ => false,
@@ -129,7 +132,7 @@ impl<'t> Analyzer<'t> {
                 node: call,
                 in_loop,
             };
-            if let Some((def_scope, offset)) = self.callee_def(func, scope) {
+            for (def_scope, offset) in self.reached_defs(func, scope, tables) {
                 self.add_caller(
                     def_scope,
                     Caller {
@@ -137,23 +140,31 @@ impl<'t> Analyzer<'t> {
                         ..site.clone()
                     },
                 );
-            } else if let picked @ [_, ..] = &self.picked_functions(func, scope)[..] {
-                for &def_scope in picked {
-                    self.add_caller(def_scope, site.clone());
-                }
-            } else if tables {
-                for (def_scope, offset) in self.dispatched(func, scope) {
-                    self.add_caller(
-                        def_scope,
-                        Caller {
-                            offset,
-                            ..site.clone()
-                        },
-                    );
-                }
             }
             self.index_runner(site, func);
         }
+    }
+
+    /// The functions of the script's own a callee reaches, with how many
+    /// parameters a call leaves out: the one it names, those a name picks
+    /// between, the methods a name prefix picks, or a table's entries (only
+    /// looked for when the script binds a table).
+    fn reached_defs(&self, func: Node<'t>, scope: usize, tables: bool) -> Vec<(usize, usize)> {
+        if let Some(found) = self.callee_def(func, scope) {
+            return vec![found];
+        }
+        let picked = self.picked_functions(func, scope);
+        if !picked.is_empty() {
+            return picked.into_iter().map(|d| (d, 0)).collect();
+        }
+        let by_name = self.prefixed_methods(func, scope);
+        if !by_name.is_empty() {
+            return by_name.into_iter().map(|d| (d, 1)).collect();
+        }
+        if tables {
+            return self.dispatched(func, scope);
+        }
+        Vec::new()
     }
 
     fn add_caller(&mut self, def_scope: usize, caller: Caller<'t>) {
@@ -256,16 +267,9 @@ impl<'t> Analyzer<'t> {
         if let Some(stages) = self.looped_functions(func, scope) {
             return stages.into_iter().map(|s| (s, 0)).collect();
         }
-        let (mut pick, mut s) = (func, scope);
-        if func.kind() == K::Identifier {
-            let Some(Bind::Expr(v, vs)) = self
-                .lookup(self.text(func), scope, func.start_byte())
-                .and_then(|b| b.last().copied())
-            else {
-                return Vec::new();
-            };
-            (pick, s) = (v, vs);
-        }
+        let Some((pick, s)) = self.held_callee(func, scope) else {
+            return Vec::new();
+        };
         let Some((dict, s)) = self
             .looked_up_in(pick)
             .and_then(|t| self.dict_literal(t, s))
@@ -278,9 +282,100 @@ impl<'t> Analyzer<'t> {
             .filter_map(|v| match (self.callee_def(v, s), v.kind()) {
                 (Some((def_scope, 0)), _) => Some((def_scope, 0)),
                 (Some((def_scope, 1)), K::Attribute) => Some((def_scope, 1)),
+                // `{"audio": lambda out: [...]}`: a lambda kept in the table.
+                (None, K::Lambda) => Some((self.scope_of(v.child(F::Body)?), 0)),
                 _ => None,
             })
             .collect()
+    }
+
+    /// What a called name holds (`handler = TABLE[k]`: `TABLE[k]`), or the
+    /// callee itself when it is no name; `None` for a name bound otherwise
+    /// (a def, a parameter).
+    fn held_callee(&self, func: Node<'t>, scope: usize) -> Option<(Node<'t>, usize)> {
+        if func.kind() != K::Identifier {
+            return Some((func, scope));
+        }
+        match *self
+            .lookup(self.text(func), scope, func.start_byte())?
+            .last()?
+        {
+            Bind::Expr(v, vs) => Some((v, vs)),
+            _ => None,
+        }
+    }
+
+    /// `getattr(self, "do_" + task["type"])(arg)`, or a name bound to it: a
+    /// command dispatched by name to the methods of the script's own class
+    /// (a beacon's `do_shell`, `do_get`...): the argument reaches each
+    /// method whose name starts with the literal prefix.
+    pub(super) fn prefixed_methods(&self, func: Node<'t>, scope: usize) -> Vec<usize> {
+        let Some((pick, s)) = self.held_callee(func, scope) else {
+            return Vec::new();
+        };
+        if pick.kind() != K::Call {
+            return Vec::new();
+        }
+        let is_getattr = pick
+            .child(F::Function)
+            .and_then(|f| self.resolve(f, s, 0))
+            .is_some_and(|q| q == "builtins.getattr");
+        let (Some(&obj), Some(&name), true) = (
+            self.args(pick).0.first(),
+            self.args(pick).0.get(1),
+            is_getattr,
+        ) else {
+            return Vec::new();
+        };
+        let Some(prefix) = self.name_prefix(name, s).filter(|p| !p.is_empty()) else {
+            return Vec::new();
+        };
+        let class = match obj.kind() {
+            K::Identifier if matches!(self.text(obj), "self" | "cls") => {
+                self.enclosing_class_scope(s)
+            }
+            K::Identifier => self.instance_class(obj, s),
+            // `getattr(self.ops, "op_" + verb)` with `self.ops = Ops()`.
+            K::Attribute => self.stored_instance_class(obj),
+            _ => None,
+        };
+        let Some(class) = class else {
+            return Vec::new();
+        };
+        let mut found: Vec<usize> = self
+            .binds
+            .iter()
+            .filter(|(n, _)| n.len() > prefix.len() && n.starts_with(prefix.as_str()))
+            .filter_map(|(_, list)| {
+                super::resolve::scope_binds(list, class)?
+                    .iter()
+                    .find_map(|b| match b.bind {
+                        Bind::Def(_, inner) => Some(inner),
+                        _ => None,
+                    })
+            })
+            .collect();
+        // The map's order is random: callers are kept in the methods' order.
+        found.sort_unstable();
+        found.truncate(MAX_PASSED);
+        found
+    }
+
+    /// The literal start of a name built at run time: `"do_" + verb`,
+    /// `f"do_{verb}"`.
+    fn name_prefix(&self, name: Node<'t>, scope: usize) -> Option<String> {
+        match name.kind() {
+            K::BinaryOperator if name.operator() == Op::Bin(Operator::Add) => {
+                self.fold(name.child(F::Left)?, scope, 0)
+            }
+            K::String if name.children().any(|k| k.kind() == K::Interpolation) => {
+                let text = self.text(name);
+                let body = text.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+                let body = body.strip_prefix(['"', '\''])?;
+                Some(body.split('{').next()?.to_string())
+            }
+            _ => None,
+        }
     }
 
     /// `for stage in (fetch, unpack, run): value = stage(value)`: a loop
@@ -402,6 +497,22 @@ impl<'t> Analyzer<'t> {
                             .filter(|d| d.kind() == K::Identifier)?;
                         let outer = self.scopes.get(f)?.parent?;
                         return self.callee_def(default, outer);
+                    }
+                    // `_m = lambda n: ...`: a lambda bound to a name.
+                    Bind::Expr(v, _) if v.kind() == K::Lambda => {
+                        return Some((self.scope_of(v.child(F::Body)?), 0));
+                    }
+                    // `fn = self.do_shell`: a method held by a name.
+                    Bind::Expr(v, s) if v.kind() == K::Attribute => return self.callee_def(v, s),
+                    // `run = _launch`: a function held by another name (one
+                    // hop, so that names bound to each other end).
+                    Bind::Expr(v, s) if v.kind() == K::Identifier => {
+                        match *self.lookup(self.text(v), s, v.start_byte())?.last()? {
+                            Bind::Def(def, inner) if def.kind() != K::ClassDefinition => {
+                                (def, inner)
+                            }
+                            _ => return None,
+                        }
                     }
                     _ => return None,
                 };

@@ -148,10 +148,11 @@ impl<'t> Analyzer<'t> {
     /// it is compiled: an expression checked against a whitelist.
     fn validated_tree(&self, arg: Node<'t>, scope: usize) -> Option<Node<'t>> {
         let (pos, _) = self.args(arg);
-        self.reset_budget();
-        let callee = arg
-            .child(F::Function)
-            .and_then(|f| self.resolve(f, scope, 0));
+        // What the calls resolve to, through aliases, tables and
+        // pass-through helpers.
+        let callee = (arg.kind() == K::Call)
+            .then(|| self.callee(arg, scope))
+            .flatten();
         let tree = match callee.as_deref() {
             Some("builtins.compile") => *pos.first()?,
             _ => arg,
@@ -164,10 +165,9 @@ impl<'t> Analyzer<'t> {
         let Bind::Expr(parsed, s) = *binds.first()? else {
             return None;
         };
-        self.reset_budget();
-        let q = parsed
-            .child(F::Function)
-            .and_then(|f| self.resolve(f, s, 0));
+        let q = (parsed.kind() == K::Call)
+            .then(|| self.callee(parsed, s))
+            .flatten();
         if q.as_deref() != Some("ast.parse") {
             return None;
         }
@@ -189,6 +189,9 @@ impl<'t> Analyzer<'t> {
     /// checks node types with `isinstance`.
     fn walks_with_checks(&self, scope: usize, name: &str) -> bool {
         let in_scope = |c: &&super::CallSite<'t>| c.scope == scope;
+        // By the name written or what it resolves to: `_w = ast.walk`,
+        // `OPS["walk"](tree)` and `_call(ast.walk, tree)` walk the tree too.
+        let callee = |c: &super::CallSite<'t>| self.callee(c.node, c.scope);
         let walked = self.calls.iter().filter(in_scope).any(|c| {
             let t = c
                 .node
@@ -196,13 +199,17 @@ impl<'t> Analyzer<'t> {
                 .map(|f| self.text(f))
                 .unwrap_or("");
             let arg0 = self.args(c.node).0.first().map(|a| self.text(*a));
-            (t.ends_with("walk") || t.ends_with("visit")) && arg0 == Some(name)
+            let walks = t.ends_with("walk")
+                || t.ends_with("visit")
+                || callee(c).is_some_and(|q| matches!(&*q, "ast.walk" | "ast.iter_child_nodes"));
+            walks && arg0 == Some(name)
         });
         walked
             && self.calls.iter().filter(in_scope).any(|c| {
                 c.node
                     .child(F::Function)
                     .is_some_and(|f| self.text(f) == "isinstance")
+                    || callee(c).is_some_and(|q| &*q == "builtins.isinstance")
             })
     }
 

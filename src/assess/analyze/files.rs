@@ -413,7 +413,9 @@ impl<'t> Analyzer<'t> {
             "/dev/random",
             "/dev/full",
         ];
-        if harmless_dev.contains(&p) || under("/dev/shm") || under("/dev/fd") {
+        // `/usr/tmp` is the old name of a temporary directory (a link to
+        // `/var/tmp` where it exists; `tempfile` still lists it).
+        if harmless_dev.contains(&p) || under("/dev/shm") || under("/dev/fd") || under("/usr/tmp") {
             return;
         }
         if SYSTEM_PREFIXES.iter().any(|s| under(s)) {

@@ -516,6 +516,9 @@ struct Analyzer<'t> {
     /// source or every literal.
     own_setup: std::cell::OnceCell<bool>,
     remote_literal: std::cell::OnceCell<bool>,
+    /// What the script puts on its queues (`q.put(path)`), when it makes
+    /// one: what a worker's `q.get()` takes (see `paths::queued`).
+    queue_puts: std::cell::OnceCell<Vec<(Node<'t>, usize)>>,
     /// Calls made through a pass-through helper of the script's own or a
     /// library runner, by node id, with the position of the function they
     /// call among their arguments (see [`indirect`]).
@@ -589,6 +592,7 @@ impl<'t> Analyzer<'t> {
             first_asks: std::cell::OnceCell::new(),
             own_setup: std::cell::OnceCell::new(),
             remote_literal: std::cell::OnceCell::new(),
+            queue_puts: std::cell::OnceCell::new(),
             forwarded: FxHashMap::default(),
             declared_global: NameMap::default(),
             sources_held: RefCell::new(Vec::new()),

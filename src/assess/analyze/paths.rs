@@ -428,7 +428,8 @@ impl<'t> Analyzer<'t> {
         }
         let d = depth + 1;
         match of.kind() {
-            K::Tuple | K::List => of
+            // `return url, path` is a tuple without parentheses.
+            k if k.is_sequence() => of
                 .children()
                 .nth(i)
                 .map(|v| self.pv(v, scope, d))
@@ -864,7 +865,7 @@ impl<'t> Analyzer<'t> {
 
     /// What the script's own function that `call` calls returns, with the
     /// scope of its body: nothing when the callee is no such function.
-    fn own_returns(&self, call: Node<'t>, scope: usize) -> (usize, Vec<Node<'t>>) {
+    pub(super) fn own_returns(&self, call: Node<'t>, scope: usize) -> (usize, Vec<Node<'t>>) {
         let func = call.child(F::Function);
         match func.and_then(|f| self.own_function_scope(f, scope)) {
             Some(def) => (def, self.returns.get(&def).cloned().unwrap_or_default()),
@@ -931,6 +932,13 @@ impl<'t> Analyzer<'t> {
         };
         match m {
             "get" if site_paths() => vec!["<site-packages>".into()],
+            // `path = q.get()` in a worker: what the script puts on its
+            // queues.
+            "get" | "get_nowait" if pos.is_empty() => self
+                .queued()
+                .iter()
+                .flat_map(|&(v, s)| self.pv(v, s, depth))
+                .collect(),
             // `ROOTS.get(platform.system(), "/")`: an entry, or the default.
             "get" => {
                 let found = self.pv_looked_up(obj, pos.first().copied(), scope, depth);
@@ -959,6 +967,49 @@ impl<'t> Analyzer<'t> {
             _ => Vec::new(),
         }
     }
+}
+
+impl<'t> Analyzer<'t> {
+    /// The values the script puts on queues (`q.put(v)`, `q.put_nowait(v)`,
+    /// one argument), when it makes a queue (`queue.Queue()`,
+    /// `multiprocessing.Queue()`, `asyncio.Queue()`...): a producer walks,
+    /// workers take from the queue, and what they take is what was put.
+    pub(super) fn queued(&self) -> &[(Node<'t>, usize)] {
+        self.queue_puts.get_or_init(|| {
+            let makes_queue = self.calls.iter().any(|c| {
+                c.method.is_none_or(|m| m.ends_with("Queue"))
+                    && self
+                        .callee(c.node, c.scope)
+                        .is_some_and(|q| is_queue_maker(&q))
+            });
+            if !makes_queue {
+                return Vec::new();
+            }
+            self.calls
+                .iter()
+                .filter(|c| matches!(c.method, Some("put" | "put_nowait")))
+                .filter_map(|c| match self.args(c.node).0 {
+                    [v] => Some((*v, c.scope)),
+                    _ => None,
+                })
+                .take(QUEUED_MAX)
+                .collect()
+        })
+    }
+}
+
+/// Values put on queues read at most (see `Analyzer::queued`).
+const QUEUED_MAX: usize = 16;
+
+/// `queue.Queue`, `multiprocessing.JoinableQueue`, `asyncio.PriorityQueue`...
+fn is_queue_maker(q: &str) -> bool {
+    ["queue.", "multiprocessing.", "asyncio.", "gevent.queue."]
+        .iter()
+        .any(|m| {
+            q.strip_prefix(m)
+                .is_some_and(|rest| rest.ends_with("Queue"))
+        })
+        || q == "multiprocessing.Manager.Queue"
 }
 
 /// `HOME` and friends as paths.

@@ -130,6 +130,9 @@ impl<'t> Analyzer<'t> {
                 return self.command_values(v, s);
             }
         }
+        if let Some(cmds) = self.returned_command_lists(arg, scope) {
+            return cmds;
+        }
         if arg.kind().is_sequence() {
             return vec![self.sequence_words(arg, scope)];
         }
@@ -150,6 +153,64 @@ impl<'t> Analyzer<'t> {
             .filter(|c| c.as_str() != "*")
             .take(MAX_COMMANDS)
             .collect()
+    }
+
+    /// `subprocess.call(build_command(image))`, `cmd = build(); run(cmd)`:
+    /// the command lists a helper of the script's own returns (a list
+    /// literal, or a name bound to one), read in the helper, with the words
+    /// that cannot be folded `*`. One level: a helper returning another
+    /// call is not followed.
+    fn returned_command_lists(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
+        let (call, s) = match arg.kind() {
+            K::Call => (arg, scope),
+            K::Identifier => match *self
+                .lookup(self.text(arg), scope, arg.start_byte())?
+                .last()?
+            {
+                Bind::Expr(v, s) if v.kind() == K::Call => (v, s),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let func = call.child(F::Function)?;
+        // `builder(path)` with `builder` a parameter: each function of the
+        // script's own its callers hand it (`pool.submit(capture, mic_cmd)`).
+        // `builder = TOOLS[kind]`: each function or lambda of the table.
+        let defs: Vec<usize> = match self.own_function_scope(func, s) {
+            Some(d) => vec![d],
+            None => match self.passed_to_name(func, s) {
+                Some(passed) => passed
+                    .into_iter()
+                    .filter_map(|(f, fs)| self.own_function_scope(f, fs))
+                    .collect(),
+                None => self
+                    .dispatched(func, s)
+                    .into_iter()
+                    .map(|(d, _)| d)
+                    .collect(),
+            },
+        };
+        let returned = defs.into_iter().flat_map(|def| {
+            let values = self
+                .returns
+                .get(&def)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            values.iter().map(move |&v| (v, def))
+        });
+        let cmds: Vec<String> = returned
+            .filter_map(|(v, def)| match v.kind() {
+                k if k.is_sequence() => Some((v, def)),
+                K::Identifier => self.bound_value(v, def, |x| x.kind().is_sequence()),
+                _ => None,
+            })
+            .map(|(list, ls)| {
+                self.fold_command(list, ls)
+                    .unwrap_or_else(|| self.sequence_words(list, ls))
+            })
+            .take(MAX_COMMANDS)
+            .collect();
+        (!cmds.is_empty()).then_some(cmds)
     }
 
     /// A call named like a wait that is not one: a network request
@@ -321,7 +382,7 @@ impl<'t> Analyzer<'t> {
                 of,
                 scope: s,
                 how: Part::Unpacked(i),
-            }] => return self.returned_commands(of, s, i),
+            }] => return self.returned_commands(of, s, i, depth),
             _ => return None,
         };
         let list = match of.kind() {
@@ -348,20 +409,32 @@ impl<'t> Analyzer<'t> {
     }
 
     /// `get, put = tools()`: element `i` of each tuple the helper returns,
-    /// when it is a literal command.
-    fn returned_commands(&self, call: Node<'t>, scope: usize, i: usize) -> Option<Vec<String>> {
+    /// when it is a literal command, or a name the helper takes from a
+    /// list of commands (`for anchors, refresh in LAYOUTS: return anchors,
+    /// refresh`).
+    fn returned_commands(
+        &self,
+        call: Node<'t>,
+        scope: usize,
+        i: usize,
+        depth: usize,
+    ) -> Option<Vec<String>> {
         let func = call.child(F::Function).filter(|_| call.kind() == K::Call)?;
         let (def_scope, _) = self.callee_def(func, scope)?;
-        let cmds: Vec<String> = self
-            .returns
-            .get(&def_scope)?
-            .iter()
-            .filter(|v| v.kind().is_sequence())
-            .filter_map(|v| v.children().nth(i))
-            .filter(|c| c.kind().is_sequence())
-            .filter_map(|c| self.fold_command(c, def_scope))
-            .take(MAX_COMMANDS * 4)
-            .collect();
+        let mut cmds = Vec::new();
+        for v in self.returns.get(&def_scope)? {
+            let Some(c) = v.children().nth(i).filter(|_| v.kind().is_sequence()) else {
+                continue;
+            };
+            if c.kind().is_sequence() {
+                cmds.extend(self.fold_command(c, def_scope));
+            } else if let Some(found) = self.looped_commands_at(c, def_scope, depth + 1) {
+                cmds.extend(found);
+            }
+            if cmds.len() >= MAX_COMMANDS * 4 {
+                break;
+            }
+        }
         (!cmds.is_empty()).then_some(cmds)
     }
 

@@ -363,7 +363,11 @@ impl<'t> Analyzer<'t> {
                     let arg = *self.args(call).0.get(index)?;
                     self.fold(arg, scope, depth + 1)
                 }
-                _ => self.fold(name, def_scope, depth + 1),
+                // `_m = lambda n: __import__(n[::-1])`: the name built
+                // from this call's argument.
+                _ => self
+                    .fold(name, def_scope, depth + 1)
+                    .or_else(|| self.fold_with_argument(call, name, def_scope, scope, depth)),
             }
         })
     }

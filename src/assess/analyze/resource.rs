@@ -108,8 +108,14 @@ impl<'t> Analyzer<'t> {
                     if self.exits(n, scope) {
                         return None;
                     }
-                    if found.is_none() {
-                        found = self.exhausting_call(n, scope).map(|w| (w, n));
+                    // A send outranks what else the round does: written
+                    // to a connection is a flood, whatever the deadline.
+                    if !matches!(found, Some((Exhausts::Floods, _))) {
+                        found = self
+                            .exhausting_call(n, scope)
+                            .filter(|w| found.is_none() || matches!(w, Exhausts::Floods))
+                            .map(|w| (w, n))
+                            .or(found);
                     }
                 }
                 K::AugmentedAssignment | K::Assignment if found.is_none() && self.doubles(n) => {
@@ -189,6 +195,11 @@ impl<'t> Analyzer<'t> {
             }
             if CREATORS.contains(&q) {
                 return Some(Exhausts::Writes);
+            }
+            // A connection opened each round (the requests then written
+            // on it by hand).
+            if matches!(q, "asyncio.open_connection" | "socket.create_connection") {
+                return Some(Exhausts::Floods);
             }
         }
         let method = (func.kind() == K::Attribute)
