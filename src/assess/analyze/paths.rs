@@ -975,26 +975,31 @@ impl<'t> Analyzer<'t> {
     /// `multiprocessing.Queue()`, `asyncio.Queue()`...): a producer walks,
     /// workers take from the queue, and what they take is what was put.
     pub(super) fn queued(&self) -> &[(Node<'t>, usize)] {
-        self.queue_puts.get_or_init(|| {
-            let makes_queue = self.calls.iter().any(|c| {
-                c.method.is_none_or(|m| m.ends_with("Queue"))
-                    && self
-                        .callee(c.node, c.scope)
-                        .is_some_and(|q| is_queue_maker(&q))
-            });
-            if !makes_queue {
-                return Vec::new();
-            }
-            self.calls
-                .iter()
-                .filter(|c| matches!(c.method, Some("put" | "put_nowait")))
-                .filter_map(|c| match self.args(c.node).0 {
-                    [v] => Some((*v, c.scope)),
-                    _ => None,
-                })
-                .take(QUEUED_MAX)
-                .collect()
-        })
+        if let Some(found) = self.queue_puts.get() {
+            return found;
+        }
+        // Computed outside the cell: resolving callees must never find the
+        // cell half made (`get_or_init` panics when re-entered).
+        let makes_queue = self.calls.iter().any(|c| {
+            c.method.is_none_or(|m| m.ends_with("Queue"))
+                && self
+                    .callee(c.node, c.scope)
+                    .is_some_and(|q| is_queue_maker(&q))
+        });
+        let puts = self
+            .calls
+            .iter()
+            .filter(|_| makes_queue)
+            .filter(|c| matches!(c.method, Some("put" | "put_nowait")))
+            .filter_map(|c| match self.args(c.node).0 {
+                [v] => Some((*v, c.scope)),
+                _ => None,
+            })
+            .take(QUEUED_MAX)
+            .collect();
+        // Set by a nested call meanwhile: the same list, kept.
+        let _ = self.queue_puts.set(puts);
+        self.queue_puts.get().map_or(&[], Vec::as_slice)
     }
 }
 
