@@ -7,10 +7,10 @@
 //! it does, read from the script's literals, f-strings included.
 
 use super::effects::Effects;
+use super::fold::is_plus;
 use super::literal::shorten;
 use super::needles::{CATALOGUE, FOREIGN_DB, GRANT};
-use super::{line, Analyzer, Node, Op, F, K};
-use ruff_python_ast::Operator;
+use super::{line, Analyzer, Node, F, K};
 
 /// Calls (as written) that run SQL: DB-API cursors and connections,
 /// SQLAlchemy, query builders, pandas.
@@ -328,12 +328,10 @@ impl<'t> Analyzer<'t> {
     /// The operands of a chain of `+`, left to right (`a + b + c`); a
     /// node that is no `+` is its own only operand.
     fn plus_operands(&self, n: Node<'t>) -> Vec<Node<'t>> {
-        let plus =
-            |n: Node<'t>| n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Add);
         let mut out = Vec::new();
         let mut stack = vec![n];
         while let Some(n) = stack.pop() {
-            match (plus(n), n.child(F::Left), n.child(F::Right)) {
+            match (is_plus(n), n.child(F::Left), n.child(F::Right)) {
                 (true, Some(l), Some(r)) => {
                     stack.push(r);
                     stack.push(l);

@@ -9,8 +9,7 @@
 use std::borrow::Cow;
 
 use super::calls::kwarg;
-use super::{Analyzer, Bind, Node, Op, F, K};
-use ruff_python_ast::Operator;
+use super::{Analyzer, Bind, Node, F, K};
 
 /// Callers of a function record at most this many call sites, which keeps
 /// parameter queries bounded on generated code with huge fan-in.
@@ -292,7 +291,7 @@ impl<'t> Analyzer<'t> {
     /// What a called name holds (`handler = TABLE[k]`: `TABLE[k]`), or the
     /// callee itself when it is no name; `None` for a name bound otherwise
     /// (a def, a parameter).
-    fn held_callee(&self, func: Node<'t>, scope: usize) -> Option<(Node<'t>, usize)> {
+    pub(super) fn held_callee(&self, func: Node<'t>, scope: usize) -> Option<(Node<'t>, usize)> {
         if func.kind() != K::Identifier {
             return Some((func, scope));
         }
@@ -320,11 +319,7 @@ impl<'t> Analyzer<'t> {
             .child(F::Function)
             .and_then(|f| self.resolve(f, s, 0))
             .is_some_and(|q| q == "builtins.getattr");
-        let (Some(&obj), Some(&name), true) = (
-            self.args(pick).0.first(),
-            self.args(pick).0.get(1),
-            is_getattr,
-        ) else {
+        let (&[obj, name, ..], true) = (self.args(pick).0, is_getattr) else {
             return Vec::new();
         };
         let Some(prefix) = self.name_prefix(name, s).filter(|p| !p.is_empty()) else {
@@ -365,14 +360,9 @@ impl<'t> Analyzer<'t> {
     /// `f"do_{verb}"`.
     fn name_prefix(&self, name: Node<'t>, scope: usize) -> Option<String> {
         match name.kind() {
-            K::BinaryOperator if name.operator() == Op::Bin(Operator::Add) => {
-                self.fold(name.child(F::Left)?, scope, 0)
-            }
+            _ if super::fold::is_plus(name) => self.fold(name.child(F::Left)?, scope, 0),
             K::String if name.children().any(|k| k.kind() == K::Interpolation) => {
-                let text = self.text(name);
-                let body = text.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-                let body = body.strip_prefix(['"', '\''])?;
-                Some(body.split('{').next()?.to_string())
+                Some(self.template_pieces(name)?.first()?.0.to_string())
             }
             _ => None,
         }

@@ -62,8 +62,8 @@ impl<'t> Analyzer<'t> {
     /// keys of a literal dict), or an entry of a literal dict of strings
     /// picked by an unknown key (`PLUGINS[key]`, `PLUGINS.get(key)`)?
     fn literal_choice(&self, n: Node<'t>, scope: usize) -> bool {
-        if let Some(table) = self.looked_up_table(n) {
-            let literal = |e: Node<'t>| self.constant(e);
+        let literal = |e: Node<'t>| self.constant(e);
+        if let Some(table) = self.looked_up_in(n) {
             // `.get(key, default)`: the default is a choice too.
             let default = (n.kind() == K::Call)
                 .then(|| self.args(n).0.get(1).copied())
@@ -107,7 +107,6 @@ impl<'t> Analyzer<'t> {
             (K::Identifier, _) => return false,
             _ => of,
         };
-        let literal = |e: Node<'t>| self.constant(e);
         match pick {
             None => {
                 matches!(list.kind(), K::List | K::Tuple | K::Set)
@@ -127,20 +126,6 @@ impl<'t> Analyzer<'t> {
     fn constant(&self, e: Node<'t>) -> bool {
         self.reset_budget();
         self.fold(e, self.scope_of(e), 0).is_some()
-    }
-
-    /// The table `n` looks an entry up in: `t` of `t[key]` or `t.get(key)`.
-    fn looked_up_table(&self, n: Node<'t>) -> Option<Node<'t>> {
-        match n.kind() {
-            K::Subscript => n.child(F::Value),
-            K::Call if self.method_name(n) == Some("get") => self.receiver(n),
-            _ => None,
-        }
-    }
-
-    /// The object a method is called on (`d` of `d.items()`).
-    fn receiver(&self, call: Node<'t>) -> Option<Node<'t>> {
-        call.child(F::Function)?.child(F::Object)
     }
 
     /// Code that is a syntax tree from `ast.parse`, walked by the same

@@ -33,6 +33,11 @@ pub(super) const HEX_DECODERS: &[&str] = &[
 pub(super) type Decode = fn(&str) -> Option<Vec<u8>>;
 
 /// How the function `q` decodes text, when it is a base64 or hex decoder.
+/// Whether `n` is an `a + b` (strings joined, lists concatenated).
+pub(super) fn is_plus(n: Node<'_>) -> bool {
+    n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Add)
+}
+
 pub(super) fn text_decoder(q: &str) -> Option<Decode> {
     if BASE64_DECODERS.contains(&q) {
         Some(b64decode)

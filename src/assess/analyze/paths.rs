@@ -474,7 +474,7 @@ impl<'t> Analyzer<'t> {
     /// (`for tag, src in SOURCES.items()`, `for app, paths in
     /// locations().items()`: see `dicts_of`).
     fn dict_value_paths(&self, items: Node<'t>, scope: usize, depth: usize) -> Vec<String> {
-        let Some(obj) = items.child(F::Function).and_then(|f| f.child(F::Object)) else {
+        let Some(obj) = self.receiver(items) else {
             return Vec::new();
         };
         let mut out = Vec::new();

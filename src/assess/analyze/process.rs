@@ -2,9 +2,8 @@
 
 use super::calls::Call;
 use super::kinds::{EXEC, PROCESS, SHELL};
-use ruff_python_ast::Operator;
 
-use super::{pos, Analyzer, Bind, Node, Op, Part, F, K};
+use super::{pos, Analyzer, Bind, Node, Part, F, K};
 
 /// Values of a computed command checked, at most.
 const MAX_COMMANDS: usize = 4;
@@ -138,7 +137,7 @@ impl<'t> Analyzer<'t> {
         }
         // `BASE + argv`, `base + ["logger", msg]`: the words of each side
         // that is a list, `*` for one that is not (the user's words).
-        if arg.kind() == K::BinaryOperator && arg.operator() == Op::Bin(Operator::Add) {
+        if super::fold::is_plus(arg) {
             let side = |n: Option<Node<'t>>| {
                 n.and_then(|n| self.bound_value(n, scope, |v| v.kind().is_sequence()))
                     .map_or_else(|| "*".to_string(), |(v, s)| self.sequence_words(v, s))
@@ -161,17 +160,9 @@ impl<'t> Analyzer<'t> {
     /// that cannot be folded `*`. One level: a helper returning another
     /// call is not followed.
     fn returned_command_lists(&self, arg: Node<'t>, scope: usize) -> Option<Vec<String>> {
-        let (call, s) = match arg.kind() {
-            K::Call => (arg, scope),
-            K::Identifier => match *self
-                .lookup(self.text(arg), scope, arg.start_byte())?
-                .last()?
-            {
-                Bind::Expr(v, s) if v.kind() == K::Call => (v, s),
-                _ => return None,
-            },
-            _ => return None,
-        };
+        let (call, s) = self
+            .held_callee(arg, scope)
+            .filter(|(v, _)| v.kind() == K::Call)?;
         let func = call.child(F::Function)?;
         // `builder(path)` with `builder` a parameter: each function of the
         // script's own its callers hand it (`pool.submit(capture, mic_cmd)`).

@@ -187,6 +187,11 @@ impl<'t> Analyzer<'t> {
             .is_some_and(|callers| callers.iter().any(|c| c.in_loop))
     }
 
+    /// The object a method is called on (`d` of `d.items()`).
+    pub(super) fn receiver(&self, call: Node<'t>) -> Option<Node<'t>> {
+        call.child(F::Function)?.child(F::Object)
+    }
+
     /// The method name of a call `obj.m(...)`.
     pub(super) fn method_name(&self, call: Node<'t>) -> Option<&'t str> {
         call.child(F::Function)

@@ -447,7 +447,7 @@ impl<'t> Analyzer<'t> {
         if self.text(pair.child(F::Key)?) != k || self.method_name(source) != Some("items") {
             return None;
         }
-        let obj = source.child(F::Function)?.child(F::Object)?;
+        let obj = self.receiver(source)?;
         let (dict, ds) = match obj.kind() {
             K::Dictionary => (obj, s),
             _ => self.dict_literal(obj, s)?,

@@ -4,9 +4,9 @@
 use super::literal::shorten;
 use super::names::METADATA_HOSTS;
 use super::needles::{CREDENTIAL, DEV_TCP, DOCKER, KUBE_API, METADATA, MINER, PRELOAD};
-use ruff_python_ast::Operator;
 
-use super::{pos, Analyzer, Node, Op, F, K};
+use super::fold::is_plus;
+use super::{pos, Analyzer, Node, F, K};
 
 impl<'t> Analyzer<'t> {
     pub(super) fn check_strings(&mut self) {
@@ -48,13 +48,11 @@ impl<'t> Analyzer<'t> {
     /// `+` over a literal), `"".join(map(chr, [47, 118, ...]))`. Read like
     /// literals, so that a name split to hide it is the name.
     fn built_strings(&self) -> Vec<(Node<'t>, String)> {
-        let plus =
-            |n: Node<'t>| n.kind() == K::BinaryOperator && n.operator() == Op::Bin(Operator::Add);
         let mut nodes: Vec<Node<'t>> = Vec::new();
         for s in &self.strings {
             let mut top = None;
             let mut at = *s;
-            while let Some(p) = at.parent().filter(|p| plus(*p)) {
+            while let Some(p) = at.parent().filter(|p| is_plus(*p)) {
                 top = Some(p);
                 at = p;
             }
